@@ -1,0 +1,161 @@
+"""Python AST expressions for single primitives: how each node is spelled in generated code.
+
+Invariant: :func:`node_expr` returns an expression computing exactly ``evaluate(prim, ...)``
+with the array module bound to the name ``xp_name`` (``np`` for NumPy, ``cp`` for CuPy).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ..ir.primitives import PRIMS, index_has_arrays
+
+_BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow,
+           "@": ast.MatMult}
+_CMPOPS = {">": ast.Gt, ">=": ast.GtE, "<": ast.Lt, "<=": ast.LtE, "==": ast.Eq, "!=": ast.NotEq}
+
+
+def const(value):
+    """An AST for a static Python value (numbers, tuples, None, slices are handled by callers)."""
+    if isinstance(value, tuple):
+        return ast.Tuple([const(v) for v in value], ast.Load())
+    if isinstance(value, float) and not np.isfinite(value):
+        return ast.Call(_name("float"), [ast.Constant(repr(value))], [])
+    return ast.Constant(value)
+
+
+def _name(n):
+    return ast.Name(n, ast.Load())
+
+
+def _attr(dotted: str, xp_name: str):
+    parts = dotted.split(".")
+    if parts[0] == "np":
+        parts[0] = xp_name
+    node = _name(parts[0])
+    for p in parts[1:]:
+        node = ast.Attribute(node, p, ast.Load())
+    return node
+
+
+def _call(func, args, keywords=None):
+    return ast.Call(func, args, [ast.keyword(k, v) for k, v in (keywords or {}).items()])
+
+
+def dtype_expr(dtype: str, xp_name: str):
+    return _attr(f"np.{np.dtype(dtype).name}", xp_name)
+
+
+def index_expr(spec, arrays):
+    items = []
+    for item in spec:
+        tag = item[0]
+        if tag == "s":
+            items.append(ast.Slice(*(None if v is None else const(v) for v in item[1:])))
+        elif tag == "i":
+            items.append(const(item[1]))
+        elif tag == "n":
+            items.append(ast.Constant(None))
+        elif tag == "e":
+            items.append(ast.Constant(Ellipsis))
+        else:
+            items.append(arrays[item[1]])
+    return items[0] if len(items) == 1 else ast.Tuple(items, ast.Load())
+
+
+def node_expr(node, args, xp_name="np"):
+    """The expression for ``node`` given its inputs' expressions ``args``."""
+    prim, p = node.prim, node.params
+    spell = PRIMS[prim].spell
+    if p.get("py"):
+        return _call(_attr(f"math.{p['py']}", xp_name), args)
+    if spell in _BINOPS:
+        return ast.BinOp(args[0], _BINOPS[spell](), args[1])
+    if spell in _CMPOPS:
+        return ast.Compare(args[0], [_CMPOPS[spell]()], [args[1]])
+    if prim == "negative":
+        return ast.UnaryOp(ast.USub(), args[0])
+    if prim == "getitem":
+        return ast.Subscript(args[0], index_expr(p["index"], args[1:]), ast.Load())
+    if prim == "transpose" and p.get("axes") is None:
+        return ast.Attribute(args[0], "T", ast.Load())
+    if prim == "astype":
+        return _call(ast.Attribute(args[0], "astype", ast.Load()), [dtype_expr(p["dtype"], xp_name)])
+    if prim == "to_float":
+        return _call(_name("float"), args)
+    return _SPECIAL.get(prim, _generic)(node, args, xp_name)
+
+
+def _generic(node, args, xp_name):
+    keywords = {k: const(v) for k, v in sorted(node.params.items()) if v is not None}
+    return _call(_attr(PRIMS[node.prim].spell, xp_name), args, keywords)
+
+
+def _positional(key):
+    def spell(node, args, xp_name):
+        return _call(_attr(PRIMS[node.prim].spell, xp_name), args + [const(node.params[key])])
+    return spell
+
+
+def _seq(node, args, xp_name):
+    keywords = {"axis": const(node.params["axis"])} if node.params.get("axis", 0) != 0 else {}
+    return _call(_attr(PRIMS[node.prim].spell, xp_name), [ast.List(args, ast.Load())], keywords)
+
+
+def _creation(node, args, xp_name):
+    p = node.params
+    if node.prim == "full":
+        keywords = {"dtype": dtype_expr(p["dtype"], xp_name)} if p.get("dtype") else {}
+        return _call(_attr("np.full", xp_name), [const(p["shape"]), args[0]], keywords)
+    keywords = {}
+    if p.get("dtype") and np.dtype(p["dtype"]) != np.float64:
+        keywords["dtype"] = dtype_expr(p["dtype"], xp_name)
+    if node.prim in ("zeros_like", "ones_like"):
+        return _call(_attr(PRIMS[node.prim].spell, xp_name), args, keywords)
+    return _call(_attr(PRIMS[node.prim].spell, xp_name), [const(p["shape"])], keywords)
+
+
+def _sum_to(node, args, xp_name):
+    """``sum_to`` spelled as the plain sums a person would write, from the known shapes."""
+    (g,) = node.inputs
+    shape, gshape = node.params["shape"], g.aval.known_shape
+    if gshape is None:
+        return _call(_name("_sum_to"), args + [const(shape)])
+    lead = len(gshape) - len(shape)
+    out = args[0]
+    if lead:
+        axes = tuple(range(lead))
+        out = _call(_attr("np.sum", xp_name), [out],
+                    {"axis": const(axes[0] if len(axes) == 1 else axes)} if shape else {})
+    kept = tuple(i for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
+    if kept:
+        out = _call(_attr("np.sum", xp_name), [out],
+                    {"axis": const(kept[0] if len(kept) == 1 else kept),
+                     "keepdims": ast.Constant(True)})
+    return out
+
+
+_SPECIAL = {
+    "reshape": _positional("shape"), "broadcast_to": _positional("shape"),
+    "concatenate": _seq, "stack": _seq, "sum_to": _sum_to,
+    "zeros": _creation, "ones": _creation, "full": _creation,
+    "zeros_like": _creation, "ones_like": _creation,
+}
+
+
+def scatter_statements(node, target: str, args, xp_name="np"):
+    """``scatter_add`` as statements: a zero array, then ``t[idx] = g`` or ``np.add.at``."""
+    p = node.params
+    zeros = _call(_attr("np.zeros", xp_name), [const(p["shape"])],
+                  {"dtype": dtype_expr(node.out.aval.dtype, xp_name)})
+    idx = index_expr(p["index"], args[1:])
+    first = ast.Assign([ast.Name(target, ast.Store())], zeros)
+    if index_has_arrays(p["index"]):
+        adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
+        second = ast.Expr(_call(_attr(adder, xp_name),
+                                [_name(target), idx, args[0]]))
+    else:
+        second = ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[0])
+    return [first, second]

@@ -1,0 +1,52 @@
+"""CompileError: the one error users see from the compiler, located in their own file.
+
+Invariant: ``str(err)`` is ``path:line:col: error: message``, then the offending line, a caret
+under the construct, and (when there is one) a hint saying what to write instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class Location:
+    filename: str
+    lineno: int
+    col: int            # 0-based, as in the ast module
+    line: str           # the source line, without its newline
+    end_col: Optional[int] = None
+
+
+class CompileError(Exception):
+    """Raised for anything the compiler cannot (or must not) compile, pointing at the user's code."""
+
+    def __init__(self, message: str, location: Optional[Location] = None, hint: str = ""):
+        self.message = message
+        self.location = location
+        self.hint = hint
+        super().__init__(self.render())
+
+    @property
+    def filename(self):
+        return self.location.filename if self.location else None
+
+    @property
+    def lineno(self):
+        return self.location.lineno if self.location else None
+
+    def render(self) -> str:
+        loc = self.location
+        if loc is None:
+            text = f"error: {self.message}"
+        else:
+            text = f"{loc.filename}:{loc.lineno}:{loc.col + 1}: error: {self.message}"
+            stripped = loc.line.rstrip()
+            indent = len(stripped) - len(stripped.lstrip())
+            end = loc.end_col if loc.end_col and loc.end_col > loc.col else loc.col + 1
+            end = min(end, len(stripped)) if len(stripped) > loc.col else loc.col + 1
+            text += f"\n    {stripped.lstrip()}\n    {' ' * (loc.col - indent)}{'^' * (end - loc.col)}"
+        if self.hint:
+            text += f"\nhint: {self.hint}"
+        return text

@@ -1,0 +1,103 @@
+"""The syntax fence: reject, up front and located, every construct the compiler does not take.
+
+Invariant: a function body that passes :func:`check` contains only the statement and expression
+kinds listed in ``ALLOWED``; lowering may still reject a *name* it cannot resolve.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .source import FunctionSource
+
+ALLOWED = (
+    ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr, ast.Pass,
+    ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute, ast.Name, ast.Constant,
+    ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.keyword,
+    ast.Load, ast.Store, ast.operator, ast.unaryop, ast.cmpop, ast.arguments, ast.arg,
+)
+
+_WHY = {
+    ast.Try: ("`try` is not supported in a compiled function",
+              "move error handling to the caller; the compiled gradient raises what NumPy raises"),
+    ast.Raise: ("`raise` is not supported in a compiled function",
+                "validate inputs in the caller, before calling the gradient"),
+    ast.Assert: ("`assert` is not supported in a compiled function",
+                 "check inputs in the caller"),
+    ast.Yield: ("generators (`yield`) cannot be differentiated", "return an array instead"),
+    ast.YieldFrom: ("generators (`yield from`) cannot be differentiated",
+                    "return an array instead"),
+    ast.ClassDef: ("a `class` definition is not supported in a compiled function",
+                   "define the class outside the function"),
+    ast.FunctionDef: ("a nested `def` is not supported yet",
+                      "define the helper at module level; calls to it are inlined"),
+    ast.Lambda: ("`lambda` is not supported in a compiled function",
+                 "define a module-level function; calls to it are inlined"),
+    ast.With: ("`with` is not supported in a compiled function", "move it to the caller"),
+    ast.Global: ("`global` is not supported: compiled functions do not write module state",
+                 "return the value instead"),
+    ast.Nonlocal: ("`nonlocal` is not supported: compiled functions do not write outer state",
+                   "return the value instead"),
+    ast.Delete: ("`del` is not supported in a compiled function", "just stop using the name"),
+    ast.Import: ("`import` inside a compiled function is not supported",
+                 "import at module level"),
+    ast.ImportFrom: ("`import` inside a compiled function is not supported",
+                     "import at module level"),
+    ast.If: ("`if` statements are not supported yet (straight-line code only)",
+             "use np.where(cond, a, b) for elementwise choices"),
+    ast.IfExp: ("conditional expressions are not supported yet (straight-line code only)",
+                "use np.where(cond, a, b)"),
+    ast.For: ("`for` loops are not supported yet (straight-line code only)",
+              "write the computation with whole-array NumPy operations"),
+    ast.While: ("`while` loops are not supported yet (straight-line code only)",
+                "write the computation with whole-array NumPy operations"),
+    ast.BoolOp: ("`and`/`or` are not supported yet", "use np.logical_and / np.logical_or"),
+    ast.ListComp: ("list comprehensions are not supported", "use whole-array operations"),
+    ast.GeneratorExp: ("generator expressions are not supported", "use whole-array operations"),
+    ast.DictComp: ("dict comprehensions are not supported", "use arrays"),
+    ast.SetComp: ("set comprehensions are not supported", "use arrays"),
+    ast.Dict: ("dicts are not supported in a compiled function", "use separate variables"),
+    ast.Set: ("sets are not supported in a compiled function", "use arrays"),
+    ast.JoinedStr: ("f-strings are not supported in a compiled function",
+                    "format strings in the caller"),
+    ast.Starred: ("`*` unpacking is not supported", "pass the arguments one by one"),
+    ast.NamedExpr: ("`:=` is not supported", "use a separate assignment"),
+    ast.Await: ("`await` is not supported", "compile a synchronous function"),
+    ast.AsyncFunctionDef: ("async functions cannot be compiled", "use a plain def"),
+}
+
+
+def check(src: FunctionSource) -> None:
+    """Raise a located CompileError at the first unsupported construct of ``src``'s body."""
+    tree = src.tree
+    if isinstance(tree, ast.AsyncFunctionDef):
+        raise src.error(tree, *_WHY[ast.AsyncFunctionDef])
+    args = tree.args
+    if args.vararg or args.kwarg:
+        bad = args.vararg or args.kwarg
+        raise src.error(bad, "`*args` / `**kwargs` parameters are not supported",
+                        "name every parameter")
+    for stmt in tree.body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ALLOWED):
+                continue
+            message, hint = _WHY.get(type(node), (
+                f"`{type(node).__name__}` syntax is not supported in a compiled function",
+                "write straight-line NumPy code: assignments, arithmetic, NumPy calls"))
+            raise src.error(node, message, hint)
+        if isinstance(stmt, ast.Expr) and not _is_docstring(stmt):
+            raise _bare_expression(src, stmt)
+
+
+def _bare_expression(src, stmt):
+    call = stmt.value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+        return src.error(call, "`print` is not supported in a compiled function: the generated "
+                         "code has no side effects",
+                         "print in the caller, or step through it with adcompiler.tape.dynamic_grad")
+    return src.error(stmt, "an expression statement has no effect on the result",
+                     "assign it to a name, or remove it")
+
+
+def _is_docstring(stmt) -> bool:
+    return isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)

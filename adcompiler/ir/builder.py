@@ -1,0 +1,120 @@
+"""The builder appends nodes to a graph and is the ``ops`` namespace templates see on IR values.
+
+Invariant: every node it appends has inputs that are already defined in the graph (or literals)
+and an output aval computed by :func:`adcompiler.ir.shapes.infer`. While a builder is active
+(``with builder:``), arithmetic on :class:`Value` objects emits into it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Optional
+
+import numpy as np
+
+from .graph import Aval, Graph, Literal, Node, Value
+from .primitives import PRIMS
+from .shapes import infer
+
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
+
+
+def current_builder() -> "Builder":
+    b = _ACTIVE.get()
+    if b is None:
+        raise RuntimeError("IR values can only be combined while a Builder is active")
+    return b
+
+
+class NeedsShape(Exception):
+    """A template asked for a shape the compiler does not know (only specialised code has it)."""
+
+
+class Builder:
+    """Emit nodes into ``graph``; ``source`` tags each node with the user's line it came from."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.source: Optional[str] = None
+        self.phase = "forward"
+        self._tokens = []
+
+    def __enter__(self):
+        self._tokens.append(_ACTIVE.set(self))
+        return self
+
+    def __exit__(self, *exc):
+        _ACTIVE.reset(self._tokens.pop())
+
+    # ---- emitting -----------------------------------------------------------------------------
+    def atom(self, x):
+        """A node input: a Value as it is, a Python scalar as a Literal."""
+        if isinstance(x, (Value, Literal)):
+            return x
+        if isinstance(x, (bool, int, float)):
+            return Literal(x)
+        if isinstance(x, np.generic) and x.ndim == 0:
+            return Literal(x.item())
+        raise TypeError(f"cannot use {type(x).__name__} as an IR input")
+
+    def emit(self, prim: str, inputs, params=None, name: Optional[str] = None) -> Value:
+        params = dict(params or {})
+        atoms = tuple(self.atom(x) for x in inputs)
+        avals = [a.aval for a in atoms]
+        literals = [a.value if isinstance(a, Literal) else None for a in atoms]
+        aval = infer(prim, avals, literals, params)
+        out = Value(aval)
+        if name:
+            self.graph.name_value(out, name)
+        self.graph.nodes.append(Node(prim, atoms, params, (out,), self.source, self.phase))
+        return out
+
+    # ---- the ops namespace for templates ------------------------------------------------------
+    def __getattr__(self, prim):
+        spec = PRIMS.get(prim)
+        if spec is None:
+            raise AttributeError(prim)
+
+        def call(*args, **params):
+            n = len(args) if spec.arity is None else spec.arity
+            params.update(zip(spec.params, args[n:]))
+            return self.emit(prim, args[:n], params)
+        return call
+
+    def shape(self, x):
+        shape = _aval(x).known_shape
+        if shape is None:
+            raise NeedsShape(x)
+        return shape
+
+    def ndim(self, x):
+        return len(self.shape(x))
+
+    def size(self, x):
+        return int(np.prod(self.shape(x)))
+
+    def dtype(self, x):
+        return _aval(x).dtype
+
+    def unbroadcast(self, g, x):
+        """``g`` summed back to ``x``'s shape (nothing is emitted when the shapes agree)."""
+        target = self.shape(x)
+        if _aval(g).known_shape == target:
+            return g
+        return self.emit("sum_to", (g,), {"shape": target})
+
+    def scatter_add(self, g, arrays, shape, index):
+        return self.emit("scatter_add", (g, *arrays), {"shape": shape, "index": index})
+
+    def getitem(self, x, arrays, index):
+        return self.emit("getitem", (x, *arrays), {"index": index})
+
+    def concatenate(self, xs, axis=0):
+        return self.emit("concatenate", tuple(xs), {"axis": axis})
+
+    def stack(self, xs, axis=0):
+        return self.emit("stack", tuple(xs), {"axis": axis})
+
+
+def _aval(x) -> Aval:
+    return x.aval if isinstance(x, (Value, Literal)) else Aval.of(x)

@@ -1,0 +1,180 @@
+"""Values, literals, nodes and graphs of the SSA IR; values carry abstract shapes and dtypes.
+
+A :class:`Value` is defined once (by a parameter, a constant or a node) and identified by object
+identity; its ``name`` is only a printing hint made unique per graph by :meth:`Graph.unique_name`.
+Arithmetic operators on a value emit nodes into the active :class:`~adcompiler.ir.builder.Builder`,
+which is what lets one derivative template run on IR values as well as on arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+SCALAR_KINDS = ("float", "int", "bool")
+
+
+@dataclass(frozen=True)
+class Aval:
+    """What the compiler knows of a value before it runs: kind, dtype and (maybe) shape.
+
+    ``kind`` is ``"array"`` for NumPy arrays (and NumPy scalars) or one of ``"float"``, ``"int"``,
+    ``"bool"`` for Python scalars. ``shape`` is None where unknown. ``dtype`` is a NumPy dtype
+    name (Python scalars use their NumPy equivalent).
+    """
+
+    kind: str
+    dtype: str
+    shape: Optional[tuple] = None
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.kind in SCALAR_KINDS
+
+    @property
+    def ndim(self):
+        if self.is_scalar:
+            return 0
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def known_shape(self):
+        return () if self.is_scalar else self.shape
+
+    @property
+    def is_float(self) -> bool:
+        return np.dtype(self.dtype).kind in "fc"
+
+    def __str__(self):
+        if self.is_scalar:
+            return self.kind
+        short = _SHORT_DTYPES.get(self.dtype, self.dtype)
+        if self.shape is None:
+            return f"{short}[?]"
+        return f"{short}[{','.join(str(d) for d in self.shape)}]"
+
+    @staticmethod
+    def of(x) -> "Aval":
+        """The abstract value of a concrete Python or NumPy object."""
+        if isinstance(x, bool):
+            return Aval("bool", "bool")
+        if isinstance(x, int):
+            return Aval("int", "int64")
+        if isinstance(x, float):
+            return Aval("float", "float64")
+        arr = np.asarray(x) if not hasattr(x, "dtype") else x
+        return Aval("array", np.dtype(arr.dtype).name, tuple(arr.shape))
+
+
+_SHORT_DTYPES = {"float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64",
+                 "int32": "i32", "bool": "b1", "complex128": "c128", "complex64": "c64"}
+
+
+@dataclass(eq=False)
+class Value:
+    """An SSA value. Identity is the object; ``name`` is a hint for printing and emitted code."""
+
+    aval: Aval
+    name: Optional[str] = None
+    origin: Optional[str] = None  # the user's variable it came from, if any
+
+    # Operators emit nodes into the active builder (see adcompiler.ir.builder).
+    def _emit(self, prim, *args):
+        from .builder import current_builder
+        return current_builder().emit(prim, args)
+
+    def __add__(self, o): return self._emit("add", self, o)
+    def __radd__(self, o): return self._emit("add", o, self)
+    def __sub__(self, o): return self._emit("subtract", self, o)
+    def __rsub__(self, o): return self._emit("subtract", o, self)
+    def __mul__(self, o): return self._emit("multiply", self, o)
+    def __rmul__(self, o): return self._emit("multiply", o, self)
+    def __truediv__(self, o): return self._emit("divide", self, o)
+    def __rtruediv__(self, o): return self._emit("divide", o, self)
+    def __pow__(self, o): return self._emit("power", self, o)
+    def __rpow__(self, o): return self._emit("power", o, self)
+    def __matmul__(self, o): return self._emit("matmul", self, o)
+    def __rmatmul__(self, o): return self._emit("matmul", o, self)
+    def __neg__(self): return self._emit("negative", self)
+
+    @property
+    def shape(self):
+        return self.aval.known_shape
+
+    @property
+    def ndim(self):
+        return self.aval.ndim
+
+    @property
+    def T(self):
+        return self._emit("transpose", self)
+
+    def __repr__(self):
+        return f"Value({self.name or '?'}: {self.aval})"
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A Python scalar constant used directly as a node input."""
+
+    value: Any
+
+    @property
+    def aval(self) -> Aval:
+        return Aval.of(self.value)
+
+    def __str__(self):
+        return repr(self.value)
+
+
+@dataclass(eq=False)
+class Node:
+    """One primitive application: ``outputs = prim[params](*inputs)``.
+
+    ``source`` is the user's line this node came from (for ``# grad of:`` comments and errors);
+    ``phase`` is ``"forward"`` for the user's computation and ``"adjoint"`` for derived code.
+    """
+
+    prim: str
+    inputs: tuple
+    params: dict
+    outputs: tuple
+    source: Optional[str] = None
+    phase: str = "forward"
+
+    @property
+    def out(self) -> Value:
+        (v,) = self.outputs
+        return v
+
+
+@dataclass(eq=False)
+class Graph:
+    """A function body: parameters, constants (arrays from closures and globals), nodes, outputs."""
+
+    name: str
+    params: list
+    nodes: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    consts: dict = field(default_factory=dict)  # Value -> concrete array
+    _names: set = field(default_factory=set, repr=False)
+
+    def unique_name(self, base: str) -> str:
+        """A name not yet used in this graph: ``base``, else ``base_1``, ``base_2``..."""
+        base = base or "t"
+        name, k = base, 0
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        return name
+
+    def name_value(self, v: Value, base: str) -> Value:
+        v.name = self.unique_name(base)
+        return v
+
+    def __str__(self):
+        from .printer import print_graph
+        return print_graph(self)

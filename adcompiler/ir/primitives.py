@@ -1,0 +1,155 @@
+"""The closed set of primitives: for each, its NumPy meaning, its family and how code spells it.
+
+Every node's ``prim`` names an entry of :data:`PRIMS`. The frontend maps user calls onto these
+names, the templates give each differentiable one a rule, the backends print each from ``spell``.
+Invariant: ``evaluate(prim, args, params)`` computes exactly what the emitted code computes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Prim:
+    name: str
+    fn: Callable                 # NumPy meaning: fn(*inputs, **params)
+    family: str                  # elementwise | reduction | linalg | shape | creation | internal
+    spell: str                   # "+" style operator, or a callee such as "np.tanh"
+    arity: Optional[int] = 1     # None: variadic
+    differentiable: bool = True  # False: the output carries no gradient (comparisons, creation)
+    params: tuple = ()           # static parameters, in NumPy's positional order
+
+
+PRIMS: dict[str, Prim] = {}
+
+
+def _def(name, fn, family, spell, arity=1, differentiable=True, params=()):
+    PRIMS[name] = Prim(name, fn, family, spell, arity, differentiable, params)
+
+
+# ---- elementwise: operators ---------------------------------------------------------------
+for _n, _op in [("add", "+"), ("subtract", "-"), ("multiply", "*"), ("divide", "/"),
+                ("power", "**"), ("matmul", "@")]:
+    _def(_n, getattr(np, _n), "linalg" if _n == "matmul" else "elementwise", _op, 2)
+_def("negative", np.negative, "elementwise", "-")
+for _n, _op in [("greater", ">"), ("greater_equal", ">="), ("less", "<"), ("less_equal", "<="),
+                ("equal", "=="), ("not_equal", "!=")]:
+    _def(_n, getattr(np, _n), "elementwise", _op, 2, differentiable=False)
+
+# ---- elementwise: functions -----------------------------------------------------------------
+for _n in ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
+           "arctan", "arcsin", "arccos", "sinh", "cosh", "abs", "reciprocal"]:
+    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}")
+_def("sign", np.sign, "elementwise", "np.sign", differentiable=False)
+for _n in ["maximum", "minimum", "logical_and", "logical_or"]:
+    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", 2,
+         differentiable=not _n.startswith("logical"))
+_def("logical_not", np.logical_not, "elementwise", "np.logical_not", differentiable=False)
+_def("where", np.where, "elementwise", "np.where", 3)
+_def("clip", np.clip, "elementwise", "np.clip", 3)
+
+# ---- math module on Python scalars (same rules as the NumPy names) --------------------------
+MATH_PRIMS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
+              "cos": math.cos, "tan": math.tan, "tanh": math.tanh, "log1p": math.log1p,
+              "expm1": math.expm1, "atan": math.atan}
+
+# ---- reductions ---------------------------------------------------------------------------
+for _n in ["sum", "mean", "prod", "max", "min"]:
+    _def(_n, getattr(np, _n), "reduction", f"np.{_n}", params=("axis", "keepdims"))
+
+# ---- linear algebra -------------------------------------------------------------------------
+_def("dot", np.dot, "linalg", "np.dot", 2)
+_def("outer", np.outer, "linalg", "np.outer", 2)
+
+# ---- shape and indexing ---------------------------------------------------------------------
+_def("transpose", np.transpose, "shape", "np.transpose", params=("axes",))
+_def("reshape", np.reshape, "shape", "np.reshape", params=("shape",))
+_def("expand_dims", np.expand_dims, "shape", "np.expand_dims", params=("axis",))
+_def("squeeze", np.squeeze, "shape", "np.squeeze", params=("axis",))
+_def("broadcast_to", np.broadcast_to, "shape", "np.broadcast_to", params=("shape",))
+_def("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), "shape",
+     "np.concatenate", None)
+_def("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), "shape", "np.stack", None)
+
+
+def getitem(x, *arrays, index):
+    return x[build_index(index, arrays)]
+
+
+_def("getitem", getitem, "shape", "[]", None)
+
+
+def build_index(spec, arrays):
+    """Rebuild a real index from its static spec and the dynamic integer arrays it refers to.
+
+    Spec items: ("s", start, stop, step) a slice, ("i", k) an int, ("n",) None/newaxis,
+    ("e",) Ellipsis, ("a", k) the k-th dynamic index array.
+    """
+    out = []
+    for item in spec:
+        tag = item[0]
+        if tag == "s":
+            out.append(slice(*item[1:]))
+        elif tag == "i":
+            out.append(item[1])
+        elif tag == "n":
+            out.append(None)
+        elif tag == "e":
+            out.append(Ellipsis)
+        else:
+            out.append(arrays[item[1]])
+    return tuple(out)
+
+
+def index_has_arrays(spec) -> bool:
+    return any(item[0] == "a" for item in spec)
+
+
+# ---- creation and conversion ----------------------------------------------------------------
+_def("zeros_like", np.zeros_like, "creation", "np.zeros_like", differentiable=False)
+_def("ones_like", np.ones_like, "creation", "np.ones_like", differentiable=False)
+_def("zeros", np.zeros, "creation", "np.zeros", 0, False, ("shape", "dtype"))
+_def("ones", np.ones, "creation", "np.ones", 0, False, ("shape", "dtype"))
+_def("full", lambda fill, shape, dtype=None: np.full(shape, fill, dtype=dtype), "creation",
+     "np.full", 1, params=("shape", "dtype"))
+_def("astype", lambda x, dtype: np.asarray(x).astype(dtype), "creation", ".astype",
+     params=("dtype",))
+_def("copy", np.copy, "creation", "np.copy")
+_def("to_float", float, "creation", "float")  # a Python float from a 0-d result
+
+
+# ---- internal: introduced by the adjoint transform ------------------------------------------
+def sum_to(g, shape):
+    """Sum ``g`` over the axes that broadcasting added or stretched, so it has ``shape``."""
+    g = np.asarray(g)
+    if g.shape == tuple(shape):
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape)
+                                      if d == 1 and g.shape[i + lead] != 1)
+    out = np.sum(g, axis=axes, keepdims=True)
+    return out.reshape(shape)
+
+
+def scatter_add(g, *arrays, shape, index):
+    """The adjoint of ``x[index]``: a zero array of ``shape`` with ``g`` added at ``index``."""
+    out = np.zeros(shape, dtype=np.result_type(g))
+    np.add.at(out, build_index(index, arrays), g)
+    return out
+
+
+_def("sum_to", sum_to, "internal", "_sum_to", params=("shape",))
+_def("scatter_add", scatter_add, "internal", "_scatter_add", None)
+
+
+def evaluate(prim: str, args, params):
+    """Compute one primitive on concrete values (the reference interpreter and the tape use it)."""
+    if params.get("py"):
+        return MATH_PRIMS[params["py"]](*args)
+    kw = {k: v for k, v in params.items() if k != "py"}
+    return PRIMS[prim].fn(*args, **kw)

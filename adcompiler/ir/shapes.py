@@ -1,0 +1,140 @@
+"""Shape and dtype inference: the abstract value of a node's output from its inputs' avals.
+
+Invariant: for concrete inputs with the given avals, ``evaluate`` returns values whose avals
+equal what :func:`infer` says. Unknown shapes propagate as ``None``. Dtypes follow NumPy's own
+promotion: they are found by running the primitive on empty stand-ins, which costs nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Aval
+from .primitives import PRIMS, evaluate
+
+_SCALAR_STANDIN = {"float": 1.0, "int": 1, "bool": True}
+
+
+def _standin(aval: Aval, literal=None, empty=True):
+    """A cheap concrete object with this aval's dtype (and its shape, unless ``empty``: then ones)."""
+    if aval.is_scalar:
+        return _SCALAR_STANDIN[aval.kind] if literal is None else literal
+    if empty or aval.shape is None:
+        ndim = 1 if aval.shape is None else len(aval.shape)
+        return np.zeros((1,) * ndim, dtype=aval.dtype)
+    # A zero-strided view: the right shape without the memory.
+    return np.broadcast_to(np.zeros((), dtype=aval.dtype), aval.shape)
+
+
+def _dtype_of(prim, avals, literals, params):
+    args = [_standin(a, lit) for a, lit in zip(avals, literals)]
+    with np.errstate(all="ignore"):
+        out = evaluate(prim, args, params)
+    return np.result_type(out).name
+
+
+def _broadcast(avals):
+    shapes = [a.known_shape for a in avals]
+    if any(s is None for s in shapes):
+        return None
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+def _reduced(shape, axis, keepdims):
+    if shape is None:
+        return None
+    nd = len(shape)
+    axes = range(nd) if axis is None else [a % nd for a in np.atleast_1d(axis).tolist()]
+    axes = set(axes)
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _matmul_shape(a, b):
+    if a is None or b is None:
+        return None
+    if len(a) == 1 and len(b) == 1:
+        return ()
+    if len(a) == 1:
+        return b[:-2] + b[-1:]
+    if len(b) == 1:
+        return a[:-1]
+    batch = tuple(np.broadcast_shapes(a[:-2], b[:-2]))
+    return batch + (a[-2], b[-1])
+
+
+def _dot_shape(a, b):
+    if a is None or b is None:
+        return None
+    if len(a) == 0:
+        return b
+    if len(b) == 0:
+        return a
+    if len(b) == 1:
+        return a[:-1]
+    return a[:-1] + b[:-2] + b[-1:]
+
+
+def _concat_shape(shapes, axis, stack):
+    if any(s is None for s in shapes):
+        return None
+    first = list(shapes[0])
+    if stack:
+        nd = len(first) + 1
+        first.insert(axis % nd, len(shapes))
+        return tuple(first)
+    ax = axis % len(first)
+    first[ax] = sum(s[ax] for s in shapes)
+    return tuple(first)
+
+
+def _shape_of(prim, avals, params):
+    """The output shape (None when unknown) for one-output primitives."""
+    fam = PRIMS[prim].family
+    shapes = [a.known_shape for a in avals]
+    if fam == "elementwise":
+        return _broadcast(avals)
+    if fam == "reduction":
+        return _reduced(shapes[0], params.get("axis"), params.get("keepdims", False))
+    if prim == "matmul":
+        return _matmul_shape(*shapes)
+    if prim == "dot":
+        return _dot_shape(*shapes)
+    if prim == "outer":
+        return None if None in shapes else (int(np.prod(shapes[0])), int(np.prod(shapes[1])))
+    if prim in ("concatenate", "stack"):
+        return _concat_shape(shapes, params.get("axis", 0), prim == "stack")
+    if prim in ("zeros", "ones", "full", "sum_to", "scatter_add"):
+        shape = params["shape"]
+        return (shape,) if isinstance(shape, int) else tuple(shape)
+    if prim in ("zeros_like", "ones_like", "astype", "copy"):
+        return shapes[0]
+    if prim == "to_float":
+        return ()
+    if any(s is None for s in shapes):
+        return None
+    # Views (transpose, reshape, expand/squeeze, broadcast_to, getitem): run them on
+    # zero-strided stand-ins, which allocate nothing.
+    args = [_standin(a, empty=False) for a in avals]
+    return tuple(np.shape(evaluate(prim, args, params)))
+
+
+def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
+    """The aval of ``prim[params](*inputs)``; ``literals`` holds literal values or None."""
+    if params.get("py") or prim == "to_float":
+        return Aval("float", "float64")
+    fam = PRIMS[prim].family
+    if fam == "elementwise" and all(a.is_scalar for a in avals) and PRIMS[prim].spell[0] != "n":
+        # Python operators on Python scalars give Python scalars.
+        value = evaluate(prim, [_standin(a, lit) for a, lit in zip(avals, literals)], params)
+        return Aval.of(value)
+    if prim in ("zeros", "ones", "full"):
+        dtype = np.dtype(params.get("dtype") or (avals[0].dtype if avals else "float64")).name
+    elif prim == "astype":
+        dtype = np.dtype(params["dtype"]).name
+    elif prim in ("sum_to", "scatter_add") or fam == "shape" and prim not in ("concatenate", "stack"):
+        dtype = avals[0].dtype
+    else:
+        dtype = _dtype_of(prim, avals, literals, params)
+    return Aval("array", dtype, _shape_of(prim, avals, params))

@@ -1,0 +1,84 @@
+"""The compiler pipeline, in order: lower, check, differentiate, optimise, emit, load.
+
+Invariant: every stage hands the next a graph that verifies; the result's ``source`` is exactly
+what runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .backends.emit import emit_function
+from .errors import CompileError
+from .frontend.lower import lower_function
+from .ir import Aval, Value
+from .ir.verify import verify
+from .passes import optimize
+from .runtime import load_function
+from .transforms.reverse import add_adjoint
+
+MODES = ("grad", "value_and_grad", "vjp")
+
+
+@dataclass
+class Compiled:
+    graph: object          # the optimised graph (forward and adjoint)
+    source: str            # the generated function's source
+    function: object       # the loaded function
+    fname: str
+
+
+def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None) -> Compiled:
+    """Compile ``mode`` of ``fn`` for these arguments (Avals for traced ones)."""
+    graph = lower_function(fn, arguments)                                     # source -> IR
+    verify(graph)
+    (out,) = _single_output(graph)
+    _check_output(graph, out, mode)
+    params = {p.name: p for p in graph.params}
+    wrt_values = [params[name] for name in wrt]
+    if mode == "vjp":
+        seed = graph.name_value(Value(cotangent, origin="cotangent"), "cotangent")
+        graph.params.append(seed)
+    else:
+        seed = 1.0
+    grads = add_adjoint(graph, wrt_values, seed)                              # reverse mode
+    graph.outputs = ([out] if mode == "value_and_grad" else []) + grads
+    graph = optimize(graph)                                                   # passes
+    verify(graph)
+    fname = f"{mode}_{fn.__name__}"
+    arg_names = list(arguments) + (["cotangent"] if mode == "vjp" else [])
+    source, constants, _ = emit_function(graph, fname, arg_names)             # NumPy source
+    return Compiled(graph, source, load_function(source, fname, constants), fname)
+
+
+def _single_output(graph):
+    if len(graph.outputs) != 1:
+        node = graph.source.tree.body[-1]
+        raise graph.source.error(node, f"the function returns {len(graph.outputs)} values; "
+                                 "it must return one", "return a single array or number")
+    out = graph.outputs[0]
+    if not isinstance(out, Value):
+        node = graph.source.tree.body[-1]
+        raise graph.source.error(node, "the result does not depend on the inputs being traced",
+                                 "return an expression of the function's array arguments")
+    return graph.outputs
+
+
+def _check_output(graph, out: Value, mode):
+    node = graph.source.tree.body[-1]
+    if not out.aval.is_float:
+        raise graph.source.error(node, f"the result has dtype {out.aval.dtype}; only floating "
+                                 "results can be differentiated", "return a float array")
+    if mode != "vjp" and out.aval.known_shape != ():
+        raise graph.source.error(
+            node, f"grad needs a scalar result, but this returns an array of shape "
+            f"{out.aval.known_shape}",
+            "reduce it (e.g. .sum() or .mean()), or use adcompiler.vjp(f, wrt=...)(..., "
+            "cotangent=c) for the vector-Jacobian product")
+
+
+def cotangent_aval(cotangent) -> Aval:
+    return Aval.of(cotangent)
+
+
+__all__ = ["CompileError", "Compiled", "compile_gradient", "MODES"]

@@ -1,0 +1,62 @@
+"""Derivative templates: one small rule per primitive, grouped by family, shared by every engine.
+
+A vector-Jacobian rule has the signature ``rule(ops, g, ans, *args, **params)`` and returns the
+cotangent of one argument: ``g`` is the cotangent of the result ``ans``, ``args`` are the
+primitive's inputs and ``params`` its static attributes (``axis``, ``keepdims``, ...). ``ops`` is
+a NumPy-like namespace, so the same rule runs on three kinds of values:
+
+- IR values: ``ops`` is the compiler's Builder and each call emits a node (the static compiler);
+- arrays: ``ops`` is :class:`templates.ops.ArrayOps` over NumPy or CuPy (the dynamic tape);
+- SymPy symbols: ``ops`` is :class:`templates.ops.SymbolicOps` (the check against ``sympy.diff``).
+
+The ``ops`` protocol: every primitive name (``ops.exp``, ``ops.where``, ``ops.sum``, ...) plus
+``shape(x)``, ``ndim(x)``, ``size(x)``, ``dtype(x)``, ``unbroadcast(g, x)`` (sum ``g`` back to
+``x``'s shape), ``getitem(x, arrays, index)``, ``scatter_add(g, arrays, shape, index)``.
+Arithmetic uses Python operators. Rules never look at concrete values, only at shapes.
+
+Files: ``elementwise.py``, ``reductions.py``, ``linalg.py``, ``shape.py`` (shape and indexing).
+The rule for ``np.tanh`` is in ``elementwise.py`` under "hyperbolic and trigonometric".
+"""
+
+from __future__ import annotations
+
+VJPS: dict = {}        # prim -> tuple of per-argument rules (None: no gradient flows there)
+VARIADIC: dict = {}    # prim -> rule(ops, argnum, g, ans, *args, **params)
+BROADCASTING = set()   # prims whose cotangents are summed back over broadcast axes
+
+
+def defvjp(prim, *rules, broadcasting=False):
+    """Register one rule per positional argument of ``prim`` (None where no gradient flows)."""
+    VJPS[prim] = rules
+    if broadcasting:
+        BROADCASTING.add(prim)
+
+
+def defvjp_argnum(prim, rule):
+    """Register one rule for every argument of a variadic primitive; it receives the argnum."""
+    VARIADIC[prim] = rule
+
+
+def has_rule(prim, argnum) -> bool:
+    if prim in VARIADIC:
+        return True
+    rules = VJPS.get(prim, ())
+    return argnum < len(rules) and rules[argnum] is not None
+
+
+def cotangent(ops, prim, argnum, g, ans, args, params):
+    """The cotangent of ``args[argnum]`` of ``ans = prim[params](*args)`` given ``g``.
+
+    This is the one entry point both engines call: it picks the rule and, for broadcasting
+    primitives, sums the result back to the argument's shape.
+    """
+    params = {k: v for k, v in params.items() if k != "py"}
+    if prim in VARIADIC:
+        return VARIADIC[prim](ops, argnum, g, ans, *args, **params)
+    out = VJPS[prim][argnum](ops, g, ans, *args, **params)
+    if prim in BROADCASTING:
+        out = ops.unbroadcast(out, args[argnum])
+    return out
+
+
+from . import elementwise, linalg, reductions, shape  # noqa: E402,F401  (registers the rules)

@@ -1,0 +1,64 @@
+"""Vector-Jacobian rules of elementwise primitives: ``rule(ops, g, ans, *args)``, one per line.
+
+Broadcasting is handled once, in :func:`templates.cotangent`: these rules return cotangents of
+the broadcast shape.
+"""
+
+from . import defvjp
+
+
+def _ew(prim, *rules):
+    defvjp(prim, *rules, broadcasting=True)
+
+
+# ---- arithmetic -----------------------------------------------------------------------------
+_ew("add",      lambda ops, g, ans, x, y: g,
+                lambda ops, g, ans, x, y: g)
+_ew("subtract", lambda ops, g, ans, x, y: g,
+                lambda ops, g, ans, x, y: -g)
+_ew("multiply", lambda ops, g, ans, x, y: g * y,
+                lambda ops, g, ans, x, y: g * x)
+_ew("divide",   lambda ops, g, ans, x, y: g / y,
+                lambda ops, g, ans, x, y: -g * ans / y)
+_ew("power",    lambda ops, g, ans, x, y: g * y * x ** (y - 1),
+                lambda ops, g, ans, x, y: g * ans * ops.log(ops.where(ops.greater(x, 0), x, 1)))
+_ew("negative", lambda ops, g, ans, x: -g)
+_ew("reciprocal", lambda ops, g, ans, x: -g * ans * ans)
+_ew("square",   lambda ops, g, ans, x: g * 2 * x)
+_ew("sqrt",     lambda ops, g, ans, x: g * 0.5 / ans)
+
+# ---- exponentials and logarithms -----------------------------------------------------------
+_ew("exp",      lambda ops, g, ans, x: g * ans)
+_ew("expm1",    lambda ops, g, ans, x: g * (ans + 1))
+_ew("log",      lambda ops, g, ans, x: g / x)
+_ew("log1p",    lambda ops, g, ans, x: g / (x + 1))
+
+# ---- hyperbolic and trigonometric ----------------------------------------------------------
+_ew("tanh",     lambda ops, g, ans, x: g * (1 - ans * ans))
+_ew("sinh",     lambda ops, g, ans, x: g * ops.cosh(x))
+_ew("cosh",     lambda ops, g, ans, x: g * ops.sinh(x))
+_ew("sin",      lambda ops, g, ans, x: g * ops.cos(x))
+_ew("cos",      lambda ops, g, ans, x: -g * ops.sin(x))
+_ew("tan",      lambda ops, g, ans, x: g * (1 + ans * ans))
+_ew("arctan",   lambda ops, g, ans, x: g / (1 + x * x))
+_ew("arcsin",   lambda ops, g, ans, x: g / ops.sqrt(1 - x * x))
+_ew("arccos",   lambda ops, g, ans, x: -g / ops.sqrt(1 - x * x))
+
+
+# ---- piecewise: ties split the gradient evenly, as HIPS autograd and PyTorch do ------------
+def _share(ops, x, ans, y):
+    """1 where x alone gave the result, 1/2 where x and y tie, 0 elsewhere."""
+    return ops.equal(x, ans) / (ops.equal(x, y) + 1.0)
+
+
+_ew("abs",      lambda ops, g, ans, x: g * ops.sign(x))
+_ew("maximum",  lambda ops, g, ans, x, y: g * _share(ops, x, ans, y),
+                lambda ops, g, ans, x, y: g * _share(ops, y, ans, x))
+_ew("minimum",  lambda ops, g, ans, x, y: g * _share(ops, x, ans, y),
+                lambda ops, g, ans, x, y: g * _share(ops, y, ans, x))
+_ew("clip",     lambda ops, g, ans, x, lo, hi: ops.where(ops.equal(ans, x), g, 0.0),
+                lambda ops, g, ans, x, lo, hi: ops.where(ops.less(x, lo), g, 0.0),
+                lambda ops, g, ans, x, lo, hi: ops.where(ops.greater(x, hi), g, 0.0))
+_ew("where",    None,
+                lambda ops, g, ans, c, x, y: ops.where(c, g, 0.0),
+                lambda ops, g, ans, c, x, y: ops.where(c, 0.0, g))

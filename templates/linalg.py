@@ -1,0 +1,50 @@
+"""Vector-Jacobian rules of linear algebra (``matmul dot outer``).
+
+Products stay whole-array ``@`` with transposes as views, so BLAS does the work.
+"""
+
+from . import defvjp
+
+
+def _swap(ops, a):
+    """The last two axes swapped (a view), for 2-D and batched operands."""
+    nd = ops.ndim(a)
+    return ops.transpose(a, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _col(ops, v):
+    return ops.expand_dims(v, axis=-1)
+
+
+def _row(ops, v):
+    return ops.expand_dims(v, axis=-2)
+
+
+def matmul_lhs(ops, g, ans, x, y):
+    if ops.ndim(x) == 1 and ops.ndim(y) == 1:
+        return g * y
+    if ops.ndim(x) == 1:                          # (m,) @ (..., m, k) -> (..., k)
+        return ops.unbroadcast(ops.squeeze(ops.matmul(_row(ops, g), _swap(ops, y)), axis=-2), x)
+    if ops.ndim(y) == 1:                          # (..., n, m) @ (m,) -> (..., n)
+        return _col(ops, g) * y
+    return ops.unbroadcast(ops.matmul(g, _swap(ops, y)), x)
+
+
+def matmul_rhs(ops, g, ans, x, y):
+    if ops.ndim(x) == 1 and ops.ndim(y) == 1:
+        return g * x
+    if ops.ndim(y) == 1:                          # (..., n, m) @ (m,) -> (..., n)
+        return ops.unbroadcast(ops.squeeze(ops.matmul(_swap(ops, x), _col(ops, g)), axis=-1), y)
+    if ops.ndim(x) == 1:                          # (m,) @ (..., m, k) -> (..., k)
+        return _col(ops, x) * _row(ops, g)
+    return ops.unbroadcast(ops.matmul(_swap(ops, x), g), y)
+
+
+# ---- products -------------------------------------------------------------------------------
+defvjp("matmul", matmul_lhs, matmul_rhs)
+# np.dot agrees with matmul up to 2-D; the frontend rejects N-D dot and scalar dot is multiply.
+defvjp("dot",    matmul_lhs, matmul_rhs)
+defvjp("outer",  lambda ops, g, ans, x, y: ops.reshape(ops.dot(g, ops.reshape(y, (-1,))),
+                                                       ops.shape(x)),
+                 lambda ops, g, ans, x, y: ops.reshape(ops.dot(ops.reshape(x, (-1,)), g),
+                                                       ops.shape(y)))

@@ -1,0 +1,110 @@
+"""The ``ops`` namespaces that run templates on concrete arrays (NumPy or CuPy) and on SymPy.
+
+The compiler's namespace is its IR Builder; these two implement the same protocol (see
+:mod:`templates`) so that one rule serves the dynamic tape, the numeric checks and SymPy.
+"""
+
+from __future__ import annotations
+
+import numpy
+
+
+class ArrayOps:
+    """Templates on arrays: primitive names map to the array module ``xp`` (numpy or cupy)."""
+
+    def __init__(self, xp=numpy):
+        self.xp = xp
+
+    def __getattr__(self, name):
+        return getattr(self.xp, name)
+
+    def shape(self, x):
+        return tuple(self.xp.shape(x))
+
+    def ndim(self, x):
+        return self.xp.ndim(x)
+
+    def size(self, x):
+        return int(self.xp.size(x))
+
+    def dtype(self, x):
+        return self.xp.result_type(x)
+
+    def astype(self, x, dtype):
+        return self.xp.asarray(x).astype(dtype)
+
+    def unbroadcast(self, g, x):
+        from adcompiler.ir.primitives import sum_to
+        shape = self.shape(x)
+        if self.xp.shape(g) == shape:
+            return g
+        if self.xp is numpy:
+            return sum_to(g, shape)
+        lead = g.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape)
+                                          if d == 1 and g.shape[i + lead] != 1)
+        return self.xp.sum(g, axis=axes, keepdims=True).reshape(shape)
+
+    def getitem(self, x, arrays, index):
+        from adcompiler.ir.primitives import build_index
+        return x[build_index(index, arrays)]
+
+    def scatter_add(self, g, arrays, shape, index):
+        from adcompiler.ir.primitives import build_index
+        out = self.xp.zeros(shape, dtype=self.xp.result_type(g))
+        idx = build_index(index, arrays)
+        if self.xp is numpy:
+            numpy.add.at(out, idx, g)
+        else:  # CuPy: np.add.at does not dispatch; cupyx.scatter_add does the same.
+            import cupyx
+            cupyx.scatter_add(out, idx, g)
+        return out
+
+    def concatenate(self, xs, axis=0):
+        return self.xp.concatenate(xs, axis=axis)
+
+    def stack(self, xs, axis=0):
+        return self.xp.stack(xs, axis=axis)
+
+
+class SymbolicOps:
+    """Templates on SymPy scalars: used to check elementwise rules against ``sympy.diff``."""
+
+    def __init__(self):
+        import sympy
+        self.sp = sympy
+        self._names = {"exp": sympy.exp, "log": sympy.log, "sqrt": sympy.sqrt, "sin": sympy.sin,
+                       "cos": sympy.cos, "tan": sympy.tan, "tanh": sympy.tanh,
+                       "sinh": sympy.sinh, "cosh": sympy.cosh, "arctan": sympy.atan,
+                       "arcsin": sympy.asin, "arccos": sympy.acos, "abs": sympy.Abs,
+                       "sign": sympy.sign, "maximum": sympy.Max, "minimum": sympy.Min,
+                       "log1p": lambda x: sympy.log(1 + x), "expm1": lambda x: sympy.exp(x) - 1,
+                       "square": lambda x: x ** 2, "reciprocal": lambda x: 1 / x,
+                       "negative": lambda x: -x}
+
+    def __getattr__(self, name):
+        return self._names[name]
+
+    def _cmp(self, rel):
+        return lambda x, y: self.sp.Piecewise((1, rel(x, y)), (0, True))
+
+    def equal(self, x, y):
+        return self._cmp(self.sp.Eq)(x, y)
+
+    def greater(self, x, y):
+        return self._cmp(self.sp.Gt)(x, y)
+
+    def less(self, x, y):
+        return self._cmp(self.sp.Lt)(x, y)
+
+    def where(self, c, x, y):
+        return self.sp.Piecewise((x, self.sp.Ne(c, 0)), (y, True))
+
+    def clip(self, x, lo, hi):
+        return self.sp.Min(self.sp.Max(x, lo), hi)
+
+    def unbroadcast(self, g, x):
+        return g
+
+    def shape(self, x):
+        return ()
