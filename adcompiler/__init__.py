@@ -1,7 +1,16 @@
 """adcompiler: compile NumPy functions into readable reverse-mode gradient code, ahead of time."""
 
-from .api import GradientFunction, grad, value_and_grad, vjp
-from .errors import CompileError
+import os as _os
+
+# The derivative templates live at the top of the repository (templates/) and install as the
+# subpackage adcompiler.templates. In a source checkout imported directly (the package folder
+# shadowing an installed copy), find them beside the package.
+_checkout = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), _os.pardir)
+if _os.path.isfile(_os.path.join(_checkout, "templates", "elementwise.py")):
+    __path__.append(_os.path.normpath(_checkout))  # noqa: F821  (the package's own __path__)
+
+from .api import GradientFunction, grad, value_and_grad, vjp  # noqa: E402
+from .errors import CompileError  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "CompileError", "GradientFunction"]

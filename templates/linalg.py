@@ -9,6 +9,8 @@ from . import defvjp
 def _swap(ops, a):
     """The last two axes swapped (a view), for 2-D and batched operands."""
     nd = ops.ndim(a)
+    if nd == 2:
+        return ops.transpose(a)
     return ops.transpose(a, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))
 
 

@@ -32,23 +32,67 @@ class Emitter:
     def __init__(self, graph, xp_name="np"):
         self.graph, self.xp = graph, xp_name
         self.uses, self.consumer = _count_uses(graph)
-        self.names: dict = {}
+        self.inlined = {n.outputs[0] for n in graph.nodes if self._inlinable(n)}
+        self.last_use = self._last_uses()
+        self.names: dict = {}      # Value -> Python name
+        self.holder: dict = {}     # Python name -> the Value it currently holds
         self.taken: set = set(RESERVED)
-        self.inline: dict = {}  # Value -> AST expression, for values inlined into their user
+        self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
+
+    def _inlinable(self, node) -> bool:
+        """An unnamed value used once, by a node of the same statement, is written inline."""
+        v = node.outputs[0]
+        user = self.consumer.get(v)
+        return (v.name is None and self.uses.get(v, 0) == 1 and node.prim != "scatter_add"
+                and user is not None and user.phase == node.phase and user.source == node.source)
+
+    def _last_uses(self) -> dict:
+        """Statement index of each value's last read; an inlined read counts where it lands."""
+        nodes = self.graph.nodes
+        where = {}
+        for i in range(len(nodes) - 1, -1, -1):
+            v = nodes[i].outputs[0]
+            where[nodes[i]] = where[self.consumer[v]] if v in self.inlined else i
+        last = {}
+        for node in nodes:
+            for x in node.inputs:
+                if isinstance(x, Value):
+                    last[x] = max(last.get(x, -1), where[node])
+        for x in self.graph.outputs:
+            if isinstance(x, Value):
+                last[x] = len(nodes)
+        return last
 
     # ---- names --------------------------------------------------------------------------------
-    def name(self, v: Value) -> str:
-        if v not in self.names:
-            base = v.name or "t"
-            if keyword.iskeyword(base) or base in RESERVED or not base.isidentifier():
-                base = base + "_"
-            n, k = base, 0
-            while n in self.taken:
-                k += 1
-                n = f"{base}_{k}" if v.name else f"t{k}"
-            self.taken.add(n)
-            self.names[v] = n
-        return self.names[v]
+    def name(self, v: Value, at=None) -> str:
+        """``v``'s Python name: the user's name when free. At statement ``at``, a value named
+        after a dead one (``dl1_1`` after ``dl1``'s last read) takes that name over, so
+        accumulation reads ``dl1 = dl1 + dl2``."""
+        if v in self.names:
+            return self.names[v]
+        if v.name is None:  # a temporary: t1, t2, ... never shared with another value
+            return self._fresh(v, "t")
+        base = _base(v.name)
+        if keyword.iskeyword(base) or base in RESERVED or not base.isidentifier():
+            base = base + "_"
+        old = self.holder.get(base)
+        reuse = at is not None and old is not None and self.last_use.get(old, -1) <= at
+        n, k = base, 0
+        while n in self.taken and not reuse:
+            k += 1
+            n = f"{base}_{k}"
+        self.taken.add(n)
+        self.names[v], self.holder[n] = n, v
+        return n
+
+    def _fresh(self, v, prefix):
+        k = 1
+        while f"{prefix}{k}" in self.taken:
+            k += 1
+        n = f"{prefix}{k}"
+        self.taken.add(n)
+        self.names[v] = n
+        return n
 
     def atom(self, x):
         if isinstance(x, Literal):
@@ -58,25 +102,18 @@ class Emitter:
         return ast.Name(self.name(x), ast.Load())
 
     # ---- statements ---------------------------------------------------------------------------
-    def _inlinable(self, node) -> bool:
-        """An unnamed value used once, by a node of the same statement, is written inline."""
-        v = node.outputs[0]
-        user = self.consumer.get(v)
-        return (v.name is None and self.uses.get(v, 0) == 1 and node.prim != "scatter_add"
-                and user is not None and user.phase == node.phase and user.source == node.source)
-
     def body(self):
         """Lines of the function body, with ``# grad of:`` comments over adjoint blocks."""
         lines, group = [], None
-        for node in self.graph.nodes:
+        for i, node in enumerate(self.graph.nodes):
             args = [self.atom(x) for x in node.inputs]
-            if self._inlinable(node):
+            if node.outputs[0] in self.inlined:
                 self.inline[node.outputs[0]] = node_expr(node, args, self.xp)
                 continue
             if node.phase == "adjoint" and node.source and node.source != group:
                 group = node.source
                 lines.append(f"# grad of: {node.source}")
-            target = self.name(node.outputs[0])
+            target = self.name(node.outputs[0], at=i)
             if node.prim == "scatter_add":
                 stmts = scatter_statements(node, target, args, self.xp)
             else:
@@ -89,14 +126,22 @@ class Emitter:
         return lines
 
     def helpers(self):
-        used = {n.prim for n in self.graph.nodes}
         shapes_unknown = any(n.prim == "sum_to" and n.inputs[0].aval.known_shape is None
                              for n in self.graph.nodes)
-        return [_HELPERS["_sum_to"].strip("\n")] if "sum_to" in used and shapes_unknown else []
+        return [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
+
+
+def _base(name):
+    """The user's name behind an SSA name: ``dl1`` for ``dl1_2``; ``t`` for a temporary."""
+    if not name:
+        return "t"
+    head, _, tail = name.rpartition("_")
+    return head if head and tail.isdigit() else name
 
 
 def _render(stmt) -> str:
-    return astor.to_source(stmt).rstrip("\n")
+    # One statement per line: astor's pretty-printer would wrap long lines mid-call.
+    return astor.to_source(stmt, pretty_source="".join).rstrip("\n")
 
 
 def _count_uses(graph):

@@ -71,12 +71,12 @@ def node_expr(node, args, xp_name="np"):
     spell = PRIMS[prim].spell
     if p.get("py"):
         return _call(_attr(f"math.{p['py']}", xp_name), args)
+    if prim == "negative":
+        return ast.UnaryOp(ast.USub(), args[0])
     if spell in _BINOPS:
         return ast.BinOp(args[0], _BINOPS[spell](), args[1])
     if spell in _CMPOPS:
         return ast.Compare(args[0], [_CMPOPS[spell]()], [args[1]])
-    if prim == "negative":
-        return ast.UnaryOp(ast.USub(), args[0])
     if prim == "getitem":
         return ast.Subscript(args[0], index_expr(p["index"], args[1:]), ast.Load())
     if prim == "transpose" and p.get("axes") is None:

@@ -175,6 +175,9 @@ def lower_function(fn, arguments: dict) -> Graph:
                 lowering.env[name] = arg
         result = lowering.run_body()
     results = result if isinstance(result, tuple) else (result,)
+    for v in results:
+        if isinstance(v, Value) and v.name is None:
+            graph.name_value(v, fn.__name__)  # the returned value reads as the function's name
     graph.outputs = list(results)
     graph.source = lowering.src
     return graph

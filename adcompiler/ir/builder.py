@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 from .graph import Aval, Graph, Literal, Node, Value
-from .primitives import PRIMS
+from .primitives import MATH_NAMES, PRIMS
 from .shapes import infer
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
@@ -61,6 +61,9 @@ class Builder:
         params = dict(params or {})
         atoms = tuple(self.atom(x) for x in inputs)
         avals = [a.aval for a in atoms]
+        if (self.phase == "adjoint" and prim in MATH_NAMES and not params
+                and all(a.is_scalar for a in avals)):
+            params["py"] = MATH_NAMES[prim]  # derived code on Python floats stays in math
         literals = [a.value if isinstance(a, Literal) else None for a in atoms]
         aval = infer(prim, avals, literals, params)
         out = Value(aval)

@@ -175,6 +175,12 @@ class Graph:
         v.name = self.unique_name(base)
         return v
 
+    def take_name(self, new: Value, old: Value) -> Value:
+        """Give ``old``'s name to ``new`` (``old`` becomes unnamed): the final value gets the
+        readable name when a value is wrapped (a cast, a conversion)."""
+        new.name, old.name = old.name, None
+        return new
+
     def __str__(self):
         from .printer import print_graph
         return print_graph(self)

@@ -56,7 +56,12 @@ _def("clip", np.clip, "elementwise", "np.clip", 3)
 # ---- math module on Python scalars (same rules as the NumPy names) --------------------------
 MATH_PRIMS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
               "cos": math.cos, "tan": math.tan, "tanh": math.tanh, "log1p": math.log1p,
-              "expm1": math.expm1, "atan": math.atan}
+              "expm1": math.expm1, "atan": math.atan, "asin": math.asin, "acos": math.acos,
+              "sinh": math.sinh, "cosh": math.cosh}
+# The math spelling of each primitive that has one (adjoint code on Python floats uses it).
+MATH_NAMES = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
+              "tan": "tan", "tanh": "tanh", "log1p": "log1p", "expm1": "expm1", "arctan": "atan",
+              "arcsin": "asin", "arccos": "acos", "sinh": "sinh", "cosh": "cosh"}
 
 # ---- reductions ---------------------------------------------------------------------------
 for _n in ["sum", "mean", "prod", "max", "min"]:

@@ -24,6 +24,7 @@ def simplify(graph):
     subst, kept, producers = {}, [], {}
     for node in graph.nodes:
         node.inputs = tuple(resolve(subst, x) if isinstance(x, Value) else x for x in node.inputs)
+        _negation(node)
         replacement = _fold(node) or _identity(node) or _double_negation(node, producers)
         if replacement is not None:
             subst[node.out] = replacement
@@ -50,6 +51,18 @@ def _identity(node):
                 and other.value == unit and x.aval == node.out.aval):
             return x
     return None
+
+
+def _negation(node):
+    """``-1 * x`` and ``x * -1`` become ``-x`` (rewritten in place)."""
+    if node.prim != "multiply":
+        return
+    for k in (0, 1):
+        lit, x = node.inputs[k], node.inputs[1 - k]
+        if (isinstance(lit, Literal) and type(lit.value) is not bool and lit.value == -1
+                and isinstance(x, Value) and x.aval == node.out.aval):
+            node.prim, node.inputs = "negative", (x,)
+            return
 
 
 def _double_negation(node, producers):

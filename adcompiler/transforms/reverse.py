@@ -36,18 +36,38 @@ def add_adjoint(graph: Graph, wrt: list, seed) -> list:
     """
     (out,) = graph.outputs
     active = active_values(graph, wrt)
+    complete_after = _first_uses(graph, wrt)
     b = Builder(graph)
     b.phase = "adjoint"
+    b.temp_cotangents = {}
     ct = {out: seed}
+    grads = {}
     with b:
         for node in reversed(list(graph.nodes)):
             g = ct.get(node.outputs[0])
-            if g is None or node.phase != "forward":
-                continue
-            b.source = node.source
-            _backprop_node(b, node, g, active, ct)
+            if g is not None and node.phase == "forward":
+                b.source = node.source
+                _backprop_node(b, node, g, active, ct)
+            # A parameter's gradient is complete once its first use has been processed:
+            # finish it there, so its conversion sits in the same "grad of" block.
+            for p in complete_after.get(node, ()):
+                grads[p] = _finish(b, p, ct.get(p))
         b.source = None
-        return [_finish(b, p, ct.get(p)) for p in wrt]
+        return [grads[p] if p in grads else _finish(b, p, ct.get(p)) for p in wrt]
+
+
+def _first_uses(graph: Graph, wrt: list) -> dict:
+    """node -> the wrt parameters whose first reader it is."""
+    first = {}
+    for node in graph.nodes:
+        for x in node.inputs:
+            if isinstance(x, Value) and x in wrt and x not in first:
+                first[x] = node
+    out = {}
+    for p in wrt:
+        if p in first:
+            out.setdefault(first[p], []).append(p)
+    return out
 
 
 def _backprop_node(b: Builder, node, g, active, ct):
@@ -63,13 +83,24 @@ def _backprop_node(b: Builder, node, g, active, ct):
 
 
 def _accumulate(b: Builder, ct: dict, x: Value, c):
-    """ct[x] += c, naming the result after the user's variable (dl1 for l1)."""
+    """ct[x] += c, naming the result after the user's variable (dl1 for l1; dt1, dt2... for
+    the cotangents of unnamed temporaries, so two temporaries never share a name)."""
     old = ct.get(x)
     if old is not None:
         c = b.emit("add", (old, c))
     if isinstance(c, Value) and c.name is None:
-        b.graph.name_value(c, "d" + (x.name or "t"))
+        b.graph.name_value(c, "d" + x.name if x.name else _temp_base(b, x))
     ct[x] = c
+
+
+def _temp_base(b: Builder, x: Value) -> str:
+    names = b.temp_cotangents
+    if x not in names:
+        k = len(names) + 1
+        while b.graph.unique_name(f"dt{k}") != f"dt{k}":
+            k += 1
+        names[x] = f"dt{k}"
+    return names[x]
 
 
 def _finish(b: Builder, param: Value, g):
@@ -80,10 +111,18 @@ def _finish(b: Builder, param: Value, g):
         return b.emit("zeros_like", (param,), name="d" + param.name)
     if param.aval.is_scalar:
         if isinstance(g, Value) and not g.aval.is_scalar:
-            g = b.emit("to_float", (g,), name="d" + param.name)
+            g = _wrap(b, g, "to_float", {}, param)
         return g
     if isinstance(g, Value) and g.aval.dtype != param.aval.dtype:
-        g = b.emit("astype", (g,), {"dtype": param.aval.dtype}, name="d" + param.name)
+        g = _wrap(b, g, "astype", {"dtype": param.aval.dtype}, param)
     if not isinstance(g, Value) or g.aval.shape != param.aval.shape:
-        g = b.emit("broadcast_to", (g,), {"shape": param.aval.shape}, name="d" + param.name)
+        g = _wrap(b, g, "broadcast_to", {"shape": param.aval.shape}, param)
     return g
+
+
+def _wrap(b: Builder, g, prim, params, param: Value):
+    """``prim(g)``, taking over the gradient's name ``d<param>`` when ``g`` holds it."""
+    out = b.emit(prim, (g,), params)
+    if isinstance(g, Value) and g.name and g.name.startswith("d" + param.name):
+        return b.graph.take_name(out, g)
+    return b.graph.name_value(out, "d" + param.name)
