@@ -13,8 +13,9 @@ import keyword
 
 import astor
 
-from ..ir import Literal, Value
-from .expressions import const, node_expr, scatter_statements
+from ..ir import Literal, Value, walk
+from .expressions import const, dtype_expr, node_expr, scatter_statements
+from .liveness import Liveness
 
 RESERVED = {"np", "cp", "cupyx", "math", "float", "_sum_to"}
 
@@ -29,69 +30,56 @@ def _sum_to(g, shape):
 
 
 class Emitter:
+    """Names values and writes statements; see the module docstring for what it guarantees."""
+
     def __init__(self, graph, xp_name="np"):
         self.graph, self.xp = graph, xp_name
-        self.uses, self.consumer = _count_uses(graph)
-        self.inlined = {n.outputs[0] for n in graph.nodes if self._inlinable(n)}
-        self.last_use = self._last_uses()
+        self.live = Liveness(graph)
         self.names: dict = {}      # Value -> Python name
-        self.holder: dict = {}     # Python name -> the Value it currently holds
+        self.holders: dict = {}    # Python name -> the values stored under it over time
         self.taken: set = set(RESERVED)
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
-
-    def _inlinable(self, node) -> bool:
-        """An unnamed value used once, by a node of the same statement, is written inline."""
-        v = node.outputs[0]
-        user = self.consumer.get(v)
-        return (v.name is None and self.uses.get(v, 0) == 1 and node.prim != "scatter_add"
-                and user is not None and user.phase == node.phase and user.source == node.source)
-
-    def _last_uses(self) -> dict:
-        """Statement index of each value's last read; an inlined read counts where it lands."""
-        nodes = self.graph.nodes
-        where = {}
-        for i in range(len(nodes) - 1, -1, -1):
-            v = nodes[i].outputs[0]
-            where[nodes[i]] = where[self.consumer[v]] if v in self.inlined else i
-        last = {}
-        for node in nodes:
-            for x in node.inputs:
-                if isinstance(x, Value):
-                    last[x] = max(last.get(x, -1), where[node])
-        for x in self.graph.outputs:
-            if isinstance(x, Value):
-                last[x] = len(nodes)
-        return last
+        self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
 
     # ---- names --------------------------------------------------------------------------------
-    def name(self, v: Value, at=None) -> str:
-        """``v``'s Python name: the user's name when free. At statement ``at``, a value named
-        after a dead one (``dl1_1`` after ``dl1``'s last read) takes that name over, so
-        accumulation reads ``dl1 = dl1 + dl2``."""
+    def name(self, v: Value, at=None, path=()) -> str:
+        """``v``'s Python name: the user's when free. Defined at statement ``at``, a value may
+        take over the name of values no longer read (``dl1 = dl1 + dl2``), and a value flowing
+        into a branch's or loop's slot is computed straight into it."""
         if v in self.names:
             return self.names[v]
+        if v in self.prefer:
+            slot, partners = self.prefer[v]
+            if at is not None and not self._conflict(slot, at, path, partners):
+                return self._bind(v, slot)
         if v.name is None:  # a temporary: t1, t2, ... never shared with another value
-            return self._fresh(v, "t")
+            k = 1
+            while f"t{k}" in self.taken:
+                k += 1
+            return self._bind(v, f"t{k}")
         base = _base(v.name)
         if keyword.iskeyword(base) or base in RESERVED or not base.isidentifier():
             base = base + "_"
-        old = self.holder.get(base)
-        reuse = at is not None and old is not None and self.last_use.get(old, -1) <= at
+        if at is not None and base in self.holders and not self._conflict(base, at, path, {v}):
+            return self._bind(v, base)
         n, k = base, 0
-        while n in self.taken and not reuse:
+        while n in self.taken:
             k += 1
             n = f"{base}_{k}"
-        self.taken.add(n)
-        self.names[v], self.holder[n] = n, v
-        return n
+        return self._bind(v, n)
 
-    def _fresh(self, v, prefix):
-        k = 1
-        while f"{prefix}{k}" in self.taken:
-            k += 1
-        n = f"{prefix}{k}"
-        self.taken.add(n)
+    def _partners(self, v) -> set:
+        """The values sharing ``v``'s slot: ``v`` and, through nested phis, the outer ones."""
+        return {v} | (self.prefer[v][1] if v in self.prefer else set())
+
+    def _conflict(self, name, at, path, partners) -> bool:
+        return any(self.live.read_after(h, at, path)
+                   for h in self.holders.get(name, ()) if h not in partners)
+
+    def _bind(self, v, n):
         self.names[v] = n
+        self.holders.setdefault(n, []).append(v)
+        self.taken.add(n)
         return n
 
     def atom(self, x):
@@ -104,31 +92,119 @@ class Emitter:
     # ---- statements ---------------------------------------------------------------------------
     def body(self):
         """Lines of the function body, with ``# grad of:`` comments over adjoint blocks."""
-        lines, group = [], None
-        for i, node in enumerate(self.graph.nodes):
-            args = [self.atom(x) for x in node.inputs]
-            if node.outputs[0] in self.inlined:
-                self.inline[node.outputs[0]] = node_expr(node, args, self.xp)
-                continue
-            if node.phase == "adjoint" and node.source and node.source != group:
-                group = node.source
-                lines.append(f"# grad of: {node.source}")
-            target = self.name(node.outputs[0], at=i)
-            if node.prim == "scatter_add":
-                stmts = scatter_statements(node, target, args, self.xp)
-            else:
-                stmts = [ast.Assign([ast.Name(target, ast.Store())],
-                                    node_expr(node, args, self.xp))]
-            lines.extend(_render(s) for s in stmts)
+        lines = self.statements(self.graph.nodes, top=True)
         outs = [self.atom(x) for x in self.graph.outputs]
         ret = outs[0] if len(outs) == 1 else ast.Tuple(outs, ast.Load())
-        lines.append(_render(ast.Return(ret)))
+        return lines + [_render(ast.Return(ret))]
+
+    def statements(self, nodes, top=False):
+        lines, group = [], None
+        for node in nodes:
+            args = [self.atom(x) for x in node.inputs]
+            if node.outputs and node.outputs[0] in self.live.inlined:
+                self.inline[node.outputs[0]] = node_expr(node, args, self.xp)
+                continue
+            if node.phase == "adjoint" and node.source and node.source != group and top:
+                group = node.source
+                lines.append(f"# grad of: {node.source}")
+            lines.extend(self.statement(node, args))
         return lines
+
+    def statement(self, node, args):
+        where = (self.live.pos[node], self.live.path[node])
+        if node.prim == "cond":
+            return self.cond(node, args)
+        if node.prim == "loop":
+            return self.loop(node, args)
+        target = self.name(node.outputs[0], *where)
+        if node.prim == "scatter_add":
+            return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
+        return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
+
+    def cond(self, node, args):
+        end, path = self.live.end[node], self.live.path[node]
+        slots = [self.name(v, end, path) for v in node.outputs]
+        lines = [f"if {_expr(args[0])}:"]
+        for b, block in enumerate(node.regions):
+            for v, slot, x in zip(node.outputs, slots, block.outputs):
+                if isinstance(x, Value):
+                    self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
+            body = self.statements(block.nodes)
+            body += self.assign_slots(slots, block.outputs)
+            if b == 1:
+                if not body:
+                    break
+                lines.append("else:")
+            lines.extend(_indent(body or ["pass"]))
+        return lines
+
+    def loop(self, node, args):
+        """``for k in range(n):`` with carried values in slots and stacked values preallocated."""
+        pos, path = self.live.pos[node], self.live.path[node]
+        (body,) = node.regions
+        m = node.params.get("stacked", 0)
+        carried = node.outputs[:len(node.outputs) - m]
+        stacked = node.outputs[len(carried):]
+        n_expr, inits = args[0], node.inputs[1:]
+        slots = [self.name(v, pos, path) for v in carried]
+        lines = self.assign_slots(slots, inits)
+        for s in stacked:
+            lines.append(_render(ast.Assign([_store(self.name(s, pos, path))],
+                                            _empty(s, self.xp))))
+        k, *params = body.params
+        for slot, p, v, x in zip(slots, params, carried, body.outputs):
+            self._bind(p, slot)
+            if isinstance(x, Value):
+                self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
+        rng = f"range({_expr(n_expr)})"
+        header = f"for {self.name(k)} in {'reversed(' + rng + ')' if node.params.get('reverse') else rng}:"
+        stores_top, stores_end = self.stack_stores(body, stacked, len(carried))
+        inner = stores_top + self.statements(body.nodes) + stores_end
+        inner += self.assign_slots(slots, body.outputs[:len(carried)])
+        return lines + [header] + _indent(inner or ["pass"])
+
+    def stack_stores(self, body, stacked, first):
+        """``S[k] = value`` for each stacked yield: block params first, others at the end."""
+        k = ast.Name(self.names[body.params[0]], ast.Load())
+        top, end = [], []
+        for s, x in zip(stacked, body.outputs[first:]):
+            target = ast.Subscript(ast.Name(self.names[s], ast.Load()), k, ast.Store())
+            stmt = _render(ast.Assign([target], self.atom(x)))
+            (top if x in body.params else end).append(stmt)
+        return top, end
+
+    def assign_slots(self, slots, values):
+        """``slot = value`` wherever the value is not already stored under the slot's name."""
+        out = []
+        for slot, x in zip(slots, values):
+            expr = self.atom(x)
+            if not (isinstance(expr, ast.Name) and expr.id == slot):
+                out.append(_render(ast.Assign([_store(slot)], expr)))
+        return out
 
     def helpers(self):
         shapes_unknown = any(n.prim == "sum_to" and n.inputs[0].aval.known_shape is None
-                             for n in self.graph.nodes)
+                             for n in walk(self.graph.nodes))
         return [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
+
+
+def _store(name):
+    return ast.Name(name, ast.Store())
+
+
+def _expr(node) -> str:
+    return _render(ast.Expr(node))
+
+
+def _indent(lines):
+    return ["    " + ln for ln in lines]
+
+
+def _empty(v, xp_name):
+    """A preallocated stack: ``np.empty((n, ...), dtype=...)``."""
+    return ast.Call(ast.Attribute(ast.Name(xp_name, ast.Load()), "empty", ast.Load()),
+                    [const(tuple(v.aval.shape))],
+                    [ast.keyword("dtype", dtype_expr(v.aval.dtype, xp_name))])
 
 
 def _base(name):
@@ -142,21 +218,6 @@ def _base(name):
 def _render(stmt) -> str:
     # One statement per line: astor's pretty-printer would wrap long lines mid-call.
     return astor.to_source(stmt, pretty_source="".join).rstrip("\n")
-
-
-def _count_uses(graph):
-    """How often each value is read, and by which node (the last one, for single uses)."""
-    uses, consumer = {}, {}
-    for node in graph.nodes:
-        for x in node.inputs:
-            if isinstance(x, Value):
-                uses[x] = uses.get(x, 0) + 1
-                consumer[x] = node
-    for x in graph.outputs:
-        if isinstance(x, Value):
-            uses[x] = uses.get(x, 0) + 1
-            consumer.pop(x, None)
-    return uses, consumer
 
 
 def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None):
@@ -177,6 +238,6 @@ def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None):
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in
                                   "\n".join(lines).split("\n")])
     module_lines = em.helpers()
-    uses_math = any(n.params.get("py") for n in graph.nodes)
+    uses_math = any(n.params.get("py") for n in walk(graph.nodes))
     return "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n", \
         {em.name(v): a for v, a in graph.consts.items()}, uses_math

@@ -20,10 +20,30 @@ Invariants (checked by :func:`adcompiler.ir.verify.verify`):
 - arity: every node has the number of inputs its primitive declares;
 - shapes where known: a node's output abstract value equals what its primitive's shape rule gives.
 
-Structured control flow arrives with the control-flow issue as nodes that own regions; the
-straight-line grammar above is the body of every region.
+Control flow is structured: a node may own regions (:class:`Block`: params, nodes, outputs),
+printed indented under it::
+
+    y: f64[3] = cond p                     # if p: then-block, else: else-block
+      then:
+        ...
+        yield y1
+      else:
+        yield x
+    h: f64[3], hs: f64[5,3] = loop[stacked=1] 0 5 1 h0  # for i in range(0, 5, 1)
+      body(i: int, h_in: f64[3]):
+        ...
+        yield h_next, h_in                 # next carried values, then per-iteration values
+
+- ``cond`` takes a predicate; each of its two blocks yields one value per node output (a phi).
+- ``loop`` takes ``start stop step`` and the initial carried values; its body block has params
+  ``(i, *carried)`` and yields the next carried values followed by ``stacked`` per-iteration
+  values, which the node returns stacked along a new first axis (as JAX's ``scan``). With
+  ``reverse=True`` it runs its iterations backwards: the adjoint of a loop.
+- Scoping: a block reads its params and any value defined before it in program order (Python's
+  function scope). The adjoint of a ``cond`` reads values computed inside the forward block it
+  replays; that is sound because it runs under the same predicate value.
 """
 
-from .graph import Aval, Graph, Literal, Node, Value
+from .graph import Aval, Block, Graph, Literal, Node, Value, walk
 
-__all__ = ["Aval", "Graph", "Literal", "Node", "Value"]
+__all__ = ["Aval", "Block", "Graph", "Literal", "Node", "Value", "walk"]

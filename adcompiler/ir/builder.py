@@ -7,6 +7,7 @@ and an output aval computed by :func:`adcompiler.ir.shapes.infer`. While a build
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from typing import Optional
 
@@ -37,6 +38,7 @@ class Builder:
         self.graph = graph
         self.source: Optional[str] = None
         self.phase = "forward"
+        self.target: list = graph.nodes  # where nodes go: the graph's body or a block's
         self._tokens = []
 
     def __enter__(self):
@@ -69,8 +71,17 @@ class Builder:
         out = Value(aval)
         if name:
             self.graph.name_value(out, name)
-        self.graph.nodes.append(Node(prim, atoms, params, (out,), self.source, self.phase))
+        self.target.append(Node(prim, atoms, params, (out,), self.source, self.phase))
         return out
+
+    @contextlib.contextmanager
+    def into(self, block):
+        """Emit into ``block`` (a Block) for the duration of the ``with``."""
+        saved, self.target = self.target, block.nodes
+        try:
+            yield block
+        finally:
+            self.target = saved
 
     # ---- the ops namespace for templates ------------------------------------------------------
     def __getattr__(self, prim):

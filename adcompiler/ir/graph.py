@@ -143,11 +143,33 @@ class Node:
     outputs: tuple
     source: Optional[str] = None
     phase: str = "forward"
+    regions: tuple = ()  # Blocks, for control flow (cond, loop)
 
     @property
     def out(self) -> Value:
         (v,) = self.outputs
         return v
+
+
+@dataclass(eq=False)
+class Block:
+    """A region's body: ``params`` bound by the owning node, ``nodes``, and ``outputs``.
+
+    A block may also read any value defined before it in program order (Python's function
+    scope); see the control-flow section of :mod:`adcompiler.ir`.
+    """
+
+    params: list = field(default_factory=list)
+    nodes: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+
+
+def walk(nodes):
+    """Every node in program order, descending into regions (a node comes before its blocks)."""
+    for node in nodes:
+        yield node
+        for block in node.regions:
+            yield from walk(block.nodes)
 
 
 @dataclass(eq=False)

@@ -8,6 +8,7 @@ Invariant: ``evaluate(prim, args, params)`` computes exactly what the emitted co
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -152,9 +153,26 @@ _def("sum_to", sum_to, "internal", "_sum_to", params=("shape",))
 _def("scatter_add", scatter_add, "internal", "_scatter_add", None)
 
 
+# ---- control flow: nodes with regions (their outputs' avals come from their blocks) ---------
+_def("cond", None, "control", "if", None, differentiable=True)
+_def("loop", None, "control", "for", None, differentiable=True)
+
+
+# Operators on Python scalars are Python's (``1.0 + 1.0`` is a float, as the emitted code gives).
+PY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+                "divide": operator.truediv, "power": operator.pow, "negative": operator.neg,
+                "greater": operator.gt, "greater_equal": operator.ge, "less": operator.lt,
+                "less_equal": operator.le, "equal": operator.eq, "not_equal": operator.ne}
+
+
 def evaluate(prim: str, args, params):
     """Compute one primitive on concrete values (the reference interpreter and the tape use it)."""
     if params.get("py"):
         return MATH_PRIMS[params["py"]](*args)
+    if prim in PY_OPERATORS and all(type(a) in (bool, int, float) for a in args):
+        try:
+            return PY_OPERATORS[prim](*args)
+        except ArithmeticError:  # 1.0 / 0.0 raises where it runs; compile-time folding gets inf
+            pass
     kw = {k: v for k, v in params.items() if k != "py"}
     return PRIMS[prim].fn(*args, **kw)

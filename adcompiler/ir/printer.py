@@ -15,21 +15,33 @@ def print_graph(graph) -> str:
     lines = [f"graph {graph.name}({params}) {{"]
     for v in graph.consts:
         lines.append(f"  {names(v)}: {v.aval} = const")
+    _print_nodes(graph.nodes, names, lines, "  ", top=True)
+    lines.append("  return " + ", ".join(_atom(x, names) for x in graph.outputs))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_BLOCK_NAMES = {"cond": ("then", "else"), "loop": ("body",)}
+
+
+def _print_nodes(nodes, names, lines, indent, top=False):
     phase = "forward"
-    for node in graph.nodes:
-        if node.phase != phase:
+    for node in nodes:
+        if top and node.phase != phase:
             phase = node.phase
-            lines.append(f"  # {phase}")
+            lines.append(f"{indent}# {phase}")
         outs = ", ".join(f"{names(v)}: {v.aval}" for v in node.outputs)
         attrs = ""
         params = {k: v for k, v in node.params.items() if v is not None}
         if params:
             attrs = "[" + ", ".join(f"{k}={params[k]!r}" for k in sorted(params)) + "]"
         args = " ".join(_atom(x, names) for x in node.inputs)
-        lines.append(f"  {outs} = {node.prim}{attrs} {args}".rstrip())
-    lines.append("  return " + ", ".join(_atom(x, names) for x in graph.outputs))
-    lines.append("}")
-    return "\n".join(lines)
+        lines.append(f"{indent}{outs} = {node.prim}{attrs} {args}".rstrip())
+        for label, block in zip(_BLOCK_NAMES.get(node.prim, ()), node.regions):
+            bparams = ", ".join(f"{names(p)}: {p.aval}" for p in block.params)
+            lines.append(f"{indent}  {label}({bparams}):" if block.params else f"{indent}  {label}:")
+            _print_nodes(block.nodes, names, lines, indent + "    ")
+            lines.append(f"{indent}    yield " + ", ".join(_atom(x, names) for x in block.outputs))
 
 
 def _atom(x, names):

@@ -44,7 +44,8 @@ def _reduced(shape, axis, keepdims):
     if shape is None:
         return None
     nd = len(shape)
-    axes = range(nd) if axis is None else [a % nd for a in np.atleast_1d(axis).tolist()]
+    # NumPy lets a 0-d array reduce over axis 0 or -1: nothing is reduced.
+    axes = range(nd) if axis is None else [a % nd for a in np.atleast_1d(axis).tolist() if nd]
     axes = set(axes)
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
@@ -117,6 +118,9 @@ def _shape_of(prim, avals, params):
     # Views (transpose, reshape, expand/squeeze, broadcast_to, getitem): run them on
     # zero-strided stand-ins, which allocate nothing.
     args = [_standin(a, empty=False) for a in avals]
+    if prim == "getitem":  # index 0 is valid along any non-empty axis
+        args[1:] = [np.zeros(a.known_shape, dtype=a.dtype if not a.is_scalar else "int64")
+                    for a in avals[1:]]
     return tuple(np.shape(evaluate(prim, args, params)))
 
 

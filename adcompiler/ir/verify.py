@@ -30,7 +30,14 @@ def verify(graph) -> None:
 
     for v in list(graph.params) + list(graph.consts):
         define(v)
-    for node in graph.nodes:
+    _check_nodes(graph.nodes, defined, define)
+    for v in graph.outputs:
+        if isinstance(v, Value) and v not in defined:
+            raise IRError(f"the output {v} is never defined")
+
+
+def _check_nodes(nodes, defined, define):
+    for node in nodes:
         prim = PRIMS.get(node.prim)
         if prim is None:
             raise IRError(f"unknown primitive {node.prim!r}")
@@ -41,13 +48,31 @@ def verify(graph) -> None:
                 raise IRError(f"{x} is used by {node.prim} before it is defined")
             if not isinstance(x, (Value, Literal)):
                 raise IRError(f"{node.prim} has an input that is neither a value nor a literal")
-        expected = infer(node.prim, [x.aval for x in node.inputs],
-                         [x.value if isinstance(x, Literal) else None for x in node.inputs],
-                         node.params)
-        if node.out.aval != expected:
-            raise IRError(f"{node.prim} gives {node.out.aval}, but its shape rule says {expected}")
+        if node.regions:
+            _check_regions(node, defined, define)
+        else:
+            expected = infer(node.prim, [x.aval for x in node.inputs],
+                             [x.value if isinstance(x, Literal) else None for x in node.inputs],
+                             node.params)
+            if node.out.aval != expected:
+                raise IRError(f"{node.prim} gives {node.out.aval}, but its shape rule says "
+                              f"{expected}")
         for v in node.outputs:
             define(v)
-    for v in graph.outputs:
-        if isinstance(v, Value) and v not in defined:
-            raise IRError(f"the output {v} is never defined")
+
+
+def _check_regions(node, defined, define):
+    """Blocks see earlier values; each block's yields match what the node declares."""
+    for block in node.regions:
+        for p in block.params:
+            define(p)
+        _check_nodes(block.nodes, defined, define)
+        for x in block.outputs:
+            if isinstance(x, Value) and x not in defined:
+                raise IRError(f"{node.prim} block yields {x} before defining it")
+    if node.prim == "cond":
+        for block in node.regions:
+            got = [x.aval for x in block.outputs]
+            if got != [v.aval for v in node.outputs]:
+                raise IRError(f"a cond block yields {got}, the node declares "
+                              f"{[v.aval for v in node.outputs]}")

@@ -1,6 +1,8 @@
 """Common-subexpression elimination: a node equal to an earlier one (prim, inputs, params) goes.
 
-Invariant: every primitive is pure, so two nodes with the same key compute the same value.
+Invariant: every primitive is pure, so two nodes with the same key compute the same value. Scoped
+by regions: a block may reuse what was computed before it, never what a sibling block computed.
+Nodes owning regions are never merged.
 """
 
 from __future__ import annotations
@@ -16,18 +18,26 @@ def _key(node):
 
 
 def eliminate_common_subexpressions(graph):
-    seen, subst, kept = {}, {}, []
-    for node in graph.nodes:
-        node.inputs = tuple(resolve(subst, x) if not isinstance(x, Literal) else x
-                            for x in node.inputs)
+    subst = {}
+    graph.nodes = _cse_nodes(graph.nodes, {}, subst)
+    return substitute(graph, subst)
+
+
+def _cse_nodes(nodes, seen, subst):
+    kept = []
+    for node in nodes:
+        node.inputs = tuple(resolve(subst, x) for x in node.inputs)
+        if node.regions:
+            for block in node.regions:
+                block.nodes = _cse_nodes(block.nodes, dict(seen), subst)
+                block.outputs = [resolve(subst, x) for x in block.outputs]
+            kept.append(node)
+            continue
         key = _key(node)
         if key in seen:
             for old, new in zip(node.outputs, seen[key].outputs):
                 subst[old] = new
-                if new.name and new.name.startswith("_") and old.name:
-                    new.name = old.name
         else:
             seen[key] = node
             kept.append(node)
-    graph.nodes = kept
-    return substitute(graph, subst)
+    return kept

@@ -21,9 +21,21 @@ _IDENTITIES = {
 
 
 def simplify(graph):
-    subst, kept, producers = {}, [], {}
-    for node in graph.nodes:
-        node.inputs = tuple(resolve(subst, x) if isinstance(x, Value) else x for x in node.inputs)
+    subst, producers = {}, {}
+    graph.nodes = _simplify_nodes(graph.nodes, subst, producers)
+    return substitute(graph, subst)
+
+
+def _simplify_nodes(nodes, subst, producers):
+    kept = []
+    for node in nodes:
+        node.inputs = tuple(resolve(subst, x) for x in node.inputs)
+        for block in node.regions:  # a block sees outer producers, never a sibling's
+            block.nodes = _simplify_nodes(block.nodes, subst, dict(producers))
+            block.outputs = [resolve(subst, x) for x in block.outputs]
+        if node.regions:
+            kept.append(node)
+            continue
         _negation(node)
         replacement = _fold(node) or _identity(node) or _double_negation(node, producers)
         if replacement is not None:
@@ -31,8 +43,7 @@ def simplify(graph):
         else:
             kept.append(node)
             producers.update((v, node) for v in node.outputs)
-    graph.nodes = kept
-    return substitute(graph, subst)
+    return kept
 
 
 def _fold(node):

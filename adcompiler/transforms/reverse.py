@@ -1,15 +1,16 @@
 """Reverse mode: append to a forward graph the adjoint nodes that compute its gradient.
 
 Driven entirely by :mod:`templates`: for each node in reverse order, for each active input, the
-rule emits IR through the Builder. Invariants: only active values (on a path from a ``wrt``
-parameter to the output) get cotangents; a cotangent is accumulated (an ``add``) only where a
-value fans out; each wrt gradient has its parameter's shape, dtype and Python-ness.
+rule emits IR through the Builder; control-flow nodes are handled in :mod:`.control`.
+Invariants: only active values (on a path from a ``wrt`` parameter to the output) get
+cotangents; a cotangent is accumulated (an ``add``) only where a value fans out; each wrt
+gradient has its parameter's shape, dtype and Python-ness.
 """
 
 from __future__ import annotations
 
 from ..errors import CompileError
-from ..ir import Graph, Literal, Value
+from ..ir import Graph, Literal, Value, walk
 from ..ir.builder import Builder
 from ..ir.primitives import PRIMS
 from adcompiler import templates
@@ -18,15 +19,37 @@ from adcompiler import templates
 def active_values(graph: Graph, wrt: list) -> set:
     """Values that depend on a wrt parameter and on which an output depends."""
     forward = set(wrt)
-    for node in graph.nodes:
-        if PRIMS[node.prim].differentiable and any(
-                isinstance(x, Value) and x in forward for x in node.inputs):
-            forward.update(v for v in node.outputs if v.aval.is_float)
+    for _ in range(2):  # twice: a loop's carried values can become active on the way round
+        for node in walk(graph.nodes):
+            _forward_activity(node, forward)
     backward = {v for v in graph.outputs if isinstance(v, Value)}
-    for node in reversed(graph.nodes):
-        if any(v in backward for v in node.outputs):
-            backward.update(x for x in node.inputs if isinstance(x, Value))
+    _backward_needs(graph.nodes, backward)
     return forward & backward
+
+
+def _forward_activity(node, forward):
+    reads = [x for x in node.inputs if isinstance(x, Value)]
+    if node.regions:
+        for block in node.regions:
+            reads += [x for x in block.outputs if isinstance(x, Value)]
+            reads += [x for n in walk(block.nodes) for x in n.inputs if isinstance(x, Value)]
+    if PRIMS[node.prim].differentiable and any(x in forward for x in reads):
+        forward.update(v for v in node.outputs if v.aval.is_float)
+    if node.prim == "loop":  # carried values are active where their initial or next value is
+        (body,) = node.regions
+        for p, init, nxt in zip(body.params[1:], node.inputs[1:], body.outputs):
+            if init in forward or nxt in forward:
+                forward.add(p)
+
+
+def _backward_needs(nodes, needed):
+    for node in reversed(nodes):
+        if any(v in needed for v in node.outputs):
+            needed.update(x for x in node.inputs if isinstance(x, Value))
+            for block in node.regions:
+                needed.update(block.params)
+                needed.update(x for x in block.outputs if isinstance(x, Value))
+                _backward_needs(block.nodes, needed)
 
 
 def add_adjoint(graph: Graph, wrt: list, seed) -> list:
@@ -35,32 +58,49 @@ def add_adjoint(graph: Graph, wrt: list, seed) -> list:
     ``seed`` is a Value (a cotangent parameter, for vjp) or a Python number (1.0, for grad).
     """
     (out,) = graph.outputs
-    active = active_values(graph, wrt)
-    complete_after = _first_uses(graph, wrt)
     b = Builder(graph)
     b.phase = "adjoint"
     b.temp_cotangents = {}
+    b.active = active_values(graph, wrt)
     ct = {out: seed}
     grads = {}
+    complete_after = _first_uses(graph, wrt)
+
+    def finish_params(node):
+        # A parameter's gradient is complete once its first use has been processed:
+        # finish it there, so its conversion sits in the same "grad of" block.
+        for p in complete_after.get(node, ()):
+            grads[p] = _finish(b, p, ct.get(p))
+
     with b:
-        for node in reversed(list(graph.nodes)):
-            g = ct.get(node.outputs[0])
-            if g is not None and node.phase == "forward":
-                b.source = node.source
-                _backprop_node(b, node, g, active, ct)
-            # A parameter's gradient is complete once its first use has been processed:
-            # finish it there, so its conversion sits in the same "grad of" block.
-            for p in complete_after.get(node, ()):
-                grads[p] = _finish(b, p, ct.get(p))
+        backprop(b, list(graph.nodes), ct, after_node=finish_params)
         b.source = None
         return [grads[p] if p in grads else _finish(b, p, ct.get(p)) for p in wrt]
 
 
+def backprop(b: Builder, nodes, ct: dict, after_node=None):
+    """Emit the adjoint of ``nodes`` (in reverse), updating the cotangents ``ct`` in place."""
+    from . import control
+    for node in reversed(nodes):
+        if node.phase == "forward" and any(ct.get(v) is not None for v in node.outputs):
+            b.source = node.source
+            if node.prim == "cond":
+                control.backprop_cond(b, node, ct)
+            elif node.prim == "loop":
+                control.backprop_loop(b, node, ct)
+            else:
+                _backprop_node(b, node, ct[node.outputs[0]], ct)
+        if after_node is not None:
+            after_node(node)
+
+
 def _first_uses(graph: Graph, wrt: list) -> dict:
-    """node -> the wrt parameters whose first reader it is."""
+    """Top-level node -> the wrt parameters it is the first to read (inside it, for regions)."""
     first = {}
     for node in graph.nodes:
-        for x in node.inputs:
+        reads = [x for n in walk([node]) for x in n.inputs]
+        reads += [x for n in walk([node]) for blk in n.regions for x in blk.outputs]
+        for x in reads:
             if isinstance(x, Value) and x in wrt and x not in first:
                 first[x] = node
     out = {}
@@ -70,30 +110,32 @@ def _first_uses(graph: Graph, wrt: list) -> dict:
     return out
 
 
-def _backprop_node(b: Builder, node, g, active, ct):
+def _backprop_node(b: Builder, node, g, ct):
     args = [x.value if isinstance(x, Literal) else x for x in node.inputs]
     for i, x in enumerate(node.inputs):
-        if not (isinstance(x, Value) and x in active):
+        if not (isinstance(x, Value) and x in b.active):
             continue
         if not templates.has_rule(node.prim, i):
             raise CompileError(f"no derivative rule for argument {i} of `{node.prim}` "
                                f"(in: {node.source})")
         c = templates.cotangent(b, node.prim, i, g, node.outputs[0], args, node.params)
-        _accumulate(b, ct, x, c)
+        accumulate(b, ct, x, c)
 
 
-def _accumulate(b: Builder, ct: dict, x: Value, c):
+def accumulate(b: Builder, ct: dict, x: Value, c):
     """ct[x] += c, naming the result after the user's variable (dl1 for l1; dt1, dt2... for
     the cotangents of unnamed temporaries, so two temporaries never share a name)."""
     old = ct.get(x)
     if old is not None:
         c = b.emit("add", (old, c))
     if isinstance(c, Value) and c.name is None:
-        b.graph.name_value(c, "d" + x.name if x.name else _temp_base(b, x))
+        b.graph.name_value(c, cotangent_name(b, x))
     ct[x] = c
 
 
-def _temp_base(b: Builder, x: Value) -> str:
+def cotangent_name(b: Builder, x: Value) -> str:
+    if x.name:
+        return "d" + x.name
     names = b.temp_cotangents
     if x not in names:
         k = len(names) + 1

@@ -1,0 +1,243 @@
+"""Lower ``if`` and ``for`` into ``cond`` and ``loop`` nodes with explicit merged/carried values.
+
+A condition known while compiling picks its branch statically; a traced one becomes a ``cond``
+whose outputs are the variables either branch rebinds. A ``for`` over ``range(...)`` (static
+bounds), over an array's first axis, or over ``enumerate``/``zip`` of those becomes a ``loop``
+over ``k in range(n)`` carrying every variable the body rebinds. Invariant: a merged or carried
+variable has one abstract value on every path (a Python float meeting a 0-d array becomes the
+array), else a located error says which variable disagrees.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..ir import Aval, Block, Literal, Node, Value
+
+_MAX_AVAL_ROUNDS = 3
+
+
+class ControlLowering:
+    """Mixin of the lowering for control-flow statements."""
+
+    def run_block(self, stmts):
+        """Lower function-level statements; the returned value, or NO_RETURN if they fall
+        through. An ``if`` containing a ``return`` takes the statements after it as the
+        continuation of each branch that does not return, so every path ends in a return."""
+        for i, stmt in enumerate(stmts):
+            self.b.source = self.src.text(stmt)
+            if isinstance(stmt, ast.Return):
+                if stmt.value is None:
+                    raise self.src.error(stmt, "this returns nothing",
+                                         "return the value to differentiate")
+                return self.expr(stmt.value)
+            if isinstance(stmt, ast.If) and _returns_inside(stmt):
+                return self.lower_if(stmt, rest=stmts[i + 1:])
+            self.run_statements([stmt])
+        return NO_RETURN
+
+    def run_statements(self, stmts):
+        for stmt in stmts:
+            if isinstance(stmt, ast.Return):
+                raise self.src.error(stmt, "an early `return` is not supported yet",
+                                     "assign the result to a variable and return it at the end")
+            if isinstance(stmt, (ast.Break, ast.Continue)):
+                raise self.src.error(stmt, f"`{type(stmt).__name__.lower()}` is not supported "
+                                     "yet", "express the exit condition with np.where")
+            self.b.source = self.src.text(stmt)
+            self.statement(stmt)
+
+    # ---- if -----------------------------------------------------------------------------------
+    def lower_if(self, stmt: ast.If, rest=None):
+        self.b.source = f"if {self.src.text(stmt.test)}:"
+        test = self.expr(stmt.test)
+        if not isinstance(test, Value):
+            branch = stmt.body if test else stmt.orelse
+            return self.run_statements(branch) if rest is None else self.run_block(branch + rest)
+        if test.aval.known_shape != ():
+            raise self.src.error(stmt.test, "the condition is an array of shape "
+                                 f"{test.aval.known_shape}: its truth value is ambiguous",
+                                 "reduce it (np.all, np.any, .sum() > 0) or use np.where")
+        env0 = dict(self.env)
+        blocks, envs = [], []
+        for stmts in (stmt.body, stmt.orelse):
+            block = Block()
+            with self.b.into(block):
+                if rest is None:
+                    self.run_statements(stmts)
+                else:
+                    self.env[RESULT] = self.run_block(stmts + rest)
+                    if self.env[RESULT] is NO_RETURN:
+                        raise self.src.error(stmt, "not every path through this `if` returns "
+                                             "a value", "add a return at the end")
+            envs.append(self.env)
+            self.env = dict(env0)
+            blocks.append(block)
+        self.merge_branches(stmt, test, blocks, envs, env0)
+        if rest is not None:
+            return self.env.pop(RESULT)
+
+    def merge_branches(self, stmt, test, blocks, envs, env0):
+        header = f"if {self.src.text(stmt.test)}:"
+        names = [n for n in dict.fromkeys(list(envs[0]) + list(envs[1]))
+                 if any(e.get(n, env0.get(n)) is not env0.get(n) for e in envs)]
+        outs = []
+        for name in names:
+            values = [e.get(name, env0.get(name)) for e in envs]
+            if any(v is None for v in values):  # bound in one branch only: unusable after
+                self.env.pop(name, None)
+                continue
+            if values[0] is values[1]:
+                continue
+            aval = self.join(stmt, name, [_aval(v) for v in values], "branch")
+            for block, v in zip(blocks, values):
+                with self.b.into(block):
+                    block.outputs.append(self.coerce(v, aval))
+            label = "result" if name == RESULT else name
+            out = self.graph.name_value(Value(aval, origin=label), label)
+            outs.append(out)
+            self.env[name] = out
+        self.b.source = header
+        self.b.target.append(Node("cond", (test,), {}, tuple(outs), header, "forward",
+                                  tuple(blocks)))
+
+    # ---- for ----------------------------------------------------------------------------------
+    def lower_for(self, stmt: ast.For):
+        if stmt.orelse:
+            raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
+        header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
+        self.b.source = header
+        n, bind_target = self.iteration(stmt)
+        carried = [name for name in _assigned(stmt.body) if name in self.env
+                   and _traceable(self.env[name])]
+        avals = [_aval(self.env[name]) for name in carried]
+        for _ in range(_MAX_AVAL_ROUNDS):
+            body, results = self.lower_body(stmt, bind_target, carried, avals)
+            new = [self.join(stmt, name, [a, _aval(r)], "loop")
+                   for name, a, r in zip(carried, avals, results)]
+            if new == avals:
+                break
+            avals = new
+        with self.b.into(body):
+            body.outputs = [self.coerce(r, a) for r, a in zip(results, avals)]
+        inits = [self.coerce(self.env[name], a) for name, a in zip(carried, avals)]
+        outs = tuple(self.graph.name_value(Value(a, origin=name), name)
+                     for name, a in zip(carried, avals))
+        self.b.source = header
+        self.b.target.append(Node("loop", (Literal(n), *inits), {"stacked": 0}, outs, header,
+                                  "forward", (body,)))
+        self.env.update(zip(carried, outs))
+
+    def lower_body(self, stmt, bind_target, carried, avals):
+        env0 = dict(self.env)
+        k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
+        params = [self.graph.name_value(Value(a, origin=n), n) for n, a in zip(carried, avals)]
+        body = Block(params=[k, *params])
+        with self.b.into(body):
+            self.env.update(zip(carried, params))
+            bind_target(k)
+            self.run_statements(stmt.body)
+            results = [self.env[name] for name in carried]
+        self.env = env0
+        return body, results
+
+    def iteration(self, stmt):
+        """The trip count and a function binding the loop target for iteration ``k``."""
+        spec = self.iterable(stmt.iter)
+        n = spec[0]
+
+        def bind_target(k):
+            self.bind(stmt.target, spec[1](k), stmt)
+        return n, bind_target
+
+    def iterable(self, node):
+        """(n, k -> value) for range, arrays, enumerate and zip."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            func = self.lookup(node.func.id, node.func)
+            if func is range:
+                args = [self.expr(a) for a in node.args]
+                if any(isinstance(a, Value) for a in args):
+                    raise self.src.error(node, "range() bounds computed from traced values are "
+                                         "not supported yet", "use static bounds (ints)")
+                r = range(*args)
+                return len(r), lambda k: _affine(self.b, k, r.start, r.step)
+            if func is enumerate:
+                n, item = self.iterable(node.args[0])
+                return n, lambda k: (k, item(k))
+            if func is zip:
+                parts = [self.iterable(a) for a in node.args]
+                return min(p[0] for p in parts), lambda k: tuple(p[1](k) for p in parts)
+        seq = self.expr(node)
+        if isinstance(seq, Value) and seq.aval.ndim:
+            return seq.aval.shape[0], lambda k: self.b.getitem(seq, (k,), (("a", 0),))
+        raise self.src.error(node, "only range(...), arrays, enumerate and zip can be looped "
+                             "over", "loop over range(len(x)) and index x[i]")
+
+    # ---- merging abstract values --------------------------------------------------------------
+    def join(self, stmt, name, avals, where):
+        first, *rest = avals
+        for a in rest:
+            if a == first:
+                continue
+            if a.is_float and first.is_float and {a.known_shape, first.known_shape} == {()}:
+                first = Aval("array", "float64", ())
+                continue
+            if a.kind == first.kind == "int":
+                continue
+            raise self.src.error(stmt, f"`{name}` is {first} on one path and {a} on another "
+                                 f"({where})", "give it the same shape and type on every path")
+        return first
+
+    def coerce(self, v, aval):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = Literal(float(v) if aval.is_float else v)
+        if isinstance(v, Literal):
+            if aval.is_scalar:
+                return Literal(float(v.value) if aval.kind == "float" else int(v.value))
+            return self.b.emit("full", (v.value,), {"shape": (), "dtype": aval.dtype})
+        if v.aval == aval:
+            return v
+        if v.aval.is_scalar and not aval.is_scalar:
+            return self.b.emit("full", (v,), {"shape": (), "dtype": aval.dtype})
+        return v
+
+
+NO_RETURN = object()  # what run_block gives when the statements fall through
+RESULT = "<return value>"  # a pseudo-variable merging the value each branch returns
+
+
+def _returns_inside(stmt) -> bool:
+    return any(isinstance(n, ast.Return) for n in ast.walk(stmt))
+
+
+def _aval(v) -> Aval:
+    return v.aval if isinstance(v, (Value, Literal)) else Aval.of(v)
+
+
+def _traceable(v) -> bool:
+    return isinstance(v, (Value, float, int)) and not isinstance(v, bool)
+
+
+def _affine(b, k, start, step):
+    i = k if step == 1 else b.emit("multiply", (k, step))
+    return i if start == 0 else b.emit("add", (i, start))
+
+
+def _index_name(stmt) -> str:
+    """The iteration counter reads as the user's variable in ``for i in range(n)``."""
+    call = stmt.iter
+    if (isinstance(stmt.target, ast.Name) and isinstance(call, ast.Call)
+            and getattr(call.func, "id", None) == "range" and len(call.args) == 1):
+        return stmt.target.id
+    return "k"
+
+
+def _assigned(stmts) -> list:
+    """Names (re)bound anywhere in ``stmts``, in order of first assignment."""
+    names = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.setdefault(node.id, None)
+    return list(names)
+

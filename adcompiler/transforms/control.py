@@ -1,0 +1,186 @@
+"""Adjoints of control flow: a ``cond`` replays the branch taken; a ``loop`` runs backwards.
+
+Invariants: the adjoint of a ``cond`` is a ``cond`` on the same predicate whose blocks update
+the cotangents of every active value the branches read; the adjoint of a ``loop`` is a reversed
+``loop`` carrying the cotangents of the carried values and of the active outer values it reads;
+the forward loop stacks, per iteration, exactly the values the adjoint body reads (residuals),
+into arrays preallocated from the trip count.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompileError
+from ..ir import Aval, Block, Literal, Node, Value, walk
+from .reverse import accumulate, backprop, cotangent_name
+
+
+def cotangent_aval(x: Value) -> Aval:
+    return Aval("float", "float64") if x.aval.is_scalar else x.aval
+
+
+def _zero(b, x: Value):
+    return Literal(0.0) if x.aval.is_scalar else b.emit("zeros_like", (x,))
+
+
+def _coerce(b, c, x: Value):
+    """Make cotangent ``c`` have exactly ``x``'s cotangent aval (phis must agree)."""
+    want = cotangent_aval(x)
+    if not isinstance(c, Value):
+        value = c.value if isinstance(c, Literal) else c
+        if want.is_scalar:
+            return Literal(float(value))
+        return b.emit("broadcast_to", (float(value),), {"shape": want.shape})
+    if want.is_scalar and not c.aval.is_scalar:
+        return b.emit("to_float", (c,))
+    if not want.is_scalar and c.aval.dtype != want.dtype:
+        c = b.emit("astype", (c,), {"dtype": want.dtype})
+    if not want.is_scalar and c.aval.known_shape != want.shape:
+        c = b.emit("broadcast_to", (c,), {"shape": want.shape})
+    return c
+
+
+def _merge(b, old, c, x):
+    if c is None:
+        c = old if old is not None else _zero(b, x)
+    elif old is not None:
+        c = b.emit("add", (old, c))
+    return _coerce(b, c, x)
+
+
+def _defined_in(blocks) -> set:
+    inside = set()
+    for block in blocks:
+        inside.update(block.params)
+        inside.update(v for n in walk(block.nodes) for v in n.outputs)
+    return inside
+
+
+def _reads(blocks) -> list:
+    """Values read by ``blocks`` (in order of first read, each once)."""
+    seen = {}
+    for block in blocks:
+        for n in walk(block.nodes):
+            reads = list(n.inputs) + [x for blk in n.regions for x in blk.outputs]
+            seen.update((x, None) for x in reads if isinstance(x, Value))
+        seen.update((x, None) for x in block.outputs if isinstance(x, Value))
+    return list(seen)
+
+
+def _active_free(b, blocks) -> list:
+    inside = _defined_in(blocks)
+    return [x for x in _reads(blocks) if x not in inside and x in b.active]
+
+
+def _new_value(b, x, aval=None):
+    return b.graph.name_value(Value(aval or cotangent_aval(x)), cotangent_name(b, x))
+
+
+# ---- if / else --------------------------------------------------------------------------------
+def backprop_cond(b, node, ct):
+    pred = node.inputs[0]
+    free = _active_free(b, node.regions)
+    if not free:
+        return
+    adjoint_blocks = []
+    for block in node.regions:
+        adj = Block()
+        with b.into(adj):
+            local = {}
+            for v, x in zip(node.outputs, block.outputs):
+                g = ct.get(v)
+                if g is not None and isinstance(x, Value) and x in b.active:
+                    accumulate(b, local, x, g)
+            backprop(b, block.nodes, local)
+            adj.outputs = [_merge(b, ct.get(f), local.get(f), f) for f in free]
+        adjoint_blocks.append(adj)
+    outs = tuple(_new_value(b, f) for f in free)
+    b.target.append(Node("cond", (pred,), {}, outs, node.source, "adjoint",
+                         tuple(adjoint_blocks)))
+    ct.update(zip(free, outs))
+
+
+# ---- for loops ----------------------------------------------------------------------------
+def backprop_loop(b, node, ct):
+    (body,) = node.regions
+    k, *carried_in = body.params
+    n, *inits = node.inputs
+    if node.params.get("stacked"):
+        raise CompileError("a loop that already stacks values cannot be differentiated again")
+    diff = [j for j, c in enumerate(carried_in) if c.aval.is_float]
+    free = [f for f in _active_free(b, [body]) if f not in carried_in]
+    k_adj = b.graph.name_value(Value(k.aval), k.name or "k")
+    d_carried = [_new_value(b, carried_in[j]) for j in diff]
+    d_free = [_new_value(b, f) for f in free]
+    adj = Block(params=[k_adj, *d_carried, *d_free])
+    with b.into(adj):
+        local = dict(zip(free, d_free))
+        for j, d in zip(diff, d_carried):
+            x = body.outputs[j]
+            if isinstance(x, Value) and x in b.active:
+                accumulate(b, local, x, d)
+        backprop(b, body.nodes, local)
+        adj.outputs = ([_coerce(b, local.get(carried_in[j]) or _zero(b, carried_in[j]),
+                                carried_in[j]) for j in diff]
+                       + [_coerce(b, local[f], f) for f in free])
+    _stack_residuals(b, node, adj, k, k_adj)
+    init_ct = ([_coerce(b, ct.get(node.outputs[j]) or _zero(b, node.outputs[j]), carried_in[j])
+                for j in diff]
+               + [_coerce(b, ct.get(f) or _zero(b, f), f) for f in free])
+    outs = tuple(_new_value(b, carried_in[j]) for j in diff) + tuple(_new_value(b, f) for f in free)
+    b.target.append(Node("loop", (n, *init_ct), {"reverse": True, "stacked": 0}, outs,
+                         node.source, "adjoint", (adj,)))
+    for j, o in zip(diff, outs):
+        if isinstance(inits[j], Value) and inits[j] in b.active:
+            accumulate(b, ct, inits[j], o)
+    ct.update(zip(free, outs[len(diff):]))
+
+
+def _stack_residuals(b, node, adj, k, k_adj):
+    """Make the forward loop stack every body value the adjoint body reads; load them there."""
+    (body,) = node.regions
+    top_level = set(body.params) | {v for n in body.nodes for v in n.outputs}
+    nested = _defined_in([body]) - top_level
+    subst = {k: k_adj}
+    loads = []
+    for r in _reads([adj]):
+        if r is k or r not in top_level:
+            if r in nested:
+                raise CompileError("differentiating a loop whose adjoint needs a value computed "
+                                   "inside a branch of its body is not supported yet")
+            continue
+        stacked = _stack_output(b, node, r)
+        loads.extend(_load(b, stacked, k_adj, r, subst))
+    adj.nodes[:0] = loads
+    _substitute_block(adj, subst)
+
+
+def _stack_output(b, node, r: Value) -> Value:
+    (body,) = node.regions
+    n = node.inputs[0].value
+    shape = () if r.aval.is_scalar else r.aval.shape
+    stacked = Value(Aval("array", r.aval.dtype, (n,) + tuple(shape)))
+    b.graph.name_value(stacked, (r.name + "s") if r.name else "saved")
+    body.outputs.append(r)
+    node.outputs = node.outputs + (stacked,)
+    node.params = {**node.params, "stacked": node.params.get("stacked", 0) + 1}
+    return stacked
+
+
+def _load(b, stacked, k_adj, r, subst):
+    """``stacked[k]`` (a Python float again where ``r`` was one), standing in for ``r``."""
+    block = Block()
+    with b.into(block):
+        load = b.getitem(stacked, (k_adj,), (("a", 0),))
+        if r.aval.is_scalar:
+            load = b.emit("to_float", (load,))
+    b.graph.name_value(load, r.name or "t")
+    subst[r] = load
+    return block.nodes
+
+
+def _substitute_block(block, subst):
+    for n in walk(block.nodes):
+        n.inputs = tuple(subst.get(x, x) if isinstance(x, Value) else x for x in n.inputs)
+        for blk in n.regions:
+            blk.outputs = [subst.get(x, x) if isinstance(x, Value) else x for x in blk.outputs]
+    block.outputs = [subst.get(x, x) if isinstance(x, Value) else x for x in block.outputs]
