@@ -231,3 +231,68 @@ def test_early_return_source_reads_as_a_branch():
     value, _ = g(np.ones(3))
     assert value == 9.0
     assert "result = " in g.source
+
+
+def conditional_expression(x, a):
+    scale = a * 2.0 if np.sum(x) > 0 else a * a
+    return np.sum(x * scale)
+
+
+def boolean_condition(x):
+    y = x
+    if np.sum(x) > 0 and np.max(x) < 2.0 or np.min(x) < -3.0:
+        y = np.sin(x)
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("f, args, wrt", [
+    (conditional_expression, (np.abs(RNG.standard_normal(3)), 0.3), (0, 1)),
+    (conditional_expression, (-np.abs(RNG.standard_normal(3)), 0.3), (0, 1)),
+    (boolean_condition, (np.array([0.5, 0.2, 0.1]),), (0,)),
+    (boolean_condition, (np.array([0.5, 2.2, 0.1]),), (0,)),
+    (boolean_condition, (np.array([-4.0, 0.2, 0.1]),), (0,)),
+])
+def test_conditional_expressions_and_boolean_operators(f, args, wrt):
+    grads = ad.grad(f, wrt=wrt)(*args)
+    assert_matches_numerical(f, args, wrt, grads, rtol=1e-5, atol=1e-7)
+
+
+def newton_sqrt(a):
+    """A data-dependent while loop: Newton's iteration for sqrt(a), differentiated through."""
+    x = a
+    while np.abs(x * x - a) > 1e-12:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def halve_until_small(x):
+    y = x
+    while np.sum(y * y) > 1.0:
+        y = np.sin(y) * 0.5
+    return np.sum(y)
+
+
+def counted_while(x):
+    i = 0
+    y = x
+    while i < 3:
+        y = np.tanh(y) + x
+        i = i + 1
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("f, args", [
+    (halve_until_small, (np.array([3.0, -2.0, 1.5]),)),
+    (halve_until_small, (np.array([0.3, -0.2, 0.1]),)),
+    (counted_while, (RNG.standard_normal(3),)),
+])
+def test_while_loops(f, args):
+    grads = ad.grad(f, wrt=(0,))(*args)
+    assert_matches_numerical(f, args, (0,), grads, rtol=1e-5, atol=1e-7)
+
+
+def test_while_loop_through_newton_iterations():
+    # d sqrt(a) / da = 1 / (2 sqrt(a)), reached by differentiating every iteration
+    g = ad.grad(newton_sqrt)
+    np.testing.assert_allclose(g(np.array(2.0)), 1 / (2 * np.sqrt(2.0)), rtol=1e-9)
+    assert "while " in g.source and "reversed(range(steps))" in g.source

@@ -14,7 +14,8 @@ import keyword
 import astor
 
 from ..ir import Literal, Value, walk
-from .expressions import const, dtype_expr, node_expr, scatter_statements
+from .expressions import (accumulate_statements, const, dtype_expr, node_expr,
+                          scatter_statements)
 from .liveness import Liveness
 
 RESERVED = {"np", "cp", "cupyx", "math", "float", "_sum_to"}
@@ -40,6 +41,15 @@ class Emitter:
         self.taken: set = set(RESERVED)
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
+        self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
+        self.carried_param = {}    # loop body param -> (loop node, initial value, next value)
+        for n in walk(graph.nodes):
+            if n.prim in ("loop", "while"):
+                body = n.regions[-1]
+                params = body.params[1:] if n.prim == "loop" else body.params
+                inits = n.inputs[1:] if n.prim == "loop" else n.inputs
+                for p, init, nxt in zip(params, inits, body.outputs):
+                    self.carried_param[p] = (n, init, nxt)
 
     # ---- names --------------------------------------------------------------------------------
     def name(self, v: Value, at=None, path=()) -> str:
@@ -116,10 +126,45 @@ class Emitter:
             return self.cond(node, args)
         if node.prim == "loop":
             return self.loop(node, args)
+        if node.prim == "while":
+            return self.while_loop(node, args)
+        if node.prim == "index_add":
+            return self.index_add(node, args, *where)
         target = self.name(node.outputs[0], *where)
         if node.prim == "scatter_add":
             return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
         return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
+
+    def index_add(self, node, args, at, path):
+        """``acc[idx] += g`` in place when this code owns ``acc`` and never reads it again;
+        on a copy otherwise. ``np.add.at`` where an index array may repeat entries."""
+        acc = node.inputs[0]
+        lines = []
+        if self._owned(acc, at, path):
+            target = self._bind(node.outputs[0], self.names[acc])
+        else:
+            target = self.name(node.outputs[0], at, path)
+            lines.append(f"{target} = {_expr(args[0])}.copy()")
+        return lines + [_render(s) for s in accumulate_statements(node, target, args, self.xp)]
+
+    def _owned(self, acc, at, path, seen=()) -> bool:
+        """Whether ``acc`` is an array this function created, that nothing reads after ``at``
+        and no other name holds: updating it in place is then invisible."""
+        if not isinstance(acc, Value) or acc.aval.kind != "array":
+            return False
+        if self.live.read_after(acc, at, path):
+            return False
+        producer = self.producer.get(acc)
+        if producer is not None:
+            return producer.prim in ("zeros_like", "zeros", "scatter_add", "index_add")
+        if acc in self.carried_param and acc not in seen:
+            loop, init, nxt = self.carried_param[acc]
+            start = self.live.pos[loop]
+            nxt_node = self.producer.get(nxt)
+            return (nxt_node is not None and nxt_node.prim == "index_add"
+                    and nxt_node.inputs[0] is acc
+                    and self._owned(init, start, self.live.path[loop], seen + (acc,)))
+        return False
 
     def cond(self, node, args):
         end, path = self.live.end[node], self.live.path[node]
@@ -163,13 +208,58 @@ class Emitter:
         inner += self.assign_slots(slots, body.outputs[:len(carried)])
         return lines + [header] + _indent(inner or ["pass"])
 
+    def while_loop(self, node, args):
+        """``while <test>:`` (``while True: ... if not p: break`` when the test needs
+        statements), carried values in slots, residuals appended to lists."""
+        pos, path = self.live.pos[node], self.live.path[node]
+        test, body = node.regions
+        m = node.params.get("stacked", 0)
+        carried = node.outputs[:len(node.outputs) - m]
+        stacked = node.outputs[len(carried):]
+        slots = [self.name(v, pos, path) for v in carried]
+        lines = self.assign_slots(slots, node.inputs)
+        lines += [f"{self.name(s, pos, path)} = []" for s in stacked]
+        for block in (test, body):
+            for slot, p, v in zip(slots, block.params, carried):
+                self._bind(p, slot)
+        for slot, v, x in zip(slots, carried, body.outputs):
+            if isinstance(x, Value):
+                self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
+        check = [] if self._inline_test(test) else self.statements(test.nodes)
+        pred = _expr(self.atom(test.outputs[0]))
+        top, end = self.stack_stores(body, stacked, len(carried))
+        inner = top + self.statements(body.nodes) + end
+        inner += self.assign_slots(slots, body.outputs[:len(carried)])
+        if check:
+            head = ["while True:"] + _indent(check + [f"if not {pred}:", "    break"])
+            return lines + head + _indent(inner)
+        return lines + [f"while {pred}:"] + _indent(inner or ["pass"])
+
+    def _inline_test(self, test) -> bool:
+        """Write a while test made of single-use temporaries as one expression."""
+        chain = test.nodes
+        if not chain or chain[-1].outputs[0] is not test.outputs[0]:
+            return not chain
+        if any(n.regions or len(n.outputs) != 1 or n.outputs[0].name for n in chain):
+            return False
+        if any(self.live.uses.get(n.outputs[0], 0) != 1 for n in chain):
+            return False
+        for n in chain:
+            self.inline[n.outputs[0]] = node_expr(n, [self.atom(x) for x in n.inputs], self.xp)
+        return True
+
     def stack_stores(self, body, stacked, first):
-        """``S[k] = value`` for each stacked yield: block params first, others at the end."""
-        k = ast.Name(self.names[body.params[0]], ast.Load())
+        """``S[k] = value`` (or ``S.append(value)`` for lists) for each stacked yield: block
+        params first, others at the end."""
         top, end = [], []
         for s, x in zip(stacked, body.outputs[first:]):
-            target = ast.Subscript(ast.Name(self.names[s], ast.Load()), k, ast.Store())
-            stmt = _render(ast.Assign([target], self.atom(x)))
+            stack = ast.Name(self.names[s], ast.Load())
+            if s.aval.kind == "list":
+                stmt = _render(ast.Expr(ast.Call(ast.Attribute(stack, "append", ast.Load()),
+                                                 [self.atom(x)], [])))
+            else:
+                k = ast.Name(self.names[body.params[0]], ast.Load())
+                stmt = _render(ast.Assign([ast.Subscript(stack, k, ast.Store())], self.atom(x)))
             (top if x in body.params else end).append(stmt)
         return top, end
 

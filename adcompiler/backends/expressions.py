@@ -79,6 +79,8 @@ def node_expr(node, args, xp_name="np"):
         return ast.Compare(args[0], [_CMPOPS[spell]()], [args[1]])
     if prim == "getitem":
         return ast.Subscript(args[0], index_expr(p["index"], args[1:]), ast.Load())
+    if prim == "list_get":
+        return ast.Subscript(args[0], args[1], ast.Load())
     if prim == "transpose" and p.get("axes") is None:
         return ast.Attribute(args[0], "T", ast.Load())
     if prim == "astype":
@@ -145,6 +147,21 @@ _SPECIAL = {
 }
 
 
+def _is_basic(spec, arrays_avals) -> bool:
+    """No entry can repeat: slices, ints, and 0-d integer arrays (a loop counter)."""
+    return all(a.known_shape == () for a in arrays_avals)
+
+
+def accumulate_statements(node, target: str, args, xp_name="np"):
+    """``target[idx] += g`` (or ``np.add.at(target, idx, g)`` if indices may repeat)."""
+    p = node.params
+    idx = index_expr(p["index"], args[2:])
+    if _is_basic(p["index"], [x.aval for x in node.inputs[2:]]):
+        return [ast.AugAssign(ast.Subscript(_name(target), idx, ast.Store()), ast.Add(), args[1])]
+    adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
+    return [ast.Expr(_call(_attr(adder, xp_name), [_name(target), idx, args[1]]))]
+
+
 def scatter_statements(node, target: str, args, xp_name="np"):
     """``scatter_add`` as statements: a zero array, then ``t[idx] = g`` or ``np.add.at``."""
     p = node.params
@@ -152,7 +169,7 @@ def scatter_statements(node, target: str, args, xp_name="np"):
                   {"dtype": dtype_expr(node.out.aval.dtype, xp_name)})
     idx = index_expr(p["index"], args[1:])
     first = ast.Assign([ast.Name(target, ast.Store())], zeros)
-    if index_has_arrays(p["index"]):
+    if not _is_basic(p["index"], [x.aval for x in node.inputs[1:]]):
         adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
         second = ast.Expr(_call(_attr(adder, xp_name),
                                 [_name(target), idx, args[0]]))

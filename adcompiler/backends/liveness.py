@@ -33,14 +33,16 @@ class Liveness:
             self.pos[node], self.path[node] = p, path
             for x in node.inputs:
                 self._read(x, node, p, path, loops)
-            inner_loops = loops + ((node,) if node.prim == "loop" else ())
+            inner_loops = loops + ((node,) if node.prim in ("loop", "while") else ())
             for b, block in enumerate(node.regions):
                 inner_path = path + ((id(node), b),) if node.prim == "cond" else path
                 for param in block.params:
                     self.def_pos[param] = p
                 self._visit(block.nodes, inner_path, inner_loops)
-                for x in block.outputs:
-                    self._read(x, None, self._counter, inner_path, inner_loops)
+                for i, x in enumerate(block.outputs):
+                    # a loop stores its params' stacked values first thing in the body
+                    at = p if _stored_at_top(node, block, i, x) else self._counter
+                    self._read(x, None, at, inner_path, inner_loops)
                 self._counter += 1
             self.end[node] = self._counter - 1
             for v in node.outputs:
@@ -86,6 +88,13 @@ class Liveness:
     def read_after(self, v, position, path) -> bool:
         """Whether ``v`` is read after ``position`` by code that can run with ``path``."""
         return any(eff > position and _compatible(p, path) for eff, p in self.reads.get(v, ()))
+
+
+def _stored_at_top(node, block, i, x) -> bool:
+    if node.prim not in ("loop", "while") or block is not node.regions[-1]:
+        return False
+    carried = len(node.outputs) - node.params.get("stacked", 0)
+    return i >= carried and x in block.params
 
 
 def _compatible(a, b) -> bool:

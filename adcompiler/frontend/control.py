@@ -54,10 +54,7 @@ class ControlLowering:
         if not isinstance(test, Value):
             branch = stmt.body if test else stmt.orelse
             return self.run_statements(branch) if rest is None else self.run_block(branch + rest)
-        if test.aval.known_shape != ():
-            raise self.src.error(stmt.test, "the condition is an array of shape "
-                                 f"{test.aval.known_shape}: its truth value is ambiguous",
-                                 "reduce it (np.all, np.any, .sum() > 0) or use np.where")
+        self.check_condition(stmt.test, test)
         env0 = dict(self.env)
         blocks, envs = [], []
         for stmts in (stmt.body, stmt.orelse):
@@ -101,6 +98,50 @@ class ControlLowering:
         self.b.target.append(Node("cond", (test,), {}, tuple(outs), header, "forward",
                                   tuple(blocks)))
 
+    # ---- conditional expressions and boolean operators ------------------------------------------
+    def expr_IfExp(self, node):
+        test = self.expr(node.test)
+        if not isinstance(test, Value):
+            return self.expr(node.body if test else node.orelse)
+        self.check_condition(node.test, test)
+        blocks, values = [], []
+        for branch in (node.body, node.orelse):
+            block = Block()
+            with self.b.into(block):
+                values.append(self.expr(branch))
+            blocks.append(block)
+        aval = self.join(node, "the conditional expression", [_aval(v) for v in values], "branch")
+        for block, v in zip(blocks, values):
+            with self.b.into(block):
+                block.outputs.append(self.coerce(v, aval))
+        out = Value(aval)
+        self.b.target.append(Node("cond", (test,), {}, (out,), self.b.source, "forward",
+                                  tuple(blocks)))
+        return out
+
+    def expr_BoolOp(self, node):
+        """``and``/``or``: Python's on values known while compiling, else elementwise logic on
+        0-d booleans (nothing here has side effects, so short-circuiting changes nothing)."""
+        prim = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
+        result = None
+        for operand in node.values:
+            v = self.expr(operand)
+            if not isinstance(v, Value):
+                if isinstance(node.op, ast.And) and not v or isinstance(node.op, ast.Or) and v:
+                    return v  # decided while compiling
+                continue
+            if v.aval.dtype != "bool":
+                raise self.src.error(operand, "`and`/`or` on arrays compile only for booleans",
+                                     "compare first (x > 0), or use np.logical_and")
+            result = v if result is None else self.b.emit(prim, (result, v))
+        return result if result is not None else self.expr(node.values[-1])
+
+    def check_condition(self, node, test):
+        if test.aval.known_shape != ():
+            raise self.src.error(node, "the condition is an array of shape "
+                                 f"{test.aval.known_shape}: its truth value is ambiguous",
+                                 "reduce it (np.all, np.any, .sum() > 0) or use np.where")
+
     # ---- for ----------------------------------------------------------------------------------
     def lower_for(self, stmt: ast.For):
         if stmt.orelse:
@@ -108,38 +149,67 @@ class ControlLowering:
         header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
         self.b.source = header
         n, bind_target = self.iteration(stmt)
+
+        def blocks(carried, params):
+            k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
+            body = Block(params=[k, *params])
+            with self.b.into(body):
+                bind_target(k)
+                self.run_statements(stmt.body)
+            return (body,)
+        self.carried_loop(stmt, header, "loop", (Literal(n),), blocks)
+
+    def lower_while(self, stmt: ast.While):
+        if stmt.orelse:
+            raise self.src.error(stmt, "`while ... else` is not supported", "drop the else")
+        header = f"while {self.src.text(stmt.test)}:"
+        self.b.source = header
+
+        def blocks(carried, params):
+            test = Block(params=[self.graph.name_value(Value(p.aval), p.name) for p in params])
+            self.env.update(zip(carried, test.params))
+            with self.b.into(test):
+                pred = self.expr(stmt.test)
+                if not isinstance(pred, Value):
+                    raise self.src.error(stmt.test, "this loop condition does not depend on "
+                                         "anything the loop changes", "use a for loop")
+                self.check_condition(stmt.test, pred)
+                test.outputs = [pred]
+            self.env.update(zip(carried, params))
+            body = Block(params=list(params))
+            with self.b.into(body):
+                self.run_statements(stmt.body)
+            return test, body
+        self.carried_loop(stmt, header, "while", (), blocks)
+
+    def carried_loop(self, stmt, header, prim, inputs, make_blocks):
+        """Lower a loop whose body rebinds ``carried`` variables: find one aval per variable
+        (re-lowering until they agree), then emit the node and rebind the variables."""
         carried = [name for name in _assigned(stmt.body) if name in self.env
                    and _traceable(self.env[name])]
         avals = [_aval(self.env[name]) for name in carried]
         for _ in range(_MAX_AVAL_ROUNDS):
-            body, results = self.lower_body(stmt, bind_target, carried, avals)
+            env0 = dict(self.env)
+            params = [self.graph.name_value(Value(a, origin=n), n) for n, a in zip(carried, avals)]
+            self.env.update(zip(carried, params))
+            blocks = make_blocks(carried, params)
+            results = [self.env[name] for name in carried]
+            self.env = env0
             new = [self.join(stmt, name, [a, _aval(r)], "loop")
                    for name, a, r in zip(carried, avals, results)]
             if new == avals:
                 break
             avals = new
+        body = blocks[-1]
         with self.b.into(body):
             body.outputs = [self.coerce(r, a) for r, a in zip(results, avals)]
         inits = [self.coerce(self.env[name], a) for name, a in zip(carried, avals)]
         outs = tuple(self.graph.name_value(Value(a, origin=name), name)
                      for name, a in zip(carried, avals))
         self.b.source = header
-        self.b.target.append(Node("loop", (Literal(n), *inits), {"stacked": 0}, outs, header,
-                                  "forward", (body,)))
+        self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
+                                  "forward", tuple(blocks)))
         self.env.update(zip(carried, outs))
-
-    def lower_body(self, stmt, bind_target, carried, avals):
-        env0 = dict(self.env)
-        k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
-        params = [self.graph.name_value(Value(a, origin=n), n) for n, a in zip(carried, avals)]
-        body = Block(params=[k, *params])
-        with self.b.into(body):
-            self.env.update(zip(carried, params))
-            bind_target(k)
-            self.run_statements(stmt.body)
-            results = [self.env[name] for name in carried]
-        self.env = env0
-        return body, results
 
     def iteration(self, stmt):
         """The trip count and a function binding the loop target for iteration ``k``."""

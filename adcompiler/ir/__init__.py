@@ -39,6 +39,9 @@ printed indented under it::
   ``(i, *carried)`` and yields the next carried values followed by ``stacked`` per-iteration
   values, which the node returns stacked along a new first axis (as JAX's ``scan``). With
   ``reverse=True`` it runs its iterations backwards: the adjoint of a loop.
+- ``while`` takes the initial carried values; its ``test`` block (params: the carried values)
+  yields the predicate, its ``body`` block (same params) yields the next carried values and then
+  ``stacked`` per-iteration values, which the node returns as Python lists (kind ``list``).
 - Scoping: a block reads its params and any value defined before it in program order (Python's
   function scope). The adjoint of a ``cond`` reads values computed inside the forward block it
   replays; that is sound because it runs under the same predicate value.

@@ -21,7 +21,8 @@ class Aval:
     """What the compiler knows of a value before it runs: kind, dtype and (maybe) shape.
 
     ``kind`` is ``"array"`` for NumPy arrays (and NumPy scalars) or one of ``"float"``, ``"int"``,
-    ``"bool"`` for Python scalars. ``shape`` is None where unknown. ``dtype`` is a NumPy dtype
+    ``"bool"`` for Python scalars, or ``"list"`` for a Python list of arrays of ``shape`` (the
+    residual stack of a while loop). ``shape`` is None where unknown. ``dtype`` is a NumPy dtype
     name (Python scalars use their NumPy equivalent).
     """
 
@@ -51,6 +52,8 @@ class Aval:
         if self.is_scalar:
             return self.kind
         short = _SHORT_DTYPES.get(self.dtype, self.dtype)
+        if self.kind == "list":
+            return f"list[{short}[{','.join(str(d) for d in self.shape)}]]"
         if self.shape is None:
             return f"{short}[?]"
         return f"{short}[{','.join(str(d) for d in self.shape)}]"

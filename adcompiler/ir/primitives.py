@@ -149,13 +149,25 @@ def scatter_add(g, *arrays, shape, index):
     return out
 
 
+def index_add(acc, g, *arrays, index):
+    """``acc`` with ``g`` added at ``index`` (repeated indices add up): accumulating the
+    adjoint of a gather into an existing cotangent, without a zero array per gather."""
+    out = np.array(acc, copy=True)
+    np.add.at(out, build_index(index, arrays), g)
+    return out
+
+
 _def("sum_to", sum_to, "internal", "_sum_to", params=("shape",))
+_def("index_add", index_add, "internal", "index_add", None)
 _def("scatter_add", scatter_add, "internal", "_scatter_add", None)
 
 
 # ---- control flow: nodes with regions (their outputs' avals come from their blocks) ---------
 _def("cond", None, "control", "if", None, differentiable=True)
 _def("loop", None, "control", "for", None, differentiable=True)
+_def("while", None, "control", "while", None, differentiable=True)
+# A while loop's residuals go into Python lists (its trip count is unknown on entry).
+_def("list_get", lambda s, k: s[k], "internal", "[]", 2)
 
 
 # Operators on Python scalars are Python's (``1.0 + 1.0`` is a float, as the emitted code gives).

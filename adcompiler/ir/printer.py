@@ -21,7 +21,7 @@ def print_graph(graph) -> str:
     return "\n".join(lines)
 
 
-_BLOCK_NAMES = {"cond": ("then", "else"), "loop": ("body",)}
+_BLOCK_NAMES = {"cond": ("then", "else"), "loop": ("body",), "while": ("test", "body")}
 
 
 def _print_nodes(nodes, names, lines, indent, top=False):

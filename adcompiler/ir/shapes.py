@@ -109,7 +109,7 @@ def _shape_of(prim, avals, params):
     if prim in ("zeros", "ones", "full", "sum_to", "scatter_add"):
         shape = params["shape"]
         return (shape,) if isinstance(shape, int) else tuple(shape)
-    if prim in ("zeros_like", "ones_like", "astype", "copy"):
+    if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add"):
         return shapes[0]
     if prim == "to_float":
         return ()
@@ -128,6 +128,8 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
     """The aval of ``prim[params](*inputs)``; ``literals`` holds literal values or None."""
     if params.get("py") or prim == "to_float":
         return Aval("float", "float64")
+    if prim == "list_get":  # an element of a list stack (kind "list": shape of its elements)
+        return Aval("array", avals[0].dtype, avals[0].shape)
     fam = PRIMS[prim].family
     if fam == "elementwise" and all(a.is_scalar for a in avals) and PRIMS[prim].spell[0] != "n":
         # Python operators on Python scalars give Python scalars.
@@ -137,7 +139,8 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
         dtype = np.dtype(params.get("dtype") or (avals[0].dtype if avals else "float64")).name
     elif prim == "astype":
         dtype = np.dtype(params["dtype"]).name
-    elif prim in ("sum_to", "scatter_add") or fam == "shape" and prim not in ("concatenate", "stack"):
+    elif prim in ("sum_to", "scatter_add", "index_add") or (
+            fam == "shape" and prim not in ("concatenate", "stack")):
         dtype = avals[0].dtype
     else:
         dtype = _dtype_of(prim, avals, literals, params)

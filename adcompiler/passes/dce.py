@@ -30,7 +30,7 @@ def _sweep(nodes, live):
             continue
         if node.prim == "cond":
             _prune_outputs(node, range(len(node.outputs)), live)
-        elif node.prim == "loop":
+        elif node.prim in ("loop", "while"):
             carried = len(node.outputs) - node.params.get("stacked", 0)
             _prune_outputs(node, range(carried, len(node.outputs)), live)
             _mark(live, node.outputs[:carried])
@@ -55,7 +55,8 @@ def _prune_outputs(node, positions, live):
     if not dead:
         return
     node.outputs = tuple(v for i, v in enumerate(node.outputs) if i not in dead)
-    for block in node.regions:  # a block yields one value per node output, in order
+    for block in node.regions[-1:] if node.prim == "while" else node.regions:
+        # a block yields one value per node output, in order (a while's test yields its pred)
         block.outputs = [x for i, x in enumerate(block.outputs) if i not in dead]
-    if node.prim == "loop":
+    if node.prim in ("loop", "while"):
         node.params = {**node.params, "stacked": node.params.get("stacked", 0) - len(dead)}

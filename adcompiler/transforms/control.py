@@ -18,8 +18,8 @@ def cotangent_aval(x: Value) -> Aval:
     return Aval("float", "float64") if x.aval.is_scalar else x.aval
 
 
-def _zero(b, x: Value):
-    return Literal(0.0) if x.aval.is_scalar else b.emit("zeros_like", (x,))
+def _zero(b, x: Value, name=None):
+    return Literal(0.0) if x.aval.is_scalar else b.emit("zeros_like", (x,), name=name)
 
 
 def _coerce(b, c, x: Value):
@@ -93,22 +93,46 @@ def backprop_cond(b, node, ct):
             backprop(b, block.nodes, local)
             adj.outputs = [_merge(b, ct.get(f), local.get(f), f) for f in free]
         adjoint_blocks.append(adj)
+    b.source = node.source
     outs = tuple(_new_value(b, f) for f in free)
     b.target.append(Node("cond", (pred,), {}, outs, node.source, "adjoint",
                          tuple(adjoint_blocks)))
     ct.update(zip(free, outs))
 
 
-# ---- for loops ----------------------------------------------------------------------------
+# ---- loops ------------------------------------------------------------------------------------
+def _loop_parts(b, node):
+    """(body, counter param or None, carried params, initial values, trip count) of a loop.
+    A while loop gets a carried iteration counter, added here, as its trip count."""
+    if node.prim == "loop":
+        (body,) = node.regions
+        return body, body.params[0], body.params[1:], list(node.inputs[1:]), node.inputs[0]
+    test, body = node.regions
+    count = _add_counter(b, node)
+    return body, None, body.params, list(node.inputs), count
+
+
+def _add_counter(b, node) -> Value:
+    test, body = node.regions
+    carried = len(body.params)
+    steps = [b.graph.name_value(Value(Aval("int", "int64")), "steps") for _ in range(3)]
+    test.params.append(steps[0])
+    body.params.append(steps[1])
+    body.nodes.append(Node("add", (steps[1], Literal(1)), {}, (steps[2],), node.source))
+    body.outputs.insert(carried, steps[2])
+    node.inputs = node.inputs + (Literal(0),)
+    final = b.graph.name_value(Value(Aval("int", "int64")), "steps")
+    node.outputs = node.outputs[:carried] + (final,) + node.outputs[carried:]
+    return final
+
+
 def backprop_loop(b, node, ct):
-    (body,) = node.regions
-    k, *carried_in = body.params
-    n, *inits = node.inputs
     if node.params.get("stacked"):
         raise CompileError("a loop that already stacks values cannot be differentiated again")
+    body, k, carried_in, inits, n = _loop_parts(b, node)
     diff = [j for j, c in enumerate(carried_in) if c.aval.is_float]
-    free = [f for f in _active_free(b, [body]) if f not in carried_in]
-    k_adj = b.graph.name_value(Value(k.aval), k.name or "k")
+    free = [f for f in _active_free(b, node.regions) if f not in carried_in]
+    k_adj = b.graph.name_value(Value(Aval("int", "int64")), (k.name if k else None) or "k")
     d_carried = [_new_value(b, carried_in[j]) for j in diff]
     d_free = [_new_value(b, f) for f in free]
     adj = Block(params=[k_adj, *d_carried, *d_free])
@@ -122,25 +146,27 @@ def backprop_loop(b, node, ct):
         adj.outputs = ([_coerce(b, local.get(carried_in[j]) or _zero(b, carried_in[j]),
                                 carried_in[j]) for j in diff]
                        + [_coerce(b, local[f], f) for f in free])
-    _stack_residuals(b, node, adj, k, k_adj)
+    _stack_residuals(b, node, body, adj, k, k_adj)
+    b.source = node.source
     init_ct = ([_coerce(b, ct.get(node.outputs[j]) or _zero(b, node.outputs[j]), carried_in[j])
                 for j in diff]
-               + [_coerce(b, ct.get(f) or _zero(b, f), f) for f in free])
+               + [_coerce(b, ct.get(f) or _zero(b, f, cotangent_name(b, f)), f) for f in free])
     outs = tuple(_new_value(b, carried_in[j]) for j in diff) + tuple(_new_value(b, f) for f in free)
     b.target.append(Node("loop", (n, *init_ct), {"reverse": True, "stacked": 0}, outs,
                          node.source, "adjoint", (adj,)))
+    # The free accumulators already include the old cotangents; then initial values get the
+    # carried cotangents (a value can be both, as x in ``y = x; while ...: y = f(y) + x``).
+    ct.update(zip(free, outs[len(diff):]))
     for j, o in zip(diff, outs):
         if isinstance(inits[j], Value) and inits[j] in b.active:
             accumulate(b, ct, inits[j], o)
-    ct.update(zip(free, outs[len(diff):]))
 
 
-def _stack_residuals(b, node, adj, k, k_adj):
+def _stack_residuals(b, node, body, adj, k, k_adj):
     """Make the forward loop stack every body value the adjoint body reads; load them there."""
-    (body,) = node.regions
     top_level = set(body.params) | {v for n in body.nodes for v in n.outputs}
     nested = _defined_in([body]) - top_level
-    subst = {k: k_adj}
+    subst = {k: k_adj} if k is not None else {}
     loads = []
     for r in _reads([adj]):
         if r is k or r not in top_level:
@@ -148,18 +174,22 @@ def _stack_residuals(b, node, adj, k, k_adj):
                 raise CompileError("differentiating a loop whose adjoint needs a value computed "
                                    "inside a branch of its body is not supported yet")
             continue
-        stacked = _stack_output(b, node, r)
+        stacked = _stack_output(b, node, body, r)
         loads.extend(_load(b, stacked, k_adj, r, subst))
     adj.nodes[:0] = loads
     _substitute_block(adj, subst)
 
 
-def _stack_output(b, node, r: Value) -> Value:
-    (body,) = node.regions
-    n = node.inputs[0].value
-    shape = () if r.aval.is_scalar else r.aval.shape
-    stacked = Value(Aval("array", r.aval.dtype, (n,) + tuple(shape)))
-    b.graph.name_value(stacked, (r.name + "s") if r.name else "saved")
+def _stack_output(b, node, body, r: Value) -> Value:
+    """A new stacked output of the forward loop holding ``r`` of every iteration: an array
+    preallocated from the trip count (``loop``), or a list (``while``)."""
+    shape = () if r.aval.is_scalar else tuple(r.aval.shape)
+    if node.prim == "loop":
+        aval = Aval("array", r.aval.dtype, (node.inputs[0].value,) + shape)
+    else:
+        aval = Aval("list", r.aval.dtype, shape)
+    base = (r.origin or r.name.rpartition("_")[0] or r.name) if r.name else None
+    stacked = b.graph.name_value(Value(aval), base + "s" if base else "saved")
     body.outputs.append(r)
     node.outputs = node.outputs + (stacked,)
     node.params = {**node.params, "stacked": node.params.get("stacked", 0) + 1}
@@ -170,10 +200,14 @@ def _load(b, stacked, k_adj, r, subst):
     """``stacked[k]`` (a Python float again where ``r`` was one), standing in for ``r``."""
     block = Block()
     with b.into(block):
-        load = b.getitem(stacked, (k_adj,), (("a", 0),))
+        if stacked.aval.kind == "list":
+            load = b.emit("list_get", (stacked, k_adj))
+        else:
+            load = b.getitem(stacked, (k_adj,), (("a", 0),))
         if r.aval.is_scalar:
             load = b.emit("to_float", (load,))
-    b.graph.name_value(load, r.name or "t")
+    if r.name:
+        b.graph.name_value(load, r.name)
     subst[r] = load
     return block.nodes
 

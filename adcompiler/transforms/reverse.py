@@ -35,9 +35,11 @@ def _forward_activity(node, forward):
             reads += [x for n in walk(block.nodes) for x in n.inputs if isinstance(x, Value)]
     if PRIMS[node.prim].differentiable and any(x in forward for x in reads):
         forward.update(v for v in node.outputs if v.aval.is_float)
-    if node.prim == "loop":  # carried values are active where their initial or next value is
-        (body,) = node.regions
-        for p, init, nxt in zip(body.params[1:], node.inputs[1:], body.outputs):
+    if node.prim in ("loop", "while"):  # carried values are active where their initial or
+        body = node.regions[-1]           # next value is
+        params = body.params[1:] if node.prim == "loop" else body.params
+        inits = node.inputs[1:] if node.prim == "loop" else node.inputs
+        for p, init, nxt in zip(params, inits, body.outputs):
             if init in forward or nxt in forward:
                 forward.add(p)
 
@@ -86,7 +88,7 @@ def backprop(b: Builder, nodes, ct: dict, after_node=None):
             b.source = node.source
             if node.prim == "cond":
                 control.backprop_cond(b, node, ct)
-            elif node.prim == "loop":
+            elif node.prim in ("loop", "while"):
                 control.backprop_loop(b, node, ct)
             else:
                 _backprop_node(b, node, ct[node.outputs[0]], ct)
@@ -126,11 +128,20 @@ def accumulate(b: Builder, ct: dict, x: Value, c):
     """ct[x] += c, naming the result after the user's variable (dl1 for l1; dt1, dt2... for
     the cotangents of unnamed temporaries, so two temporaries never share a name)."""
     old = ct.get(x)
-    if old is not None:
+    if old is not None and _fresh_scatter(b, c):
+        scatter = b.target.pop()  # old + scatter(g) is old with g added at the index
+        c = b.emit("index_add", (old, *scatter.inputs), {"index": scatter.params["index"]})
+    elif old is not None:
         c = b.emit("add", (old, c))
     if isinstance(c, Value) and c.name is None:
         b.graph.name_value(c, cotangent_name(b, x))
     ct[x] = c
+
+
+def _fresh_scatter(b: Builder, c) -> bool:
+    """Whether ``c`` is the scatter_add just emitted (nothing else can have read it yet)."""
+    last = b.target[-1] if b.target else None
+    return last is not None and last.prim == "scatter_add" and last.outputs[0] is c
 
 
 def cotangent_name(b: Builder, x: Value) -> str:
