@@ -12,7 +12,7 @@ import inspect
 
 from .errors import CompileError
 from .pipeline import Compiled, compile_gradient
-from .signature import classify, key_of, resolve_wrt
+from .signature import bind_arguments, classify, key_of, resolve_wrt
 
 
 class GradientFunction:
@@ -34,9 +34,7 @@ class GradientFunction:
         if self.mode == "vjp" and cotangent is None:
             raise TypeError(f"vjp of {self.primal.__name__} needs the keyword cotangent= "
                             "(an array shaped like the function's result)")
-        bound = self._signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return bound.arguments, cotangent
+        return bind_arguments(self.primal, args, kwargs), cotangent
 
     def specialize(self, *args, **kwargs) -> Compiled:
         """Compile (or fetch) the specialisation for these arguments, without running it."""

@@ -14,13 +14,13 @@ from typing import Optional
 class Location:
     filename: str
     lineno: int
-    col: int            # 0-based, as in the ast module
+    col: int            # 0-based, in characters (the ast module counts UTF-8 bytes)
     line: str           # the source line, without its newline
     end_col: Optional[int] = None
 
 
 class CompileError(Exception):
-    """Raised for anything the compiler cannot (or must not) compile, pointing at the user's code."""
+    """Raised for anything the compiler cannot (or must not) compile; points at the user's code."""
 
     def __init__(self, message: str, location: Optional[Location] = None, hint: str = ""):
         self.message = message
@@ -42,11 +42,18 @@ class CompileError(Exception):
             text = f"error: {self.message}"
         else:
             text = f"{loc.filename}:{loc.lineno}:{loc.col + 1}: error: {self.message}"
-            stripped = loc.line.rstrip()
-            indent = len(stripped) - len(stripped.lstrip())
-            end = loc.end_col if loc.end_col and loc.end_col > loc.col else loc.col + 1
-            end = min(end, len(stripped)) if len(stripped) > loc.col else loc.col + 1
-            text += f"\n    {stripped.lstrip()}\n    {' ' * (loc.col - indent)}{'^' * (end - loc.col)}"
+            text += _excerpt(loc)
         if self.hint:
             text += f"\nhint: {self.hint}"
         return text
+
+
+def _excerpt(loc: Location) -> str:
+    """The offending line, unindented, and a caret line under the construct."""
+    stripped = loc.line.rstrip()
+    indent = len(stripped) - len(stripped.lstrip())
+    end = loc.end_col if loc.end_col and loc.end_col > loc.col else loc.col + 1
+    end = min(end, len(stripped)) if len(stripped) > loc.col else loc.col + 1
+    start = max(loc.col, indent)
+    carets = "^" * max(end - start, 1)
+    return f"\n    {stripped.lstrip()}\n    {' ' * (start - indent)}{carets}"

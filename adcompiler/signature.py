@@ -1,7 +1,9 @@
-"""Classify a call's arguments: traced (floats, arrays) or static (ints, tuples...), and key them.
+"""Bind and classify a call's arguments: traced (floats, arrays) or static (ints, tuples...).
 
-Invariant: two calls with equal keys lower to the same graph, so a compiled specialisation
+Invariants: two calls with equal keys lower to the same graph, so a compiled specialisation
 can be reused; a traced argument's key is its abstract value, a static one's is its value.
+A call that does not fit the function's signature raises exactly the TypeError that calling the
+function itself would raise; only float values (floats, float arrays) can be differentiated.
 """
 
 from __future__ import annotations
@@ -15,14 +17,52 @@ from .ir import Aval
 _STATIC_TYPES = (bool, int, str, type(None), tuple, np.dtype, type)
 
 
+def bind_arguments(fn, args, kwargs) -> dict:
+    """``{parameter: value}`` for ``fn(*args, **kwargs)``, defaults applied; a call that does not
+    fit raises the TypeError Python raises for it (``f() missing 1 required positional ...``)."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        raise python_call_error(fn, args, kwargs) from None
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def python_call_error(fn, args, kwargs) -> TypeError:
+    """The TypeError Python raises for ``fn(*args, **kwargs)``, found without running ``fn``:
+    the call is made to a stub with ``fn``'s parameters, name and qualified name."""
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=p.empty, default=p.empty if p.default is p.empty else None)
+              for p in sig.parameters.values()]   # only the names shape Python's message
+    namespace: dict = {}
+    exec(f"def stub{sig.replace(parameters=params, return_annotation=sig.empty)}: pass",
+         namespace)
+    stub = namespace["stub"]
+    code = fn.__code__
+    stub.__code__ = stub.__code__.replace(co_name=code.co_name, **_qualname(code))
+    stub.__name__, stub.__qualname__ = fn.__name__, fn.__qualname__
+    try:
+        stub(*args, **kwargs)
+    except TypeError as exc:
+        return exc
+    return TypeError(f"{fn.__name__}() cannot be called with these arguments")
+
+
+def _qualname(code) -> dict:
+    return {"co_qualname": code.co_qualname} if hasattr(code, "co_qualname") else {}
+
+
 def classify(value, name, differentiate: bool):
     """An Aval for a traced argument, or the value itself for a static one."""
     if isinstance(value, float):
         return Aval("float", "float64")
-    if isinstance(value, (np.ndarray, np.generic)):
-        return Aval("array", value.dtype.name, tuple(value.shape))
-    if _is_device_array(value):
-        return Aval("array", np.dtype(value.dtype).name, tuple(value.shape))
+    if isinstance(value, (np.ndarray, np.generic)) or _is_device_array(value):
+        aval = Aval("array", np.dtype(value.dtype).name, tuple(value.shape))
+        if differentiate and not aval.is_float:
+            raise TypeError(f"cannot differentiate with respect to {name!r}: it is an array of "
+                            f"dtype {aval.dtype}; pass a float array such as "
+                            f"{name}.astype(np.float64)")
+        return aval
     if differentiate:
         if isinstance(value, (int, bool)):
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is an integer "
@@ -60,11 +100,15 @@ def resolve_wrt(fn, wrt) -> tuple:
     """``wrt`` as a tuple of parameter names (it accepts names, positions, or one of either)."""
     params = list(inspect.signature(fn).parameters)
     items = wrt if isinstance(wrt, (tuple, list)) else (wrt,)
+    if not items:
+        raise ValueError(f"wrt is empty: name at least one parameter of {fn.__name__} "
+                         f"(its parameters: {', '.join(params)})")
     names = []
     for item in items:
         if isinstance(item, int) and not isinstance(item, bool):
             if not -len(params) <= item < len(params):
-                raise ValueError(f"wrt={item}: {fn.__name__} has {len(params)} parameters")
+                raise ValueError(f"wrt={item}: {fn.__name__} has {len(params)} parameters "
+                                 f"({', '.join(params)})")
             names.append(params[item])
         elif item in params:
             names.append(item)

@@ -144,7 +144,8 @@ class Emitter:
             target = self._bind(node.outputs[0], self.names[acc])
         else:
             target = self.name(node.outputs[0], at, path)
-            lines.append(f"{target} = {_expr(args[0])}.copy()")
+            # np.array copies, and gives a writable array even where acc is a NumPy scalar
+            lines.append(f"{target} = {self.xp}.array({_expr(args[0])})")
         return lines + [_render(s) for s in accumulate_statements(node, target, args, self.xp)]
 
     def _owned(self, acc, at, path, seen=()) -> bool:

@@ -1,1 +1,1 @@
-"""frontend"""
+"""The frontend: read a function's source, fence off unsupported syntax, lower it to SSA IR."""

@@ -1,24 +1,27 @@
 """What a call means: NumPy, ``math`` and builtin callables and array methods mapped to primitives.
 
 Each handler takes ``(b, args, kwargs)`` (a Builder and lowered arguments, Values or static
-Python objects) and returns the lowered result. Invariant: a callable missing here is rejected
-by the lowering with a located error, never silently run.
+Python objects), binds them the way NumPy's own signature would, pops the keywords it
+understands and returns the lowered result. Invariants: a callable missing here is rejected by
+the lowering with a located error, never silently run; a keyword a handler leaves in
+``kwargs`` is reported by the caller (:func:`call`), never ignored.
 """
 
 from __future__ import annotations
 
 import builtins
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from ..ir import Value
-from ..ir.primitives import MATH_PRIMS
+from ..ir.primitives import MATH_PRIMS, PRIMS
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
                "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan",
                "arcsin", "arccos", "sinh", "cosh", "abs", "sign", "maximum", "minimum", "where",
-               "clip", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+               "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
                "logical_and", "logical_or", "logical_not", "reciprocal"]
 
 
@@ -30,154 +33,300 @@ class CallError(Exception):
         self.hint = hint
 
 
+class Method(NamedTuple):
+    """An array method looked up but not yet called: ``x.sum`` is ``Method("sum", x)``."""
+
+    name: str
+    base: Value
+
+
+def call(handler, b, args, kwargs):
+    """Run ``handler``; a keyword it did not take is an error, never silently dropped."""
+    kwargs = dict(kwargs)
+    out = handler(b, list(args), kwargs)
+    if kwargs:
+        raise CallError(f"got an unsupported keyword argument `{next(iter(kwargs))}=`",
+                        "adcompiler takes the arguments that change values (axis=, keepdims=, "
+                        "dtype=...), not out=, where= or order=")
+    return out
+
+
 def static(x, what):
     """``x`` must be known when compiling (an axis, a shape): not a traced value."""
-    if isinstance(x, Value):
-        raise CallError(f"{what} must be known when compiling, not computed from the inputs",
+    if isinstance(x, (tuple, list)):
+        for item in x:
+            static(item, what)
+    elif isinstance(x, Value):
+        raise CallError(f"needs {what} known when compiling, not computed from the inputs",
                         "use a Python constant, or a shape attribute such as x.shape[0]")
     return x
 
 
-def _prim(name, nargs=None, params=()):
-    """A handler for a primitive taking positional inputs and static keyword parameters."""
-    def handler(b, args, kwargs):
-        extra = list(args[nargs:]) if nargs is not None else []
-        inputs = args[:nargs] if nargs is not None else args
-        p = {}
-        for key, default in params:
-            val = extra.pop(0) if extra else kwargs.pop(key, default)
-            if val is not default:
-                p[key] = static(_axis(val) if key == "axis" else val, f"`{key}=`")
-        if kwargs or extra:
-            raise CallError(f"unsupported arguments to np.{name}: "
-                            f"{', '.join(kwargs) or len(extra)}")
-        return b.emit(name, inputs, p)
-    return handler
+def bind(args, kwargs, names, required=1):
+    """``{name: value}`` of positional ``args``, then keywords, by NumPy's parameter ``names``;
+    the first ``required`` names must be given."""
+    if len(args) > len(names):
+        raise CallError(f"takes at most {len(names)} positional arguments here, "
+                        f"but {len(args)} were given", _SIGNATURE_HINT)
+    out = dict(zip(names, args))
+    for name in names:
+        if name in kwargs:
+            if name in out:
+                raise CallError(f"got multiple values for argument `{name}`", _SIGNATURE_HINT)
+            out[name] = kwargs.pop(name)
+    missing = [n for n in names[:required] if n not in out]
+    if missing:
+        raise CallError(f"is missing the required argument `{missing[0]}`", _SIGNATURE_HINT)
+    return out
+
+
+_SIGNATURE_HINT = "call it as you would call NumPy's function of that name"
+
+
+def _positional(args, n):
+    if len(args) != n:
+        raise CallError(f"takes {n} positional argument{'s' * (n != 1)} here, "
+                        f"but {len(args)} {'was' if len(args) == 1 else 'were'} given",
+                        "out= and other extra arguments are not supported")
+    return args
 
 
 def _axis(val):
+    val = static(val, "`axis=`")
     return tuple(val) if isinstance(val, list) else val
 
 
-_REDUCE = (("axis", None), ("keepdims", False))
+def _shape(val):
+    val = static(val, "the shape")
+    return tuple(val) if isinstance(val, (list, tuple)) else (val,)
+
+
+def _dtype(val):
+    return np.dtype(static(val, "the dtype")).name
+
+
+# ---- elementwise ----------------------------------------------------------------------------
+def _ufunc(name):
+    def handler(b, args, kwargs):
+        return b.emit(name, _positional(args, PRIMS[name].arity))
+    return handler
+
+
+def _clip(b, args, kwargs):
+    """np.clip(x, lo, hi) or x.clip(lo, hi); a None bound clips on one side only."""
+    p = bind(args, kwargs, ("a", "a_min", "a_max"))
+    lo = p.get("a_min", kwargs.pop("min", None))
+    hi = p.get("a_max", kwargs.pop("max", None))
+    if lo is None and hi is None:
+        return b.emit("copy", (p["a"],))
+    if lo is None:
+        return b.emit("minimum", (p["a"], hi))
+    if hi is None:
+        return b.emit("maximum", (p["a"], lo))
+    return b.emit("clip", (p["a"], lo, hi))
+
+
+def _where(b, args, kwargs):
+    if len(args) == 1:
+        raise CallError("with one argument (the indices of true entries) is not supported: "
+                        "its shape depends on the data", "use np.where(cond, a, b)")
+    return b.emit("where", _positional(args, 3))
+
+
+# ---- reductions -----------------------------------------------------------------------------
+_REDUCE_PARAMS = {"sum": ("a", "axis", "dtype", "out", "keepdims"),
+                  "mean": ("a", "axis", "dtype", "out", "keepdims"),
+                  "prod": ("a", "axis", "dtype", "out", "keepdims"),
+                  "max": ("a", "axis", "out", "keepdims"), "min": ("a", "axis", "out", "keepdims")}
+
+
+def _reduce(name):
+    def handler(b, args, kwargs):
+        p = bind(args, kwargs, _REDUCE_PARAMS[name])
+        if p.get("dtype") is not None or p.get("out") is not None:
+            raise CallError("does not support `dtype=` or `out=` here",
+                            "cast first with .astype(...), and use the returned value")
+        params = {}
+        if p.get("axis") is not None:
+            params["axis"] = _axis(p["axis"])
+        if static(p.get("keepdims", False), "`keepdims=`"):
+            params["keepdims"] = True
+        return b.emit(name, (p["a"],), params)
+    return handler
+
+
+# ---- linear algebra -------------------------------------------------------------------------
+def _dot(b, args, kwargs):
+    x, y = _positional(args, 2)
+    nds = [v.ndim if isinstance(v, Value) else np.ndim(v) for v in (x, y)]
+    if 0 in nds:
+        return b.emit("multiply", (x, y))
+    if max(nds) > 2:
+        raise CallError("of arrays with more than 2 dimensions is not supported",
+                        "use np.matmul (or @), which broadcasts over leading axes")
+    return b.emit("dot", (x, y))
+
+
+def _binary(name):
+    def handler(b, args, kwargs):
+        return b.emit(name, _positional(args, 2))
+    return handler
+
+
+# ---- shapes ---------------------------------------------------------------------------------
+def _reshape_to(b, x, shape, kwargs):
+    if kwargs.pop("order", "C") != "C":
+        raise CallError("supports only order='C'", "reshape in C order")
+    return b.emit("reshape", (x,), {"shape": _shape(shape)})
+
+
+def _reshape(b, args, kwargs):
+    """np.reshape(x, shape)."""
+    if "newshape" in kwargs:
+        kwargs["shape"] = kwargs.pop("newshape")
+    p = bind(args, kwargs, ("a", "shape"), required=2)
+    return _reshape_to(b, p["a"], p["shape"], kwargs)
+
+
+def _method_reshape(b, x, args, kwargs):
+    """x.reshape(shape) or x.reshape(*shape)."""
+    shape = args[0] if len(args) == 1 else tuple(args)
+    if "shape" in kwargs:
+        shape = kwargs.pop("shape")
+    return _reshape_to(b, x, shape, kwargs)
+
+
+def _transpose_by(b, x, axes):
+    if axes is None:
+        return b.emit("transpose", (x,))
+    return b.emit("transpose", (x,), {"axes": _shape(static(axes, "the axes"))})
+
+
+def _transpose(b, args, kwargs):
+    """np.transpose(x, axes=None)."""
+    p = bind(args, kwargs, ("a", "axes"))
+    return _transpose_by(b, p["a"], p.get("axes"))
+
+
+def _method_transpose(b, x, args, kwargs):
+    """x.transpose(), x.transpose(axes) or x.transpose(*axes)."""
+    axes = args[0] if len(args) == 1 else (tuple(args) or None)
+    return _transpose_by(b, x, axes)
+
+
+def _with_axis(name, required):
+    def handler(b, args, kwargs):
+        p = bind(args, kwargs, ("a", "axis"), required=2 if required else 1)
+        params = {} if p.get("axis") is None else {"axis": _axis(p["axis"])}
+        return b.emit(name, (p["a"],), params)
+    return handler
+
+
+def _broadcast_to(b, args, kwargs):
+    p = bind(args, kwargs, ("array", "shape"), required=2)
+    return b.emit("broadcast_to", (p["array"],), {"shape": _shape(p["shape"])})
 
 
 def _seq(name):
     def handler(b, args, kwargs):
-        (seq, *rest) = args
-        axis = static(rest[0] if rest else kwargs.pop("axis", 0), "`axis=`")
-        return getattr(b, name)(list(seq), axis=axis)
+        p = bind(args, kwargs, ("arrays", "axis"))
+        if not isinstance(p["arrays"], (tuple, list)):
+            raise CallError("takes a list or tuple of arrays here",
+                            f"write np.{name}([a, b, ...])")
+        axis = p.get("axis", 0)
+        if axis is None:
+            raise CallError("with axis=None is not supported", "flatten with .reshape(-1)")
+        return getattr(b, name)(list(p["arrays"]), axis=_axis(axis))
     return handler
 
 
-def _reshape(b, args, kwargs):
-    x, *shape = args
-    shape = kwargs.pop("newshape", kwargs.pop("shape", shape[0] if len(shape) == 1 else shape))
-    shape = static(tuple(shape) if isinstance(shape, (list, tuple)) else (shape,), "the shape")
-    return b.emit("reshape", (x,), {"shape": shape})
-
-
-def _transpose(b, args, kwargs):
-    x, *axes = args
-    axes = kwargs.pop("axes", axes[0] if len(axes) == 1 else (axes or None))
-    params = {} if axes is None else {"axes": tuple(static(axes, "the axes"))}
-    return b.emit("transpose", (x,), params)
-
-
+# ---- creation and conversion ----------------------------------------------------------------
 def _creation(name):
     def handler(b, args, kwargs):
-        shape = static(args[0] if args else kwargs.pop("shape"), "the shape")
-        params = {"shape": tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)}
-        if name == "full":
-            fill = args[1] if len(args) > 1 else kwargs.pop("fill_value")
-            dtype = kwargs.pop("dtype", None)
-            params["dtype"] = np.dtype(dtype).name if dtype else None
-            return b.emit("full", (fill,), params)
-        params["dtype"] = np.dtype(kwargs.pop("dtype", float)).name
+        p = bind(args, kwargs, ("shape", "dtype"))
+        params = {"shape": _shape(p["shape"]), "dtype": _dtype(p.get("dtype", float))}
         return b.emit(name, (), params)
     return handler
 
 
+def _full(b, args, kwargs):
+    p = bind(args, kwargs, ("shape", "fill_value", "dtype"), required=2)
+    dtype = _dtype(p["dtype"]) if p.get("dtype") is not None else None
+    return b.emit("full", (p["fill_value"],), {"shape": _shape(p["shape"]), "dtype": dtype})
+
+
 def _like(name):
     def handler(b, args, kwargs):
-        dtype = kwargs.pop("dtype", None)
-        return b.emit(name, args[:1], {"dtype": np.dtype(dtype).name} if dtype else {})
+        p = bind(args, kwargs, ("a", "dtype"))
+        dtype = p.get("dtype")
+        return b.emit(name, (p["a"],), {"dtype": _dtype(dtype)} if dtype is not None else {})
     return handler
 
 
-def _dot(b, args, kwargs):
-    x, y = args
-    nds = [getattr(v, "ndim", 0) if isinstance(v, Value) else np.ndim(v) for v in (x, y)]
-    if 0 in nds:
-        return b.emit("multiply", (x, y))
-    if max(nds) > 2:
-        raise CallError("np.dot of arrays with more than 2 dimensions is not supported",
-                        "use np.matmul (or @), which broadcasts over leading axes")
-    return b.emit("dot", (x, y))
+def _astype(b, x, args, kwargs):
+    kwargs.pop("copy", None)  # the result is always a new array to the compiler
+    return b.emit("astype", (x,), {"dtype": _dtype(bind(args, kwargs, ("dtype",))["dtype"])})
 
 
 def _math(name):
     prim = "arctan" if name == "atan" else name
 
     def handler(b, args, kwargs):
-        (x,) = args
+        (x,) = _positional(args, 1)
         if isinstance(x, Value) and not x.aval.is_scalar:
-            raise CallError(f"math.{name} takes a Python number, but this is an array",
+            raise CallError("takes a Python number, but this is an array",
                             f"use np.{prim}, which works elementwise on arrays")
         return b.emit(prim, (x,), {"py": name})
     return handler
 
 
 def _float(b, args, kwargs):
-    (x,) = args
+    (x,) = _positional(args, 1)
     return b.emit("to_float", (x,)) if isinstance(x, Value) else float(x)
 
 
 def _len(b, args, kwargs):
-    (x,) = args
-    return x.shape[0] if isinstance(x, Value) else len(x)
+    (x,) = _positional(args, 1)
+    if not isinstance(x, Value):
+        return len(x)
+    if not x.shape:
+        raise CallError(f"of a scalar: a {x.aval} value has no length",
+                        "use len() on arrays with at least one dimension")
+    return x.shape[0]
 
 
-FUNCTIONS = {getattr(np, n): _prim(n) for n in ELEMENTWISE}
-FUNCTIONS.update({np.absolute: _prim("abs"), np.power: _prim("power"), np.clip: _prim("clip"),
-                  np.where: _prim("where"), np.arctan: _prim("arctan")})
-FUNCTIONS.update({getattr(np, n): _prim(n, 1, _REDUCE) for n in ["sum", "mean", "prod"]})
-FUNCTIONS.update({np.max: _prim("max", 1, _REDUCE), np.amax: _prim("max", 1, _REDUCE),
-                  np.min: _prim("min", 1, _REDUCE), np.amin: _prim("min", 1, _REDUCE)})
+FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
+FUNCTIONS.update({np.absolute: _ufunc("abs"), builtins.abs: _ufunc("abs"), np.clip: _clip,
+                  np.where: _where})
+FUNCTIONS.update({getattr(np, n): _reduce(n) for n in _REDUCE_PARAMS})
+FUNCTIONS.update({np.amax: _reduce("max"), np.amin: _reduce("min")})
 FUNCTIONS.update({
-    np.matmul: _prim("matmul"), np.dot: _dot, np.outer: _prim("outer"),
+    np.matmul: _binary("matmul"), np.dot: _dot, np.outer: _binary("outer"),
     np.transpose: _transpose, np.reshape: _reshape,
-    np.expand_dims: _prim("expand_dims", 1, (("axis", None),)),
-    np.squeeze: _prim("squeeze", 1, (("axis", None),)),
-    np.broadcast_to: _prim("broadcast_to", 1, (("shape", None),)),
-    np.concatenate: _seq("concatenate"), np.stack: _seq("stack"),
+    np.expand_dims: _with_axis("expand_dims", True), np.squeeze: _with_axis("squeeze", False),
+    np.broadcast_to: _broadcast_to, np.concatenate: _seq("concatenate"), np.stack: _seq("stack"),
     np.zeros_like: _like("zeros_like"), np.ones_like: _like("ones_like"),
-    np.zeros: _creation("zeros"), np.ones: _creation("ones"), np.full: _creation("full"),
-    np.copy: _prim("copy"),
-    builtins.float: _float, builtins.len: _len, builtins.abs: _prim("abs"),
+    np.zeros: _creation("zeros"), np.ones: _creation("ones"), np.full: _full,
+    np.copy: lambda b, args, kwargs: b.emit("copy", _positional(args, 1)),
+    builtins.float: _float, builtins.len: _len,
 })
 FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})
 
 
-def _method_reduce(name):
-    h = _prim(name, 1, _REDUCE)
-    return lambda b, x, args, kwargs: h(b, [x, *args], kwargs)
-
-
-def _astype(b, x, args, kwargs):
-    dtype = np.dtype(static(args[0] if args else kwargs.pop("dtype"), "the dtype")).name
-    return b.emit("astype", (x,), {"dtype": dtype})
+def _as_method(function):
+    """A method handler ``(b, x, args, kwargs)`` from a function handler taking ``x`` first."""
+    return lambda b, x, args, kwargs: function(b, [x, *args], kwargs)
 
 
 METHODS = {
-    **{n: _method_reduce(n) for n in ["sum", "mean", "prod", "max", "min"]},
-    "reshape": lambda b, x, args, kwargs: _reshape(b, [x, *args], kwargs),
-    "transpose": lambda b, x, args, kwargs: _transpose(b, [x, *args], kwargs),
-    "dot": lambda b, x, args, kwargs: _dot(b, [x, *args], kwargs),
-    "copy": lambda b, x, args, kwargs: b.emit("copy", (x,)),
+    **{n: _as_method(_reduce(n)) for n in _REDUCE_PARAMS},
+    "reshape": _method_reshape,
+    "transpose": _method_transpose,
+    "dot": _as_method(_dot),
+    "copy": lambda b, x, args, kwargs: b.emit("copy", (x, *_positional(args, 0))),
     "astype": _astype,
-    "squeeze": lambda b, x, args, kwargs: FUNCTIONS[np.squeeze](b, [x, *args], kwargs),
-    "clip": lambda b, x, args, kwargs: FUNCTIONS[np.clip](b, [x, *args], kwargs),
+    "squeeze": _as_method(FUNCTIONS[np.squeeze]),
+    "clip": _as_method(_clip),
 }
 
 ATTRIBUTES = {

@@ -187,6 +187,7 @@ class ControlLowering:
         (re-lowering until they agree), then emit the node and rebind the variables."""
         carried = [name for name in _assigned(stmt.body) if name in self.env
                    and _traceable(self.env[name])]
+        self.check_loop_aliases(stmt, carried)
         avals = [_aval(self.env[name]) for name in carried]
         for _ in range(_MAX_AVAL_ROUNDS):
             env0 = dict(self.env)
@@ -210,6 +211,23 @@ class ControlLowering:
         self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
                                   "forward", tuple(blocks)))
         self.env.update(zip(carried, outs))
+
+    def check_loop_aliases(self, stmt, carried):
+        """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
+        carries names, not arrays, so such an alias is refused rather than silently stale."""
+        for node in (n for s in stmt.body for n in ast.walk(s)):
+            if not (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)):
+                continue
+            name = node.target.id
+            value = self.env.get(name)
+            if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
+                continue
+            others = [n for n, v in self.env.items() if v is value and n != name]
+            if others:
+                raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
+                                     f"`{others[0]}` names the same array",
+                                     f"copy it first ({others[0]} = {name}.copy()), or write "
+                                     f"{name} = {name} {_OPS.get(type(node.op), '+')} ...")
 
     def iteration(self, stmt):
         """The trip count and a function binding the loop target for iteration ``k``."""
@@ -278,6 +296,9 @@ RESULT = "<return value>"  # a pseudo-variable merging the value each branch ret
 
 def _returns_inside(stmt) -> bool:
     return any(isinstance(n, ast.Return) for n in ast.walk(stmt))
+
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
 def _aval(v) -> Aval:

@@ -1,25 +1,32 @@
 """Lower expressions: each AST expression becomes a Value (emitted nodes) or a static Python object.
 
 Static objects (numbers, shapes, modules, functions, dtypes) are computed while compiling; only
-what depends on the function's inputs becomes IR. Invariant: an expression that cannot be lowered
-raises a CompileError located at that expression.
+what depends on the function's inputs becomes IR, and a static array becomes a graph constant.
+Invariant: an expression that cannot be lowered, for any reason, raises a CompileError located
+at the innermost expression that failed; no other exception escapes.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import operator
 
 import numpy as np
 
+from ..errors import CompileError
 from ..ir import Value
 from ..ir.builder import NeedsShape
-from .calls import ATTRIBUTES, FUNCTIONS, METHODS, CallError, static
+from .calls import ATTRIBUTES, FUNCTIONS, METHODS, CallError, Method, call
+from .fence import PRINT_HINT
 
 BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("subtract", operator.sub),
           ast.Mult: ("multiply", operator.mul), ast.Div: ("divide", operator.truediv),
           ast.Pow: ("power", operator.pow), ast.MatMult: ("matmul", operator.matmul),
-          ast.FloorDiv: (None, operator.floordiv), ast.Mod: (None, operator.mod)}
+          ast.FloorDiv: (None, operator.floordiv), ast.Mod: (None, operator.mod),
+          ast.LShift: (None, operator.lshift), ast.RShift: (None, operator.rshift),
+          ast.BitAnd: (None, operator.and_), ast.BitOr: (None, operator.or_),
+          ast.BitXor: (None, operator.xor)}
 COMPARE = {ast.Gt: ("greater", operator.gt), ast.GtE: ("greater_equal", operator.ge),
            ast.Lt: ("less", operator.lt), ast.LtE: ("less_equal", operator.le),
            ast.Eq: ("equal", operator.eq), ast.NotEq: ("not_equal", operator.ne)}
@@ -31,12 +38,18 @@ class ExpressionLowering:
     def expr(self, node):
         method = getattr(self, "expr_" + type(node).__name__)
         try:
-            return method(node)
+            out = method(node)
+        except CompileError:
+            raise
         except CallError as exc:
-            raise self.src.error(node, str(exc), exc.hint)
+            raise self.src.error(node, str(exc), exc.hint) from None
         except NeedsShape:
             raise self.src.error(node, "this needs the shape of an input, which is unknown here",
-                                 "call the compiled function on example inputs first")
+                                 "call the compiled function on example inputs first") from None
+        except Exception as exc:  # NumPy's own complaint (shapes, axes, dtypes), located
+            raise self.src.error(node, f"{type(exc).__name__}: {exc}",
+                                 self.operand_summary(node)) from exc
+        return self.constant(out) if isinstance(out, np.ndarray) else out
 
     def expr_Constant(self, node):
         return node.value
@@ -47,7 +60,8 @@ class ExpressionLowering:
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
 
-    expr_List = expr_Tuple
+    def expr_List(self, node):  # a list, not a tuple: in an index it is one integer array
+        return [self.expr(e) for e in node.elts]
 
     def expr_BinOp(self, node):
         left, right = self.expr(node.left), self.expr(node.right)
@@ -55,22 +69,26 @@ class ExpressionLowering:
         if not isinstance(left, Value) and not isinstance(right, Value):
             return self.static_op(node, pyop, left, right)
         if prim is None:
-            raise self.src.error(node, f"`{type(node.op).__name__}` on arrays is not supported: "
-                                 "it has no useful derivative", "use np.floor or a mask instead")
+            raise self.src.error(node, f"`{_OP_TEXT[type(node.op)]}` on arrays is not "
+                                 "supported: it has no useful derivative",
+                                 "write it with supported operations (+ - * / ** @) and "
+                                 "np.where")
         return self.b.emit(prim, (self.operand(left, node.left), self.operand(right, node.right)))
 
     def expr_UnaryOp(self, node):
         x = self.expr(node.operand)
-        if isinstance(node.op, ast.UAdd):
-            return x
         if not isinstance(x, Value):
-            ops = {ast.USub: operator.neg, ast.Not: operator.not_, ast.Invert: operator.invert}
+            ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                   ast.Invert: operator.invert}
             return self.static_op(node, ops[type(node.op)], x)
+        if isinstance(node.op, ast.UAdd):   # NumPy's +x is a new array, not x itself
+            return x if x.aval.is_scalar else self.b.emit("copy", (x,))
         if isinstance(node.op, ast.USub):
             return self.b.emit("negative", (x,))
         if isinstance(node.op, ast.Not):
-            return self.b.emit("logical_not", (x,))
-        raise self.src.error(node, "`~` on arrays is not supported", "use np.logical_not")
+            raise self.src.error(node, "`not` of an array is not supported",
+                                 "use np.logical_not(x) for an elementwise not")
+        raise self.src.error(node, "`~` on arrays is not supported", "use np.logical_not(x)")
 
     def expr_Compare(self, node):
         if len(node.ops) != 1:
@@ -78,14 +96,13 @@ class ExpressionLowering:
                                  "combine two comparisons with np.logical_and")
         left, right = self.expr(node.left), self.expr(node.comparators[0])
         op = type(node.ops[0])
-        if op not in COMPARE:
-            raise self.src.error(node, f"`{op.__name__}` comparisons are not supported",
-                                 "use ==, !=, <, <=, > or >=")
-        prim, pyop = COMPARE[op]
         if not isinstance(left, Value) and not isinstance(right, Value):
-            return self.static_op(node, pyop, left, right)
-        return self.b.emit(prim, (self.operand(left, node.left),
-                                         self.operand(right, node.comparators[0])))
+            return self.static_op(node, _STATIC_COMPARE[op], left, right)
+        if op not in COMPARE:
+            raise self.src.error(node, f"`{_CMP_TEXT[op]}` on arrays is not supported",
+                                 "compare arrays with ==, !=, <, <=, > or >=")
+        return self.b.emit(COMPARE[op][0], (self.operand(left, node.left),
+                                            self.operand(right, node.comparators[0])))
 
     def expr_Attribute(self, node):
         base = self.expr(node.value)
@@ -93,67 +110,120 @@ class ExpressionLowering:
             if node.attr in ATTRIBUTES:
                 return ATTRIBUTES[node.attr](self.b, base)
             if node.attr in METHODS:
-                return ("method", node.attr, base)
+                return Method(node.attr, base)
             raise self.src.error(node, f"the array attribute `.{node.attr}` is not supported",
                                  f"supported: {', '.join(sorted(ATTRIBUTES) + sorted(METHODS))}")
         try:
             return getattr(base, node.attr)
         except AttributeError:
-            raise self.src.error(node, f"{_describe(base)} has no attribute `{node.attr}`")
+            raise self.src.error(node, f"{_describe(base)} has no attribute `{node.attr}`",
+                                 f"check the spelling of `{self.src.text(node)}`") from None
 
     def expr_Subscript(self, node):
         base = self.expr(node.value)
         if not isinstance(base, Value):
             index = self.expr(node.slice)
+            if isinstance(index, Value) or isinstance(base, (int, float)):
+                raise self.src.error(node, f"{_describe(base)} cannot be indexed here",
+                                     "index arrays, or tuples and shapes with Python ints")
             return self.static_op(node, operator.getitem, base, index)
         return self.lower_index(base, node)
 
     def expr_Call(self, node):
         func = self.expr(node.func)
         args = [self.expr(a) for a in node.args]
+        if any(k.arg is None for k in node.keywords):
+            raise self.src.error(node, "`**` unpacking in a call is not supported",
+                                 "pass the keyword arguments one by one")
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        if isinstance(func, tuple) and len(func) == 3 and func[0] == "method":
-            return METHODS[func[1]](self.b, func[2], args, kwargs)
-        if callable(func) and func in FUNCTIONS:
-            return FUNCTIONS[func](self.b, args, kwargs)
+        try:
+            if isinstance(func, Method):
+                return call(lambda b, a, k: METHODS[func.name](b, func.base, a, k),
+                            self.b, args, kwargs)
+            if _hashable(func) and func in FUNCTIONS:
+                return call(FUNCTIONS[func], self.b, args, kwargs)
+        except CallError as exc:
+            raise self.src.error(node, f"`{self.src.text(node.func)}()` {exc}", exc.hint) from None
         if self.is_user_function(func):
             return self.inline_call(func, args, kwargs, node)
         raise self.unsupported_call(node, func)
 
     def expr_Slice(self, node):
-        return slice(*(static(self.expr(p), "a slice bound") if p is not None else None
-                       for p in (node.lower, node.upper, node.step)))
+        bounds = [None if p is None else self.expr(p) for p in (node.lower, node.upper, node.step)]
+        if any(isinstance(p, Value) for p in bounds):
+            raise self.src.error(node, "a slice bound must be known when compiling, not "
+                                 "computed from the inputs", "use Python ints, or shape "
+                                 "attributes such as x.shape[0] // 2")
+        return slice(*bounds)
 
     # ---- helpers ------------------------------------------------------------------------------
     def operand(self, x, node):
-        """A node input: Values pass, Python numbers become literals, arrays become constants."""
+        """A node input: Values pass, Python numbers become literals, lists of numbers become
+        constant arrays (as NumPy converts ``x * [1.0, 2.0]``)."""
         if isinstance(x, Value) or isinstance(x, (bool, int, float)):
             return x
         if isinstance(x, np.generic):
             return x.item()
-        if isinstance(x, np.ndarray):
-            return self.constant(x)
-        raise self.src.error(node, f"{_describe(x)} cannot be used as an array here")
+        if isinstance(x, (list, tuple)) and not any(isinstance(v, Value) for v in x):
+            return self.constant(np.asarray(x))
+        raise self.src.error(node, f"{_describe(x)} cannot be used as an array here",
+                             "use arrays, floats or ints in arithmetic")
 
     def static_op(self, node, op, *args):
         try:
             return op(*args)
         except Exception as exc:
-            raise self.src.error(node, f"evaluating this while compiling failed: {exc}")
+            raise self.src.error(node, f"evaluating this while compiling failed: "
+                                 f"{type(exc).__name__}: {exc}",
+                                 "only arrays and floats are traced; this part runs as plain "
+                                 "Python, and Python raises here") from exc
 
     def unsupported_call(self, node, func):
-        name = getattr(func, "__name__", None) or _describe(func)
+        text = self.src.text(node.func)
+        if func is builtins.print:
+            return self.src.error(node, "`print` is not supported in a compiled function: the "
+                                  "generated code has no side effects", PRINT_HINT)
         module = getattr(func, "__module__", "") or ""
         if module.startswith("numpy") or isinstance(func, np.ufunc):
-            return self.src.error(node.func, f"np.{name} has no derivative rule in adcompiler",
-                                  "supported NumPy functions are listed in the README; "
-                                  "write it with supported ones, or register a rule")
-        return self.src.error(node.func, f"calling `{name}` is not supported in a compiled "
-                              "function", "call NumPy functions, math functions, or your own "
-                              "module-level functions (they are inlined)")
+            return self.src.error(node.func, f"`{text}` has no derivative rule in adcompiler",
+                                  "write it with supported NumPy functions (np.exp, np.where, "
+                                  "np.sum, ...; see the README), or register a rule")
+        what = "" if callable(func) else f" ({_describe(func)})"
+        return self.src.error(node.func, f"calling `{text}`{what} is not supported in a "
+                              "compiled function", "call NumPy functions, math functions, or "
+                              "your own module-level functions (they are inlined)")
+
+    def operand_summary(self, node) -> str:
+        """The shapes of the traced names ``node`` reads, as a hint: ``x: f64[3], w: f64[4,2]``."""
+        seen = []
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id not in seen:
+                seen.append(sub.id)
+        shapes = [f"{n}: {v.aval}" for n in seen
+                  if isinstance(v := self.env.get(n), Value)]
+        return ("NumPy raises this too on inputs of these shapes"
+                + (f" ({', '.join(shapes)})" if shapes else ""))
+
+
+_OP_TEXT = {ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<", ast.RShift: ">>",
+            ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+_CMP_TEXT = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+_STATIC_COMPARE = {**{k: v[1] for k, v in COMPARE.items()}, ast.Is: operator.is_,
+                   ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
+                   ast.NotIn: lambda a, b: a not in b}
+
+
+def _hashable(x) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
 
 
 def _describe(x):
     if isinstance(x, np.ndarray):
         return f"an array of shape {x.shape}"
-    return f"`{type(x).__name__}` object"
+    if callable(x) and hasattr(x, "__name__"):
+        return f"the {type(x).__name__} `{x.__name__}`"
+    return f"a `{type(x).__name__}` object"

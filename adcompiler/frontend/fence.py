@@ -15,7 +15,10 @@ ALLOWED = (
     ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute, ast.Name, ast.Constant,
     ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.keyword,
     ast.Load, ast.Store, ast.operator, ast.unaryop, ast.cmpop, ast.arguments, ast.arg,
+    ast.If, ast.For, ast.While, ast.IfExp, ast.BoolOp, ast.boolop,
 )
+
+PRINT_HINT = "print in the caller; the gradient's generated code is in its `.source`"
 
 _WHY = {
     ast.Try: ("`try` is not supported in a compiled function",
@@ -43,15 +46,6 @@ _WHY = {
                  "import at module level"),
     ast.ImportFrom: ("`import` inside a compiled function is not supported",
                      "import at module level"),
-    ast.If: ("`if` statements are not supported yet (straight-line code only)",
-             "use np.where(cond, a, b) for elementwise choices"),
-    ast.IfExp: ("conditional expressions are not supported yet (straight-line code only)",
-                "use np.where(cond, a, b)"),
-    ast.For: ("`for` loops are not supported yet (straight-line code only)",
-              "write the computation with whole-array NumPy operations"),
-    ast.While: ("`while` loops are not supported yet (straight-line code only)",
-                "write the computation with whole-array NumPy operations"),
-    ast.BoolOp: ("`and`/`or` are not supported yet", "use np.logical_and / np.logical_or"),
     ast.ListComp: ("list comprehensions are not supported", "use whole-array operations"),
     ast.GeneratorExp: ("generator expressions are not supported", "use whole-array operations"),
     ast.DictComp: ("dict comprehensions are not supported", "use arrays"),
@@ -64,7 +58,18 @@ _WHY = {
     ast.NamedExpr: ("`:=` is not supported", "use a separate assignment"),
     ast.Await: ("`await` is not supported", "compile a synchronous function"),
     ast.AsyncFunctionDef: ("async functions cannot be compiled", "use a plain def"),
+    ast.AsyncFor: ("`async for` is not supported", "compile a synchronous function"),
+    ast.AsyncWith: ("`async with` is not supported", "compile a synchronous function"),
+    ast.Break: ("`break` is not supported (straight-line code only)",
+                "write the computation with whole-array NumPy operations"),
+    ast.Continue: ("`continue` is not supported (straight-line code only)",
+                   "write the computation with whole-array NumPy operations"),
 }
+for _name, _why in [("Match", ("`match` statements are not supported (straight-line code only)",
+                               "use np.where(cond, a, b) for elementwise choices")),
+                    ("TryStar", _WHY[ast.Try])]:
+    if hasattr(ast, _name):  # newer Python versions only
+        _WHY[getattr(ast, _name)] = _why
 
 
 def check(src: FunctionSource) -> None:
@@ -94,7 +99,7 @@ def _bare_expression(src, stmt):
     if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
         return src.error(call, "`print` is not supported in a compiled function: the generated "
                          "code has no side effects",
-                         "print in the caller, or step through it with adcompiler.tape.dynamic_grad")
+                         PRINT_HINT)
     return src.error(stmt, "an expression statement has no effect on the result",
                      "assign it to a name, or remove it")
 

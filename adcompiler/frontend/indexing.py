@@ -17,7 +17,7 @@ class IndexLowering:
 
     def lower_index(self, base: Value, node):
         index = self.expr(node.slice)
-        items = index if isinstance(index, tuple) else (index,)
+        items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item
         spec, arrays = [], []
         for item in items:
             spec.append(self.index_item(item, arrays, node))
@@ -31,10 +31,13 @@ class IndexLowering:
         if item is Ellipsis:
             return ("e",)
         if isinstance(item, (bool, np.bool_)):
-            raise self.src.error(node, "indexing with a bool is not supported")
+            raise self.src.error(node, "indexing with a bool is not supported",
+                                 _SUPPORTED)
         if isinstance(item, (int, np.integer)):
             return ("i", int(item))
-        if isinstance(item, (list, np.ndarray)):
+        if isinstance(item, (list, tuple)):
+            item = np.asarray(item)
+        if isinstance(item, np.ndarray):
             item = self.constant(np.asarray(item))
         if isinstance(item, Value):
             kind = np.dtype(item.aval.dtype).kind
@@ -43,8 +46,12 @@ class IndexLowering:
                                      "result's shape depends on the data",
                                      "use np.where(mask, x, 0) to keep the shape")
             if kind not in "iu":
-                raise self.src.error(node, "an index must be an integer array",
+                raise self.src.error(node, f"an index array must hold integers, not {item.aval}",
                                      "convert it with .astype(int)")
             arrays.append(item)
             return ("a", len(arrays) - 1)
-        raise self.src.error(node, f"cannot index with a `{type(item).__name__}`")
+        raise self.src.error(node, f"cannot index with a `{type(item).__name__}`", _SUPPORTED)
+
+
+_SUPPORTED = ("index with ints, slices, None (np.newaxis), ..., or integer arrays; "
+              "for a condition, use np.where(mask, x, 0)")

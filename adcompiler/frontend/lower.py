@@ -1,14 +1,17 @@
 """Lower a Python function into an SSA graph, specialised to its inputs' abstract values.
 
-Names resolve through locals, then the function's closure, then its module globals, then
-builtins. Calls to the user's own functions are inlined. Invariant: the graph returned verifies,
-every node carries the user's source line it came from, and values carry the user's names.
+Names resolve as Python resolves them: a name the function assigns anywhere is local (reading
+it before its assignment is an error, as Python's UnboundLocalError), others come from the
+closure, then the module globals, then builtins. Calls to the user's own functions are inlined.
+Invariant: the graph returned verifies, every node carries the user's source line it came from,
+and values carry the user's names.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import inspect
 import types
 
@@ -16,32 +19,61 @@ import numpy as np
 
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
+from ..signature import python_call_error
 from . import fence
+from .control import NO_RETURN, ControlLowering
 from .expressions import ExpressionLowering
 from .indexing import IndexLowering
+from .inplace import InplaceLowering, Stale
 from .source import read_function
 
 _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ExpressionLowering, IndexLowering):
-    def __init__(self, fn, graph: Graph, builder: Builder, depth=0):
+class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, ControlLowering):
+    def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
         self.src = read_function(fn)
         fence.check(self.src)
         self.graph, self.b, self.depth = graph, builder, depth
         self.env: dict = {}
-        self.consts: dict = {}  # id(array) -> Value, shared with inlined callees via the graph
+        self.caller = caller  # the Lowering this call is inlined into, if any
+        self.locals = set(fn.__code__.co_varnames)
         self.closure = _closure_vars(fn)
+
+    @property
+    def frames(self) -> list:
+        """The environments of this call and of every caller it is inlined into."""
+        return [self.env] + (self.caller.frames if self.caller else [])
 
     # ---- names --------------------------------------------------------------------------------
     def lookup(self, name, node):
-        for scope in (self.env, self.closure, self.fn.__globals__, vars(builtins)):
+        value = self.env.get(name, _MISSING)
+        if isinstance(value, Stale):
+            raise self.stale_error(name, value, node)
+        if value is _MISSING and name in self.locals:
+            raise self.src.error(node, f"local variable `{name}` is read before it is assigned",
+                                 f"Python treats `{name}` as local because the function "
+                                 "assigns it; assign it before this line, or rename it")
+        if value is _MISSING:
+            value = self.outer(name, node)
+        return self.constant(value) if isinstance(value, np.ndarray) else value
+
+    def outer(self, name, node):
+        """A name the function does not assign: from its closure, module globals or builtins."""
+        for scope in (self.closure, self.fn.__globals__, vars(builtins)):
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
-                return self.constant(value) if isinstance(value, np.ndarray) else value
-        raise self.src.error(node, f"name `{name}` is not defined")
+                return value
+        raise self.src.error(node, f"name `{name}` is not defined", self.spelling_hint(name))
+
+    def spelling_hint(self, name) -> str:
+        known = [*self.env, *self.closure, *self.fn.__globals__, *vars(builtins)]
+        close = difflib.get_close_matches(name, known, n=1)
+        if close:
+            return f"did you mean `{close[0]}`?"
+        return "define it before this line, or at module level"
 
     def constant(self, array: np.ndarray) -> Value:
         """An array from a closure or global becomes a graph constant (bound, never copied)."""
@@ -60,33 +92,28 @@ class Lowering(ExpressionLowering, IndexLowering):
                 value.origin = target.id
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if not isinstance(value, tuple) or len(value) != len(target.elts):
+            if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
                 raise self.src.error(target, "cannot unpack this value into "
                                      f"{len(target.elts)} names",
                                      "unpack tuples of matching length only")
             for t, v in zip(target.elts, value):
                 self.bind(t, v, stmt)
+        elif isinstance(target, ast.Subscript):
+            raise self.src.error(target, "assigning into an array (`x[i] = ...`) is not "
+                                 "supported yet", "build the new array whole, with np.where "
+                                 "or np.concatenate")
         else:
-            raise self.src.error(target, "assigning into an array (`x[i] = ...`) or an "
-                                 "attribute is not supported yet",
-                                 "build the array with np.where or np.concatenate instead")
+            raise self.src.error(target, "assigning to an attribute is not supported",
+                                 "assign to a plain name, and return the value")
 
     # ---- statements ---------------------------------------------------------------------------
     def run_body(self):
-        """Lower the statements; returns the lowered return value."""
-        for stmt in self.src.tree.body:
-            self.b.source = self.src.text(stmt)
-            if isinstance(stmt, ast.Return):
-                if stmt is not self.src.tree.body[-1]:
-                    raise self.src.error(stmt, "an early `return` is not supported yet",
-                                         "return once, at the end of the function")
-                if stmt.value is None:
-                    raise self.src.error(stmt, "the function returns nothing",
-                                         "return the value to differentiate")
-                return self.expr(stmt.value)
-            self.statement(stmt)
-        raise self.src.error(self.src.tree, f"`{self.src.tree.name}` has no `return` statement",
-                             "return the value to differentiate")
+        """Lower the function's statements; returns the lowered return value."""
+        result = self.run_block(self.src.tree.body)
+        if result is NO_RETURN:
+            raise self.src.error(self.src.tree, f"`{self.src.tree.name}` does not return a "
+                                 "value on every path", "return the value to differentiate")
+        return result
 
     def statement(self, stmt):
         if isinstance(stmt, ast.Assign):
@@ -98,37 +125,31 @@ class Lowering(ExpressionLowering, IndexLowering):
                 self.bind(stmt.target, self.expr(stmt.value), stmt)
         elif isinstance(stmt, ast.AugAssign):
             self.augmented(stmt)
+        elif isinstance(stmt, ast.If):
+            self.lower_if(stmt)
+        elif isinstance(stmt, ast.For):
+            self.lower_for(stmt)
+        elif isinstance(stmt, ast.While):
+            self.lower_while(stmt)
         # Pass and docstrings do nothing.
-
-    def augmented(self, stmt):
-        """``y op= v``: SSA rebinding. Names aliasing the same array see the update, as in NumPy."""
-        target = stmt.target
-        if not isinstance(target, ast.Name):
-            raise self.src.error(target, "augmented assignment into an array element is not "
-                                 "supported yet", "write y = y + v on the whole array")
-        old = self.lookup(target.id, target)
-        new = self.expr(ast.BinOp(left=target, op=stmt.op, right=stmt.value,
-                                  **_loc(stmt)))
-        if isinstance(old, Value) and not old.aval.is_scalar:
-            for name, value in list(self.env.items()):
-                if value is old and name != target.id:
-                    self.env[name] = new
-        self.bind(target, new, stmt)
 
     # ---- calls to the user's own functions ----------------------------------------------------
     def is_user_function(self, func):
-        return isinstance(func, types.FunctionType) and not func.__module__.startswith("numpy")
+        return (isinstance(func, types.FunctionType)
+                and not (func.__module__ or "").startswith("numpy"))
 
     def inline_call(self, func, args, kwargs, node):
         if self.depth >= _MAX_INLINE_DEPTH:
             raise self.src.error(node, "calls nest too deep to inline (recursion?)",
                                  "recursion is not supported; write the computation iteratively")
         try:
-            bound = _signature(func).bind(*args, **kwargs)
-        except TypeError as exc:
-            raise self.src.error(node, f"calling {func.__name__}: {exc}")
+            bound = inspect.signature(func).bind(*args, **kwargs)
+        except TypeError:
+            exc = python_call_error(func, args, kwargs)
+            raise self.src.error(node, f"TypeError: {exc}",
+                                 f"{func.__name__}'s parameters: {_parameters(func)}") from None
         bound.apply_defaults()
-        callee = Lowering(func, self.graph, self.b, self.depth + 1)
+        callee = Lowering(func, self.graph, self.b, self.depth + 1, caller=self)
         callee.env.update(bound.arguments)
         saved = self.b.source
         try:
@@ -137,8 +158,8 @@ class Lowering(ExpressionLowering, IndexLowering):
             self.b.source = saved
 
 
-def _signature(func):
-    return inspect.signature(func)
+def _parameters(func) -> str:
+    return str(inspect.signature(func))[1:-1] or "none"
 
 
 def _closure_vars(fn) -> dict:
@@ -150,10 +171,6 @@ def _closure_vars(fn) -> dict:
         except ValueError:  # an empty cell: defined later
             pass
     return out
-
-
-def _loc(node) -> dict:
-    return {k: getattr(node, k) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}
 
 
 def lower_function(fn, arguments: dict) -> Graph:

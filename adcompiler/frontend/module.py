@@ -30,6 +30,7 @@ class StaticModule:
 
 
 def load_module(path: str) -> StaticModule:
+    """The functions, imports and literal constants of the file at ``path``, without running it."""
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     lines = text.splitlines(True)
@@ -38,7 +39,8 @@ def load_module(path: str) -> StaticModule:
     except SyntaxError as exc:
         raise CompileError(f"syntax error: {exc.msg}",
                            Location(path, exc.lineno or 1, (exc.offset or 1) - 1,
-                                    lines[(exc.lineno or 1) - 1] if lines else ""))
+                                    lines[(exc.lineno or 1) - 1] if lines else ""),
+                           "fix the syntax error: Python cannot import this file either")
     module = StaticModule(path, {"__name__": "adcompiler_static", "__file__": path})
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -93,12 +95,15 @@ def _static_value(ns, node):
         args = [_static_value(ns, a) for a in node.args]
         kwargs = {k.arg: _static_value(ns, k.value) for k in node.keywords}
         if _UNKNOWN not in args and _UNKNOWN not in kwargs.values():
-            return getattr(np, node.func.attr)(*args, **kwargs)
+            try:
+                return getattr(np, node.func.attr)(*args, **kwargs)
+            except Exception:  # NumPy rejects it: leave the name unbound, as if not a literal
+                return _UNKNOWN
     return _UNKNOWN
 
 
 def _define(module: StaticModule, stmt: ast.FunctionDef, path, lines):
-    marked = _marking(stmt)
+    marked = _marking(stmt, path, lines)
     if marked:
         module.marked[stmt.name] = marked
     for default in stmt.args.defaults + [d for d in stmt.args.kw_defaults if d is not None]:
@@ -115,7 +120,7 @@ def _define(module: StaticModule, stmt: ast.FunctionDef, path, lines):
     module.functions[stmt.name] = module.namespace[stmt.name]
 
 
-def _marking(stmt):
+def _marking(stmt, path, lines):
     """("grad", wrt) for ``@adcompiler.grad(wrt=...)`` / ``@ad.value_and_grad`` / ..., else None."""
     for dec in stmt.decorator_list:
         call = dec if isinstance(dec, ast.Call) else None
@@ -126,9 +131,19 @@ def _marking(stmt):
         wrt = None
         for kw in (call.keywords if call else []):
             if kw.arg == "wrt":
-                wrt = ast.literal_eval(kw.value)
+                wrt = _literal_wrt(kw.value, path, lines)
         return name, wrt
     return None
+
+
+def _literal_wrt(node, path, lines):
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        loc = Location(path, node.lineno, node.col_offset, lines[node.lineno - 1].rstrip("\n"),
+                       node.end_col_offset)
+        raise CompileError("wrt= must be a literal to compile without running the module", loc,
+                           "write the parameter names or positions: wrt=(\"w\", \"b\")") from None
 
 
 def _loc(node):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
-import textwrap
 from dataclasses import dataclass
 
 from ..errors import CompileError, Location
@@ -25,11 +24,13 @@ class FunctionSource:
 
     def location(self, node) -> Location:
         lineno = getattr(node, "lineno", self.tree.lineno)
-        col = getattr(node, "col_offset", 0)
         line = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+        col = _chars(line, getattr(node, "col_offset", 0))
         end_col = getattr(node, "end_col_offset", None)
         if getattr(node, "end_lineno", lineno) != lineno:
             end_col = len(line.rstrip())
+        elif end_col is not None:
+            end_col = _chars(line, end_col)
         return Location(self.filename, lineno, col, line.rstrip("\n"), end_col)
 
     def error(self, node, message, hint="") -> CompileError:
@@ -41,6 +42,11 @@ class FunctionSource:
         if seg is None:
             seg = ast.unparse(node)
         return " ".join(seg.split())
+
+
+def _chars(line: str, byte_offset: int) -> int:
+    """The ast module counts columns in UTF-8 bytes; carets count characters."""
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
 
 
 def read_function(fn) -> FunctionSource:
@@ -55,20 +61,30 @@ def read_function(fn) -> FunctionSource:
     except (OSError, TypeError) as exc:
         raise CompileError(f"cannot read the source of {fn.__name__!r} ({exc})",
                            hint="define the function in a file (or a notebook cell), not in exec()")
-    src = textwrap.dedent("".join(src_lines))
-    indent = len(src_lines[0]) - len(src_lines[0].lstrip())
-    module = ast.parse(src)
-    ast.increment_lineno(module, first - 1)
-    for node in ast.walk(module):
-        if hasattr(node, "col_offset"):
-            node.col_offset += indent
-            if getattr(node, "end_col_offset", None) is not None:
-                node.end_col_offset += indent
-    tree = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
-                None)
-    if tree is None:  # a lambda
-        raise CompileError(f"{fn.__name__!r} is a lambda; adcompiler compiles `def` functions",
-                           Location(filename, first, indent, src_lines[0].rstrip("\n")),
-                           hint="write it as a def")
+    if fn.__name__ == "<lambda>":
+        line = src_lines[0].rstrip("\n")
+        raise CompileError("this is a lambda; adcompiler compiles `def` functions",
+                           Location(filename, first, max(line.find("lambda"), 0), line,
+                                    max(line.find("lambda"), 0) + len("lambda")),
+                           hint="write it as a def at module level")
+    module = _parse(fn, src_lines, first)
+    tree = next(n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef,
+                                                              ast.AsyncFunctionDef)))
     lines = linecache.getlines(filename) or [""] * (first - 1) + src_lines
     return FunctionSource(fn, tree, filename, lines)
+
+
+def _parse(fn, src_lines, first) -> ast.Module:
+    """Parse the definition where it stands: an indented one (a method, a nested def) is parsed
+    inside an ``if`` block, so columns stay the file's own and no dedent can go wrong."""
+    src = "".join(src_lines)
+    indented = src_lines[0][:1].isspace()
+    try:
+        module = ast.parse("if 1:\n" + src if indented else src)
+    except SyntaxError as exc:  # the file changed since it was imported
+        raise CompileError(f"cannot parse the source of {fn.__name__!r} ({exc.msg})",
+                           Location(fn.__code__.co_filename, first, 0,
+                                    src_lines[0].rstrip("\n")),
+                           "reload the module after editing its file") from None
+    ast.increment_lineno(module, first - 1 - indented)
+    return module

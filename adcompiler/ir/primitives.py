@@ -167,7 +167,7 @@ _def("cond", None, "control", "if", None, differentiable=True)
 _def("loop", None, "control", "for", None, differentiable=True)
 _def("while", None, "control", "while", None, differentiable=True)
 # A while loop's residuals go into Python lists (its trip count is unknown on entry).
-_def("list_get", lambda s, k: s[k], "internal", "[]", 2)
+_def("list_get", lambda s, k: s[k], "internal", "[]", 2, differentiable=False)
 
 
 # Operators on Python scalars are Python's (``1.0 + 1.0`` is a float, as the emitted code gives).

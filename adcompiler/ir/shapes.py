@@ -52,9 +52,18 @@ def _reduced(shape, axis, keepdims):
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _contract(a, b, name):
+    """Check that the contracted axes of ``a @ b`` (or ``np.dot``) agree, as NumPy does."""
+    k_b = b[0] if len(b) == 1 else b[-2]
+    if not a or not b or a[-1] != k_b:
+        raise ValueError(f"{name}: shapes {a} and {b} are not aligned "
+                         f"({a[-1] if a else None} != {k_b if b else None})")
+
+
 def _matmul_shape(a, b):
     if a is None or b is None:
         return None
+    _contract(a, b, "matmul")
     if len(a) == 1 and len(b) == 1:
         return ()
     if len(a) == 1:
@@ -72,6 +81,7 @@ def _dot_shape(a, b):
         return b
     if len(b) == 0:
         return a
+    _contract(a, b, "dot")
     if len(b) == 1:
         return a[:-1]
     return a[:-1] + b[:-2] + b[-1:]
@@ -82,10 +92,16 @@ def _concat_shape(shapes, axis, stack):
         return None
     first = list(shapes[0])
     if stack:
+        if any(tuple(s) != tuple(first) for s in shapes):
+            raise ValueError(f"stack: all inputs must have the same shape, got {list(shapes)}")
         nd = len(first) + 1
         first.insert(axis % nd, len(shapes))
         return tuple(first)
     ax = axis % len(first)
+    for s in shapes:
+        if len(s) != len(first) or any(d != e for i, (d, e) in enumerate(zip(s, first))
+                                       if i != ax):
+            raise ValueError(f"concatenate: shapes {list(shapes)} differ outside axis {axis}")
     first[ax] = sum(s[ax] for s in shapes)
     return tuple(first)
 

@@ -1,0 +1,153 @@
+"""Augmented assignment (``y *= v``) with NumPy's in-place semantics, lowered to SSA rebinding.
+
+For an array ``y``, NumPy writes the result into ``y``'s own memory, so ``y`` keeps its shape
+and dtype and every other name for that array sees the update. Invariants: after ``y op= v``,
+every name bound to the old array (in this function and in the callers it is inlined into,
+also inside tuples) is bound to the new value; a name that shares the old array's memory only
+through a view (``z = y[:2]``, ``y.T``, a reshape) is marked :class:`Stale`, and reading it
+later is a located error, since views are not tracked yet; an update NumPy would refuse (a dtype
+it cannot cast back, a shape that would change) or one that writes into a module-level or
+closure array is a located error, and so is one inside an ``if``/``for``/``while`` body that
+would change any name but its own target. Python numbers and NumPy scalars (shape ``()``) are
+immutable: ``+=`` on them only rebinds the name.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Value
+from ..ir.primitives import index_has_arrays
+
+VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to"}
+
+
+@dataclass(frozen=True)
+class Stale:
+    """What a name holds after the array it views was changed in place."""
+
+    target: str        # the name updated in place
+    statement: str     # the statement that did it, as the user wrote it
+    lineno: int
+
+
+class InplaceLowering:
+    """Mixin of the lowering for augmented assignment."""
+
+    def augmented(self, stmt):
+        target = stmt.target
+        if not isinstance(target, ast.Name):
+            raise self.src.error(target, "augmented assignment into an array element or an "
+                                 "attribute is not supported yet",
+                                 "compute the whole new array, e.g. with np.where")
+        old = self.lookup(target.id, target)
+        new = self.expr(ast.BinOp(left=target, op=stmt.op, right=stmt.value, **_loc(stmt)))
+        if _is_mutable_array(old):
+            new = self.write_back(stmt, old, new)
+            self.update_aliases(stmt, old, new)
+        self.bind(target, new, stmt)
+
+    def write_back(self, stmt, old: Value, new: Value) -> Value:
+        """``new`` as NumPy stores it into ``old``: same shape, cast to ``old``'s dtype."""
+        name, op = stmt.target.id, _OP_TEXT.get(type(stmt.op), "op")
+        if new.aval.shape != old.aval.shape:
+            raise self.src.error(
+                stmt, f"`{name} {op}= ...` would change `{name}`'s shape from "
+                f"{old.aval.shape} to {new.aval.shape}; NumPy cannot do that in place",
+                f"write `{name} = {name} {op} ...` to make a new array")
+        if new.aval.dtype == old.aval.dtype:
+            return new
+        if not np.can_cast(new.aval.dtype, old.aval.dtype, "same_kind"):
+            raise self.src.error(
+                stmt, f"NumPy cannot store the {new.aval.dtype} result in the "
+                f"{old.aval.dtype} array `{name}` in place (casting rule 'same_kind')",
+                f"write `{name} = {name} {op} ...` to make a new {new.aval.dtype} array")
+        return self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+
+    def update_aliases(self, stmt, old: Value, new: Value):
+        """Rebind every name for ``old`` to ``new``; names for views of its memory go stale."""
+        producers = {v: n for n in self.graph.nodes for v in n.outputs}
+        root = _memory_root(old, producers)
+        if root in self.graph.consts:
+            raise self.src.error(stmt, f"`{stmt.target.id}` is (a view of) an array from a "
+                                 "module global or a closure; updating it in place would "
+                                 "change that array for every later call", _rebind_hint(stmt))
+        stale = Stale(stmt.target.id, self.src.text(stmt), stmt.lineno)
+
+        def update(value):
+            if value is old:
+                return new
+            if isinstance(value, (tuple, list)):
+                items = [update(v) for v in value]
+                if all(a is b for a, b in zip(items, value)):
+                    return value
+                return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+            if isinstance(value, Value) and _memory_root(value, producers) is root:
+                return stale
+            return value
+
+        changes = []
+        for env in self.frames:
+            for name, value in env.items():
+                if (changed := update(value)) is not value:
+                    changes.append((env, name, changed))
+        self.check_region(stmt, changes)
+        for env, name, value in changes:
+            env[name] = value
+
+    def check_region(self, stmt, changes):
+        """Inside an ``if``/``for``/``while`` body only the target itself may change: the
+        control-flow lowering merges and carries the names a block assigns, not their aliases."""
+        if self.b.target is self.graph.nodes:
+            return
+        others = [name for env, name, _ in changes
+                  if not (env is self.env and name == stmt.target.id)]
+        if others:
+            raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
+                                 f"change `{others[0]}`, which names the same memory; that is "
+                                 "not supported inside `if`, `for` or `while` yet",
+                                 _rebind_hint(stmt))
+
+    def stale_error(self, name, stale: Stale, node):
+        return self.src.error(
+            node, f"`{name}` shares memory with `{stale.target}`, which "
+            f"`{stale.statement}` (line {stale.lineno}) changed in place",
+            "NumPy would show that change through this name too, and adcompiler does not "
+            f"track views yet: take a .copy() of one of them, or write `{stale.target} = "
+            f"{stale.target} * ...` instead of an in-place update")
+
+
+def _rebind_hint(stmt) -> str:
+    name, op = stmt.target.id, _OP_TEXT.get(type(stmt.op), "op")
+    return f"write `{name} = {name} {op} ...` to make a new array instead"
+
+
+def _is_mutable_array(x) -> bool:
+    """Arrays are updated in place; Python numbers and NumPy scalars (shape ()) are not."""
+    return isinstance(x, Value) and not x.aval.is_scalar and x.aval.shape != ()
+
+
+def _memory_root(v: Value, producers: dict) -> Value:
+    """The value whose memory ``v`` views (``v`` itself when it is not a view)."""
+    node = producers.get(v)
+    while node is not None and _is_view(node):
+        v = node.inputs[0]
+        node = producers.get(v)
+    return v
+
+
+def _is_view(node) -> bool:
+    if node.prim == "getitem":
+        return not index_has_arrays(node.params["index"]) and node.out.aval.shape != ()
+    return node.prim in VIEW_PRIMS
+
+
+_OP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
+            ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+def _loc(node) -> dict:
+    return {k: getattr(node, k) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}

@@ -1,0 +1,67 @@
+"""Test helpers: central finite differences in float64, and a gradient check built on them."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+
+import numpy as np
+
+import adcompiler
+
+EPS = 1e-6
+
+
+def _call(f, args, argnum, value):
+    """``f(*args)`` with ``args[argnum]`` replaced; every argument is copied (f may mutate)."""
+    args = [copy.deepcopy(a) for a in args]
+    args[argnum] = value
+    return float(np.sum(f(*args)))
+
+
+def numerical_grad(f, args, argnum, eps=EPS):
+    """d f(*args) / d args[argnum] by central differences, computed in float64."""
+    x = args[argnum]
+    if isinstance(x, float):
+        return (_call(f, args, argnum, x + eps) - _call(f, args, argnum, x - eps)) / (2 * eps)
+    x = np.asarray(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = (_call(f, args, argnum, up) - _call(f, args, argnum, down)) / (2 * eps)
+    return grad
+
+
+def positions(f, wrt):
+    params = list(inspect.signature(f).parameters)
+    return [params.index(w) if isinstance(w, str) else w for w in wrt]
+
+
+def as_float64(args):
+    return [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+            for a in args]
+
+
+def assert_matches_numerical(f, args, wrt, grads, rtol=1e-6, atol=1e-7):
+    """Each gradient has its input's shape, dtype and Python-ness, and the numerical value."""
+    for argnum, g in zip(positions(f, wrt), grads):
+        x = args[argnum]
+        expected = numerical_grad(f, as_float64(args), argnum)
+        if isinstance(x, float):
+            assert type(g) is float, f"gradient of a Python float is {type(g).__name__}"
+        else:
+            assert isinstance(g, np.ndarray), f"gradient is {type(g).__name__}, not an array"
+            assert g.shape == x.shape, f"gradient shape {g.shape} != input shape {x.shape}"
+            assert g.dtype == x.dtype, f"gradient dtype {g.dtype} != input dtype {x.dtype}"
+        np.testing.assert_allclose(g, expected, rtol=rtol, atol=atol)
+
+
+def check_grads(f, *args, wrt=(0,), rtol=1e-6, atol=1e-7):
+    """Compile ``grad(f, wrt=wrt)`` and compare it to finite differences; returns the gradients."""
+    wrt = tuple(wrt)
+    grads = adcompiler.grad(f, wrt=wrt)(*[copy.deepcopy(a) for a in args])
+    assert isinstance(grads, tuple) and len(grads) == len(wrt)
+    assert_matches_numerical(f, args, wrt, grads, rtol, atol)
+    return grads
