@@ -27,7 +27,7 @@ class GradientFunction:
         self._signature = inspect.signature(fn)
         self._cache: dict = {}
         self._last: Compiled | None = None
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn, updated=())  # not fn.__dict__: grad(grad(f))
 
     def _bind(self, args, kwargs):
         cotangent = kwargs.pop("cotangent", None) if self.mode == "vjp" else None

@@ -14,6 +14,12 @@ The ``ops`` protocol: every primitive name (``ops.exp``, ``ops.where``, ``ops.su
 ``x``'s shape), ``getitem(x, arrays, index)``, ``scatter_add(g, arrays, shape, index)``.
 Arithmetic uses Python operators. Rules never look at concrete values, only at shapes.
 
+A Jacobian-vector (tangent) rule has the signature ``rule(ops, dx, ans, *args, **params)`` and
+returns the tangent of the result contributed by one argument's tangent ``dx`` (``dx`` has that
+argument's shape); the tangent of the result is the sum over the arguments that carry one. It sits
+beside the adjoint rule of the same primitive. For broadcasting primitives :func:`tangent`
+broadcasts each contribution to the result's shape, as :func:`cotangent` sums adjoints back.
+
 Files: ``elementwise.py``, ``reductions.py``, ``linalg.py``, ``shape.py`` (shape and indexing).
 The rule for ``np.tanh`` is in ``elementwise.py`` under "hyperbolic and trigonometric".
 """
@@ -56,6 +62,40 @@ def cotangent(ops, prim, argnum, g, ans, args, params):
     out = VJPS[prim][argnum](ops, g, ans, *args, **params)
     if prim in BROADCASTING:
         out = ops.unbroadcast(out, args[argnum])
+    return out
+
+
+# ---- tangent (forward-mode) rules ----------------------------------------------------------
+JVPS: dict = {}          # prim -> tuple of per-argument tangent rules (None: no tangent flows)
+JVP_VARIADIC: dict = {}  # prim -> rule(ops, argnum, dx, ans, *args, **params)
+
+
+def defjvp(prim, *rules):
+    """Register one tangent rule per positional argument of ``prim`` (None where none flows)."""
+    JVPS[prim] = rules
+
+
+def defjvp_argnum(prim, rule):
+    """Register one tangent rule for every argument of a variadic primitive; it gets the argnum."""
+    JVP_VARIADIC[prim] = rule
+
+
+def has_jvp(prim, argnum) -> bool:
+    if prim in JVP_VARIADIC:
+        return True
+    rules = JVPS.get(prim, ())
+    return argnum < len(rules) and rules[argnum] is not None
+
+
+def tangent(ops, prim, argnum, dx, ans, args, params):
+    """The tangent of ``ans = prim[params](*args)`` contributed by the tangent ``dx`` of
+    ``args[argnum]``; for broadcasting primitives it is broadcast to ``ans``'s shape."""
+    params = {k: v for k, v in params.items() if k != "py"}
+    if prim in JVP_VARIADIC:
+        return JVP_VARIADIC[prim](ops, argnum, dx, ans, *args, **params)
+    out = JVPS[prim][argnum](ops, dx, ans, *args, **params)
+    if prim in BROADCASTING and tuple(ops.shape(out)) != tuple(ops.shape(ans)):
+        out = ops.broadcast_to(out, ops.shape(ans))
     return out
 
 

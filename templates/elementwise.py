@@ -2,13 +2,20 @@
 
 Broadcasting is handled once, in :func:`templates.cotangent`: these rules return cotangents of
 the broadcast shape.
+
+Each rule is also the primitive's tangent rule ``rule(ops, dx, ans, *args)``: an elementwise
+Jacobian is diagonal, so the adjoint ``g * df/dx`` and the tangent ``dx * df/dx`` are the same
+pointwise product (:func:`templates.tangent` broadcasts it to the result's shape, as
+:func:`templates.cotangent` sums the adjoint back). Every rule here is linear in its ``g`` and
+pointwise, which is what makes the sharing exact; tests check both directions numerically.
 """
 
-from . import defvjp
+from . import defjvp, defvjp
 
 
 def _ew(prim, *rules):
     defvjp(prim, *rules, broadcasting=True)
+    defjvp(prim, *rules)
 
 
 # ---- arithmetic -----------------------------------------------------------------------------

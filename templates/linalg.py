@@ -1,9 +1,10 @@
-"""Vector-Jacobian rules of linear algebra (``matmul dot outer``).
+"""Vector-Jacobian and tangent rules of linear algebra (``matmul dot outer``).
 
-Products stay whole-array ``@`` with transposes as views, so BLAS does the work.
+Products stay whole-array ``@`` with transposes as views, so BLAS does the work. Products are
+bilinear, so each tangent rule is the product with the tangent in that argument's place.
 """
 
-from . import defvjp
+from . import defjvp, defvjp
 
 
 def _swap(ops, a):
@@ -44,9 +45,15 @@ def matmul_rhs(ops, g, ans, x, y):
 
 # ---- products -------------------------------------------------------------------------------
 defvjp("matmul", matmul_lhs, matmul_rhs)
+defjvp("matmul", lambda ops, dx, ans, x, y: ops.matmul(dx, y),
+                 lambda ops, dy, ans, x, y: ops.matmul(x, dy))
 # np.dot agrees with matmul up to 2-D; the frontend rejects N-D dot and scalar dot is multiply.
 defvjp("dot",    matmul_lhs, matmul_rhs)
+defjvp("dot",    lambda ops, dx, ans, x, y: ops.dot(dx, y),
+                 lambda ops, dy, ans, x, y: ops.dot(x, dy))
 defvjp("outer",  lambda ops, g, ans, x, y: ops.reshape(ops.dot(g, ops.reshape(y, (-1,))),
                                                        ops.shape(x)),
                  lambda ops, g, ans, x, y: ops.reshape(ops.dot(ops.reshape(x, (-1,)), g),
                                                        ops.shape(y)))
+defjvp("outer",  lambda ops, dx, ans, x, y: ops.outer(dx, y),
+                 lambda ops, dy, ans, x, y: ops.outer(x, dy))

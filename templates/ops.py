@@ -45,6 +45,16 @@ class ArrayOps:
                                           if d == 1 and g.shape[i + lead] != 1)
         return self.xp.sum(g, axis=axes, keepdims=True).reshape(shape)
 
+    def sum_to(self, g, shape):
+        """The primitive ``sum_to``: ``g`` summed over broadcast axes down to ``shape``."""
+        shape = tuple(shape)
+        if tuple(g.shape) == shape:
+            return g
+        lead = g.ndim - len(shape)
+        axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape)
+                                          if d == 1 and g.shape[i + lead] != 1)
+        return self.xp.sum(g, axis=axes, keepdims=True).reshape(shape)
+
     def getitem(self, x, arrays, index):
         from adcompiler.ir.primitives import build_index
         return x[build_index(index, arrays)]

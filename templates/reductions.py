@@ -1,11 +1,12 @@
-"""Vector-Jacobian rules of reductions (``sum mean prod max min`` with ``axis`` and ``keepdims``)."""
+"""Vector-Jacobian and tangent rules of reductions (``sum mean prod max min`` with ``axis`` and
+``keepdims``). A tangent rule reduces the input tangent the way the primitive reduces the input."""
 
-from . import defvjp
+from . import defjvp, defvjp
 
 
 def _restore(ops, g, x, axis, keepdims):
     """Put a reduced ``g`` back on ``x``'s shape: re-insert the reduced axes, then broadcast."""
-    if axis is not None and not keepdims:
+    if axis is not None and not keepdims and ops.ndim(x) > 0:  # a 0-d x lost no axis
         g = ops.expand_dims(g, axis=axis)
     return ops.broadcast_to(g, ops.shape(x))
 
@@ -21,12 +22,28 @@ def _extremum(ops, g, ans, x, axis=None, keepdims=False):
     return _restore(ops, g, x, axis, keepdims) * hit / ties
 
 
+def _extremum_jvp(ops, dx, ans, x, axis=None, keepdims=False):
+    """The mean of the tangents of the extremal entries (ties share, as in the adjoint)."""
+    hit = ops.equal(x, _restore(ops, ans, x, axis, keepdims))
+    return (ops.sum(dx * hit, axis=axis, keepdims=keepdims)
+            / ops.sum(hit, axis=axis, keepdims=keepdims))
+
+
 # ---- reductions -----------------------------------------------------------------------------
 defvjp("sum",  lambda ops, g, ans, x, axis=None, keepdims=False:
                _restore(ops, g, x, axis, keepdims))
+defjvp("sum",  lambda ops, dx, ans, x, axis=None, keepdims=False:
+               ops.sum(dx, axis=axis, keepdims=keepdims))
 defvjp("mean", lambda ops, g, ans, x, axis=None, keepdims=False:
                _restore(ops, g, x, axis, keepdims) / _count(ops, x, ans))
+defjvp("mean", lambda ops, dx, ans, x, axis=None, keepdims=False:
+               ops.mean(dx, axis=axis, keepdims=keepdims))
 defvjp("prod", lambda ops, g, ans, x, axis=None, keepdims=False:
                _restore(ops, g * ans, x, axis, keepdims) / x)
+defjvp("prod", lambda ops, dx, ans, x, axis=None, keepdims=False:
+               ops.sum(dx * _restore(ops, ans, x, axis, keepdims) / x, axis=axis,
+                       keepdims=keepdims))
 defvjp("max",  _extremum)
+defjvp("max",  _extremum_jvp)
 defvjp("min",  _extremum)
+defjvp("min",  _extremum_jvp)

@@ -1,6 +1,9 @@
-"""Vector-Jacobian rules of shape and indexing primitives, and of copies and conversions."""
+"""Vector-Jacobian and tangent rules of shape and indexing primitives, copies and conversions.
 
-from . import defvjp, defvjp_argnum
+These primitives are linear, so each tangent rule applies the primitive itself to the tangent.
+"""
+
+from . import defjvp, defjvp_argnum, defvjp, defvjp_argnum
 
 
 def _inverse_perm(axes):
@@ -31,27 +34,61 @@ def _stack(ops, argnum, g, ans, *xs, axis=0):
     return ops.getitem(g, (), (("s", None, None, None),) * ax + (("i", argnum),))
 
 
+def _concatenate_jvp(ops, argnum, dx, ans, *xs, axis=0):
+    """Input ``argnum``'s tangent in its place, zeros in the other inputs' places."""
+    parts = [dx if i == argnum else ops.zeros_like(x) for i, x in enumerate(xs)]
+    return ops.concatenate(parts, axis=axis)
+
+
+def _stack_jvp(ops, argnum, dx, ans, *xs, axis=0):
+    parts = [dx if i == argnum else ops.zeros_like(x) for i, x in enumerate(xs)]
+    return ops.stack(parts, axis=axis)
+
+
 def _getitem(ops, g, ans, x, *arrays, index):
     return ops.scatter_add(g, arrays, ops.shape(x), index)
 
 
 # ---- reshaping ------------------------------------------------------------------------------
 defvjp("reshape",      lambda ops, g, ans, x, shape: ops.reshape(g, ops.shape(x)))
+defjvp("reshape",      lambda ops, dx, ans, x, shape: ops.reshape(dx, ops.shape(ans)))
 defvjp("expand_dims",  lambda ops, g, ans, x, axis: ops.reshape(g, ops.shape(x)))
+defjvp("expand_dims",  lambda ops, dx, ans, x, axis: ops.reshape(dx, ops.shape(ans)))
 defvjp("squeeze",      lambda ops, g, ans, x, axis=None: ops.reshape(g, ops.shape(x)))
+defjvp("squeeze",      lambda ops, dx, ans, x, axis=None: ops.reshape(dx, ops.shape(ans)))
 defvjp("transpose",    _transpose)
+defjvp("transpose",    lambda ops, dx, ans, x, axes=None: ops.transpose(dx, axes=axes))
 defvjp("broadcast_to", lambda ops, g, ans, x, shape: ops.unbroadcast(g, x))
+defjvp("broadcast_to", lambda ops, dx, ans, x, shape: ops.broadcast_to(dx, ops.shape(ans)))
 
 # ---- joining --------------------------------------------------------------------------------
 defvjp_argnum("concatenate", _concatenate)
+defjvp_argnum("concatenate", _concatenate_jvp)
 defvjp_argnum("stack",       _stack)
+defjvp_argnum("stack",       _stack_jvp)
 
 # ---- indexing: the adjoint of a gather scatters (np.add.at, so repeated indices add up) -----
 defvjp("getitem",      _getitem)
+defjvp("getitem",      lambda ops, dx, ans, x, *arrays, index: ops.getitem(dx, arrays, index))
+# ...and the adjoint of that scatter gathers again (it is linear in g).
+defvjp("scatter_add",  lambda ops, g, ans, x, *arrays, shape, index: ops.getitem(g, arrays, index))
+defjvp("scatter_add",  lambda ops, dx, ans, x, *arrays, shape, index:
+                       ops.scatter_add(dx, arrays, shape, index))
+
+defvjp("index_add",    lambda ops, g, ans, acc, x, *arrays, index: g,
+                      lambda ops, g, ans, acc, x, *arrays, index: ops.getitem(g, arrays, index))
+defjvp("index_add",    lambda ops, dx, ans, acc, x, *arrays, index: dx,
+                       lambda ops, dx, ans, acc, x, *arrays, index:
+                       ops.scatter_add(dx, arrays, ops.shape(ans), index))
 
 # ---- copies and conversions -----------------------------------------------------------------
 defvjp("copy",         lambda ops, g, ans, x: g)
+defjvp("copy",         lambda ops, dx, ans, x: dx)
 defvjp("astype",       lambda ops, g, ans, x, dtype: ops.astype(g, dtype=ops.dtype(x)))
+defjvp("astype",       lambda ops, dx, ans, x, dtype: ops.astype(dx, dtype=dtype))
 defvjp("to_float",     lambda ops, g, ans, x: g)
-defvjp("full",         lambda ops, g, ans, fill, shape, dtype=None: ops.sum(g))
+defjvp("to_float",     lambda ops, dx, ans, x: dx)
+defvjp("full",         lambda ops, g, ans, fill, shape, dtype=None: ops.unbroadcast(g, fill))
+defjvp("full",         lambda ops, dx, ans, fill, shape, dtype=None: ops.broadcast_to(dx, shape))
 defvjp("sum_to",       lambda ops, g, ans, x, shape: ops.broadcast_to(g, ops.shape(x)))
+defjvp("sum_to",       lambda ops, dx, ans, x, shape: ops.unbroadcast(dx, ans))

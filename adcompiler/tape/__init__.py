@@ -1,1 +1,37 @@
-"""tape"""
+"""The dynamic tape: PyTorch's autograd on NumPy (and CuPy) arrays, built on the same derivative
+rules as the compiler (``templates``). It is the reference the compiled gradients are tested
+against and the dynamic side of the static-versus-dynamic comparison.
+
+    >>> from adcompiler import tape
+    >>> a = tape.tensor(2.0, requires_grad=True)
+    >>> b = a.exp(); b
+    tensor(7.3891, grad_fn=<ExpBackward0>)
+    >>> b.backward(); a.grad
+    tensor(7.3891)
+
+Modules: ``tensor`` (state), ``operators``/``methods``/``numpy_api`` (what records),
+``record`` (one primitive on the tape), ``node`` (grad_fns and saved values), ``inplace``
+(versions, ``CopySlices``), ``engine`` (backward and grad), ``forward_ad`` (dual numbers),
+``functional`` (``dynamic_grad``), ``format`` (the repr), ``mode`` (no_grad), ``xp`` (NumPy/CuPy).
+
+Invariant: ``Tensor``'s state and every error message follow PyTorch; the one deliberate
+difference is the default float dtype, float64 (NumPy's), printed as ``torch.DoubleTensor`` in
+the in-place error where the seeds (float32) print ``torch.FloatTensor``.
+"""
+
+from . import forward_ad
+from .engine import backward, grad
+from .factory import (FUNCTIONS as _FUNCTIONS, full, ones, ones_like, randn, zeros,
+                      zeros_like)
+from .functional import DynamicGradient, dynamic_grad, dynamic_value_and_grad
+from .mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .node import RemovableHandle
+from .record import TensorOps
+from .tensor import Tensor, tensor
+
+globals().update(_FUNCTIONS)
+
+__all__ = ["Tensor", "tensor", "ones", "zeros", "full", "randn", "ones_like", "zeros_like",
+           "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+           "forward_ad", "dynamic_grad", "dynamic_value_and_grad", "DynamicGradient",
+           "RemovableHandle", "TensorOps", *sorted(_FUNCTIONS)]

@@ -1,0 +1,88 @@
+"""Forward mode with dual tensors, as ``torch.autograd.forward_ad``: inside ``dual_level()``,
+``make_dual(x, dx)`` attaches the tangent ``dx`` to ``x`` and every operation pushes tangents
+through the primitives' tangent rules (``templates.tangent``); ``unpack_dual`` reads them back.
+
+Invariants: tangents belong to the level they were made in and vanish when it exits; a tangent
+has its primal's shape and dtype; a primal's value and graph are those of the tensor it came from.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import namedtuple
+
+from . import mode
+from . import tensor as _tensor
+from .record import apply
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+_TOKENS = itertools.count()
+_NO_LEVEL = ("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+             "enter_dual_level() first.")
+
+
+class dual_level:
+    """The context in which dual tensors live (``with forward_ad.dual_level():``)."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+        return False
+
+
+_STACK: list = []
+
+
+def enter_dual_level() -> int:
+    if mode._DUAL_LEVEL.get() is not None:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    _STACK.append(mode._DUAL_LEVEL.set(next(_TOKENS)))
+    return 0
+
+
+def exit_dual_level(*, level=None):
+    if not _STACK:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one created.")
+    mode._DUAL_LEVEL.reset(_STACK.pop())
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A tensor with ``tensor``'s value (and graph) carrying ``tangent`` at the current level."""
+    token = mode._DUAL_LEVEL.get()
+    if token is None:
+        raise RuntimeError(_NO_LEVEL)
+    Tensor = _tensor.Tensor
+    primal = tensor if isinstance(tensor, Tensor) else Tensor(tensor)
+    tangent = tangent if isinstance(tangent, Tensor) else Tensor(tangent)
+    if tangent.shape != primal.shape:
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the "
+            f"original Tensor, this is not supported. Tensor is of size {list(primal.shape)} "
+            f"while the given forward gradient is of size {list(tangent.shape)}.")
+    dual = _alias(primal, "ViewBackward0")
+    dual._set_tangent(token, tangent)
+    return dual
+
+
+def unpack_dual(tensor, *, level=None):
+    """``(primal, tangent)``: the tangent at the current level, or None."""
+    token = mode._DUAL_LEVEL.get()
+    tangent = tensor._tangent(token) if token is not None else None
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(_alias(tensor, "AliasBackward0"), tangent)
+
+
+def _alias(t, name):
+    """``t``'s value on ``t``'s graph, without tangents (a recorded identity if ``t`` is a leaf
+    that requires grad, so that gradients still reach it)."""
+    Tensor = _tensor.Tensor
+    token = mode._FORWARD_ENABLED.set(False)
+    try:
+        if t._requires_grad and t._grad_fn is None and mode.is_grad_enabled():
+            return apply("copy", (t,), name=name)
+        return Tensor._make(t._data, t._grad_fn, t._requires_grad, t._counter)
+    finally:
+        mode._FORWARD_ENABLED.reset(token)

@@ -1,0 +1,124 @@
+"""``dynamic_grad(f, wrt=...)``: ``adcompiler.grad``'s calling convention, computed by recording
+a fresh tape on every call, so Python control flow and in-place updates inside ``f`` just work.
+
+Invariants: a gradient has its input's type, shape and dtype (a Python float for a Python float,
+an array for an array); ``f`` receives tensors that it may update in place without touching the
+caller's data; a tensor argument that itself requires grad gets a differentiable gradient, so
+``dynamic_grad(dynamic_grad(f))`` gives second derivatives.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from adcompiler.signature import classify, resolve_wrt
+
+from . import mode
+from .engine import grad
+from .record import apply
+from .tensor import Tensor
+from .xp import array_module
+
+
+class DynamicGradient:
+    """The gradient of ``fn``'s scalar result with respect to ``wrt``, recorded per call."""
+
+    def __init__(self, fn, wrt, with_value=False):
+        self.primal, self.with_value = fn, with_value
+        self.wrt = resolve_wrt(fn, 0 if wrt is None else wrt)
+        self._single = wrt is None or not isinstance(wrt, (tuple, list))
+        self._signature = inspect.signature(fn)
+        # updated=(): copying fn's __dict__ would overwrite these attributes when fn is itself
+        # a DynamicGradient (dynamic_grad(dynamic_grad(f))).
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        originals = [bound.arguments[name] for name in self.wrt]
+        with mode.enable_grad():
+            bases = [_input_tensor(value, name) for value, name in zip(originals, self.wrt)]
+            for name, base in zip(self.wrt, bases):
+                bound.arguments[name] = apply("copy", (base,))   # f may update it in place
+            with mode.numpy_inplace():       # NumPy semantics for in-place updates
+                out = self.primal(*bound.args, **bound.kwargs)
+            grads = self._gradients(out, bases, originals)
+        results = tuple(_like(g, x) for g, x in zip(grads, originals))
+        result = results[0] if self._single else results
+        return (_value(out, originals), result) if self.with_value else result
+
+    def _gradients(self, out, bases, originals):
+        nested = any(isinstance(x, Tensor) and x._requires_grad for x in originals)
+        if isinstance(out, Tensor):
+            _check_result(out, self.primal)
+        if not isinstance(out, Tensor) or not out._requires_grad:
+            return [None] * len(bases)     # the result does not depend on the inputs
+        return grad(out.reshape(()), bases, allow_unused=True, create_graph=nested)
+
+    def __repr__(self):
+        return f"<adcompiler.tape.dynamic_grad of {self.primal.__qualname__} wrt {self.wrt}>"
+
+
+def _input_tensor(value, name):
+    """The tensor to differentiate with respect to: a fresh leaf, or (for a tensor that needs
+    grad) a recorded copy that keeps it on the outer graph. Anything else is refused with the
+    compiler's own message (``adcompiler.signature.classify``)."""
+    if isinstance(value, Tensor):
+        if value._data.dtype.kind not in "fc":
+            raise TypeError(f"cannot differentiate with respect to {name!r}: it has dtype "
+                            f"{value.dtype}")
+        return apply("copy", (value,)) if value._requires_grad else \
+            Tensor(value, requires_grad=True)
+    classify(value, name, True)
+    if isinstance(value, float):
+        return Tensor(np.float64(value), requires_grad=True)
+    return Tensor(value, requires_grad=True)
+
+
+def _check_result(out, fn):
+    if out._data.dtype.kind not in "fc":
+        raise TypeError(f"{fn.__name__} returned a result of dtype {out.dtype}; only floating "
+                        "results can be differentiated")
+    if out._data.size != 1:
+        raise TypeError(f"grad needs a scalar result, but {fn.__name__} returns an array of "
+                        f"shape {out.shape}; reduce it (e.g. .sum() or .mean())")
+
+
+def _like(g, x):
+    """The gradient ``g`` in the form of the input ``x``."""
+    if isinstance(x, Tensor):
+        return g if g is not None else Tensor._make(array_module(x._data).zeros_like(x._data))
+    data = g._data if g is not None else None
+    if isinstance(x, float):
+        return 0.0 if data is None else float(data)
+    if data is None:
+        return x * 0 if isinstance(x, np.generic) else np.zeros_like(x)
+    if isinstance(x, np.generic):
+        return x.dtype.type(data)
+    return data.astype(x.dtype, copy=False).reshape(x.shape)
+
+
+def _value(out, originals):
+    if isinstance(out, Tensor):
+        if any(isinstance(x, Tensor) for x in originals):
+            return out
+        return out._data[()] if out._data.ndim == 0 else out._data
+    return out
+
+
+def dynamic_grad(f=None, *, wrt=None):
+    """Like :func:`adcompiler.grad`, on the dynamic tape: ``dynamic_grad(f, wrt=("w1", "w2"))``,
+    ``@dynamic_grad`` or ``@dynamic_grad(wrt=0)``."""
+    if f is None:
+        return lambda fn: DynamicGradient(fn, wrt)
+    return DynamicGradient(f, wrt)
+
+
+def dynamic_value_and_grad(f=None, *, wrt=None):
+    """Like :func:`dynamic_grad`, returning ``(value, gradient)``."""
+    if f is None:
+        return lambda fn: DynamicGradient(fn, wrt, with_value=True)
+    return DynamicGradient(f, wrt, with_value=True)

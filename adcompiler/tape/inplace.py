@@ -1,0 +1,197 @@
+"""In-place updates: ``t[i] = v``, ``t += v``, ``add_ fill_ zero_ copy_`` and NumPy's ``out=``.
+
+Invariants: an update writes into the tensor's own storage (``.data`` and ``detach()`` see it)
+and bumps its version counter by one. Under grad mode, updating a tensor that needs grad (or with
+a value that does) rebases it onto a new node (``AddBackward0``, ``CopySlices``...) whose input is
+the previous value, so tensors saved earlier keep failing their version check. A leaf that
+requires grad can only be assigned through indexing, which moves it into the graph interior (the
+seeds' PyTorch 1.1 behaviour; backward then raises); any other in-place use raises at once.
+"""
+
+from __future__ import annotations
+
+import operator
+import weakref
+
+import numpy as np
+
+from adcompiler.ir.primitives import build_index
+
+from . import mode
+from . import tensor as _tensor
+from .node import Node, Placeholder, _dtype, _shape, node_class
+from .record import TENSOR_OPS, apply
+from .xp import array_module
+
+LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+# ---- index specs ----------------------------------------------------------------------------
+def index_spec(key):
+    """``key`` as the primitive ``getitem``'s static spec plus its integer index arrays."""
+    items = key if isinstance(key, tuple) else (key,)
+    spec, arrays = [], []
+    for item in items:
+        if isinstance(item, _tensor.Tensor):
+            item = item._data
+        if item is None:
+            spec.append(("n",))
+        elif item is Ellipsis:
+            spec.append(("e",))
+        elif isinstance(item, slice):
+            spec.append(("s", _int(item.start), _int(item.stop), _int(item.step)))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            spec.append(("i", int(item)))
+        else:
+            _array_item(item, spec, arrays)
+    return tuple(spec), tuple(arrays)
+
+
+def _int(v):
+    return None if v is None else operator.index(v)
+
+
+def _array_item(item, spec, arrays):
+    array = array_module(item).asarray(item)
+    if array.dtype.kind == "f" and array.size == 0:
+        array = array.astype(np.intp)
+    if array.dtype.kind == "b" and array.ndim > 0:
+        parts = array.nonzero()          # a mask is its nonzero positions, one array per axis
+    elif array.ndim == 0 and array.dtype.kind in "iu":
+        spec.append(("i", int(array)))
+        return
+    else:
+        parts = (array,)
+    for part in parts:
+        spec.append(("a", len(arrays)))
+        arrays.append(part)
+
+
+# ---- the node of a slice assignment ---------------------------------------------------------
+class SliceNode(Node):
+    """``base[index] = value``: the base's gradient outside the region, the value's inside."""
+
+    def __init__(self, spec, arrays, edges, input_meta):
+        super().__init__(edges, input_meta)
+        self.spec, self.arrays = spec, arrays
+
+    def apply(self, g, ops, as_tensor, wanted):
+        index = build_index(self.spec, self.arrays)
+        base = value = None
+        if wanted[0]:
+            base = ops.copy(g)
+            base[index] = 0            # on arrays a write; on tensors a recorded CopySlices
+        if wanted[1]:
+            value = _fit(ops, ops.getitem(g, self.arrays, self.spec), self.input_meta[1][0])
+        return [base, value]
+
+
+def _fit(ops, g, shape):
+    """The gradient of a value that NumPy broadcast into the region: summed back to its shape."""
+    extra = len(shape) - ops.ndim(g)
+    if extra > 0:
+        g = ops.reshape(g, (1,) * extra + tuple(ops.shape(g)))
+    return ops.unbroadcast(g, Placeholder(shape, ops.dtype(g)))
+
+
+# ---- updates --------------------------------------------------------------------------------
+def _requires(x) -> bool:
+    return isinstance(x, _tensor.Tensor) and x._requires_grad
+
+
+def _check_leaf(t):
+    if mode.is_grad_enabled() and t._requires_grad and t._grad_fn is None:
+        raise RuntimeError(LEAF_ERROR)
+
+
+def setitem(t, key, value, name="CopySlices"):
+    """``t[key] = value`` in place; records ``CopySlices`` when gradients are involved."""
+    spec, arrays = index_spec(key)
+    value = value if isinstance(value, _tensor.Tensor) else _constant(value)
+    recording = mode.is_grad_enabled() and (t._requires_grad or _requires(value))
+    node = _slice_node(name, spec, arrays, t, value) if recording else None
+    data = value._data if isinstance(value, _tensor.Tensor) else value
+    t._counter.before_write(t)
+    t._data[build_index(spec, arrays)] = data
+    t._counter.bump()
+    if node is not None:
+        _rebase(t, node)
+    _slice_tangent(t, spec, arrays, value)
+    return t
+
+
+def overwrite(t, value, name):
+    """``fill_``, ``zero_``, ``copy_``: every entry replaced; a leaf that needs grad raises."""
+    _check_leaf(t)
+    return setitem(t, Ellipsis, value, name)
+
+
+def update(t, prim, other):
+    """``t op= other`` (``add_``, ``mul_``...): ``t`` takes the value of ``prim(t, other)``."""
+    _check_leaf(t)
+    recording = mode.is_grad_enabled() and (t._requires_grad or _requires(other))
+    forward = mode.dual_level_token() is not None and t._tangents is not None
+    source = t._snapshot() if recording or forward else t
+    result = apply(prim, (source, other))
+    if t.ndim == 0 and result.ndim > 0 and mode.is_numpy_inplace():
+        return result              # a NumPy scalar is immutable: ``s += v`` rebinds ``s``
+    return adopt(t, result)
+
+
+def adopt(t, result):
+    """Write ``result`` into ``t``'s storage and give ``t`` its node (NumPy's casting rules)."""
+    if result.shape != t.shape:
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
+                           f"shape {list(result.shape)}")
+    if not np.can_cast(result.dtype, t.dtype, "same_kind"):
+        raise TypeError(f"Cannot cast output from dtype('{result.dtype}') to dtype('{t.dtype}') "
+                        "with casting rule 'same_kind'")
+    _check_leaf(t)
+    t._counter.before_write(t)
+    t._data[...] = result._data
+    t._counter.bump()
+    if result._grad_fn is not None:
+        _rebase(t, result._grad_fn)
+    if result._tangents is not None:
+        t._tangents = result._tangents
+    return t
+
+
+def _constant(value):
+    return np.asarray(value) if isinstance(value, (list, tuple)) else value
+
+
+def _slice_node(name, spec, arrays, base, value):
+    Tensor = _tensor.Tensor
+    edges = [base._edge() if base._requires_grad else None,
+             value._edge() if isinstance(value, Tensor) and value._requires_grad else None]
+    meta = [(base.shape, base.dtype), (_shape(value), _dtype(value))]
+    arrays = tuple(a.copy() for a in arrays)
+    return node_class(SliceNode, name)(spec, arrays, edges, meta)
+
+
+def _rebase(t, node):
+    """``t`` is now the output of ``node``; a retained gradient follows it."""
+    old = t._grad_fn
+    t._grad_fn, t._requires_grad = node, True
+    if t._retains_grad:
+        node.retained = weakref.ref(t)
+        if old is not None:
+            old.retained = None
+
+
+def _slice_tangent(t, spec, arrays, value):
+    """Forward mode through ``t[index] = value``: the region takes the value's tangent."""
+    level = mode.dual_level_token()
+    if level is None:
+        return
+    old, new = t._tangent(level), value._tangent(level) if hasattr(value, "_tangent") else None
+    if old is None and new is None:
+        return
+    token = mode._FORWARD_ENABLED.set(False)
+    try:
+        tangent = TENSOR_OPS.copy(old) if old is not None else TENSOR_OPS.zeros_like(t)
+        tangent[build_index(spec, arrays)] = new if new is not None else 0
+        t._tangents = {level: tangent}
+    finally:
+        mode._FORWARD_ENABLED.reset(token)

@@ -1,0 +1,170 @@
+"""Tensor methods, under NumPy's names and signatures (``x.sum(axis=0, keepdims=True)``,
+``x.reshape(2, -1)``, ``x.transpose(1, 0, 2)``) and PyTorch's where the seeds use them
+(``exp mean add_ fill_ zero_ clamp unsqueeze permute clone``, ``dim=`` and ``keepdim=``).
+
+Invariant: each method is one primitive (or one in-place update); where NumPy and PyTorch
+disagree the NumPy meaning wins (``transpose`` permutes, ``max`` returns only the values), so
+that unmodified NumPy code runs on tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import inplace
+from .numpy_api import dot as numpy_dot
+from .numpy_api import wrap_plain
+from .record import apply
+
+_UNARY = ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "sinh",
+          "cosh", "arctan", "arcsin", "arccos", "abs", "negative", "reciprocal", "sign"]
+_TORCH_NAMES = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "neg": "negative"}
+
+
+def _unary(prim):
+    def method(self):
+        return apply(prim, (self,))
+    method.__name__ = prim
+    method.__doc__ = f"``np.{prim}`` of the tensor."
+    return method
+
+
+def _axis(axis, dim):
+    axis = dim if axis is None else axis
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _reduction(prim, name=None):
+    def method(self, axis=None, dtype=None, out=None, keepdims=False, *, dim=None, keepdim=None):
+        if dtype is not None or out is not None:
+            raise TypeError(f"{prim}(): dtype= and out= are not supported on tensors")
+        keepdims = keepdims if keepdim is None else keepdim
+        return apply(prim, (self,), {"axis": _axis(axis, dim), "keepdims": bool(keepdims)},
+                     name=name)
+    method.__name__ = prim
+    method.__doc__ = f"``np.{prim}`` over ``axis`` (or PyTorch's ``dim``), with ``keepdims``."
+    return method
+
+
+def _plain(name):
+    def method(self, *args, **kwargs):
+        return wrap_plain(getattr(self._data, name)(*args, **kwargs))
+    method.__name__ = name
+    method.__doc__ = f"``ndarray.{name}`` on the values (the result carries no gradient)."
+    return method
+
+
+def _shape_args(args):
+    """``f(2, 3)`` and ``f((2, 3))`` alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+class Methods:
+    """The named methods of :class:`~adcompiler.tape.Tensor`."""
+
+    __slots__ = ()
+
+    def clip(self, min=None, max=None):
+        return apply("clip", (self, min, max))
+
+    clamp = clip
+
+    def pow(self, exponent):
+        return apply("power", (self, exponent))
+
+    def dot(self, other):
+        return numpy_dot(self, other)
+
+    def matmul(self, other):
+        return apply("matmul", (self, other))
+
+    # ---- shape --------------------------------------------------------------------------------
+    def reshape(self, *shape, order="C"):
+        if order != "C":
+            raise TypeError("reshape(): only order='C' is supported on tensors")
+        return apply("reshape", (self,), {"shape": _shape_args(shape)})
+
+    view = reshape
+
+    def flatten(self):
+        return self.reshape(-1)
+
+    ravel = flatten
+
+    def transpose(self, *axes):
+        """NumPy's ``transpose``: reverse the axes, or permute them as given."""
+        axes = _shape_args(axes) or None
+        return apply("transpose", (self,), {"axes": axes})
+
+    def permute(self, *dims):
+        return self.transpose(*dims)
+
+    @property
+    def T(self):
+        return apply("transpose", (self,), {"axes": None})
+
+    def squeeze(self, axis=None, *, dim=None):
+        return apply("squeeze", (self,), {"axis": _axis(axis, dim)})
+
+    def unsqueeze(self, dim):
+        return apply("expand_dims", (self,), {"axis": dim})
+
+    def expand(self, *sizes):
+        sizes = _shape_args(sizes)
+        lead = len(sizes) - self.ndim
+        shape = tuple(self.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+        return apply("broadcast_to", (self,), {"shape": shape})
+
+    # ---- copies and conversions ---------------------------------------------------------------
+    def copy(self):
+        return apply("copy", (self,))
+
+    clone = copy
+
+    def astype(self, dtype, copy=True):
+        return apply("astype", (self,), {"dtype": np.dtype(dtype)})
+
+    def float(self):
+        """float32, as PyTorch's ``.float()``."""
+        return self.astype(np.float32)
+
+    def double(self):
+        return self.astype(np.float64)
+
+    # ---- in-place -----------------------------------------------------------------------------
+    def add_(self, other, alpha=1):
+        return inplace.update(self, "add", other if alpha == 1 else other * alpha)
+
+    def sub_(self, other, alpha=1):
+        return inplace.update(self, "subtract", other if alpha == 1 else other * alpha)
+
+    def mul_(self, other):
+        return inplace.update(self, "multiply", other)
+
+    def div_(self, other):
+        return inplace.update(self, "divide", other)
+
+    def fill_(self, value):
+        """Every entry set to ``value`` (``FillBackward2``; ``FillBackward3`` for a tensor)."""
+        name = "FillBackward3" if hasattr(value, "_grad_fn") else "FillBackward2"
+        return inplace.overwrite(self, value, name)
+
+    def zero_(self):
+        return inplace.overwrite(self, 0, "ZeroBackward0")
+
+    def copy_(self, src):
+        return inplace.overwrite(self, src, "CopyBackwards")
+
+
+for _prim in _UNARY:
+    setattr(Methods, _prim, _unary(_prim))
+for _name, _prim in _TORCH_NAMES.items():
+    setattr(Methods, _name, _unary(_prim))
+for _prim in ("sum", "mean", "prod", "max", "min"):
+    setattr(Methods, _prim, _reduction(_prim))
+Methods.amax = _reduction("max", "AmaxBackward0")     # PyTorch's amax, whatever the axis
+Methods.amin = _reduction("min", "AminBackward0")
+for _name in ("argmax", "argmin", "any", "all", "nonzero"):
+    setattr(Methods, _name, _plain(_name))

@@ -1,0 +1,206 @@
+"""The NumPy protocols: ``np.exp(t)``, ``np.sum(t, axis=0)``, ``np.where(c, a, b)`` on tensors.
+
+Invariants: a ufunc or function with a primitive records that primitive; a handful of composite
+functions (``np.linalg.norm``, ``np.var``...) are spelled in primitives; anything else runs on the
+plain values and is allowed only where no gradient is lost (no input requires grad, or the
+result is integer or boolean); otherwise it raises a TypeError naming the function.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import mode
+from . import tensor as _tensor
+from .record import apply
+
+_UFUNCS = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply",
+           np.true_divide: "divide", np.power: "power", np.negative: "negative",
+           np.matmul: "matmul", np.absolute: "abs", np.positive: "copy"}
+for _name in ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
+              "sinh", "cosh", "arctan", "arcsin", "arccos", "reciprocal", "sign", "maximum",
+              "minimum", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+              "logical_and", "logical_or", "logical_not"]:
+    _UFUNCS[getattr(np, _name)] = _name
+
+
+def _is_tensor(x) -> bool:
+    return isinstance(x, _tensor.Tensor)
+
+
+def _unwrap(x):
+    """Tensors replaced by their arrays, inside lists and tuples too."""
+    if _is_tensor(x):
+        return x._data
+    if isinstance(x, (list, tuple)):
+        return type(x)(_unwrap(v) for v in x)
+    return x
+
+
+def _any_requires(values) -> bool:
+    for v in values:
+        if _is_tensor(v) and v._requires_grad:
+            return True
+        if isinstance(v, (list, tuple)) and _any_requires(v):
+            return True
+    return False
+
+
+def wrap_plain(result):
+    """Arrays in a plain result become tensors (that need no grad); scalars stay as they are."""
+    if isinstance(result, tuple):
+        return tuple(wrap_plain(r) for r in result)
+    if hasattr(result, "shape") and hasattr(result, "dtype") and getattr(result, "ndim", 0) > 0:
+        return _tensor.Tensor._make(result)
+    return result
+
+
+def run_plain(name, fn, args, kwargs):
+    """``fn`` on the values; refused when that would drop a gradient (a float result)."""
+    result = fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+    if mode.is_grad_enabled() and _any_requires(list(args) + list(kwargs.values())):
+        kinds = {getattr(r, "dtype", np.asarray(r).dtype).kind
+                 for r in (result if isinstance(result, tuple) else (result,))}
+        if kinds & set("fc"):
+            raise TypeError(f"{name} is not differentiable on the tape (it has no derivative "
+                            "rule) and its input requires grad; use .detach() to drop the "
+                            "gradient on purpose")
+    return wrap_plain(result)
+
+
+def logical(prim, *args):
+    """``&``, ``|``, ``~``: logical on booleans, NumPy's bitwise operators on integers."""
+    if all(np.result_type(_unwrap(a)) == np.bool_ for a in args):
+        return apply(prim, args)
+    bitwise = {"logical_and": np.bitwise_and, "logical_or": np.bitwise_or,
+               "logical_not": np.invert}[prim]
+    return run_plain(bitwise.__name__, bitwise, args, {})
+
+
+# ---- functions with primitives (signatures as NumPy's) --------------------------------------
+def _reduce(prim):
+    def fn(a, axis=None, dtype=None, out=None, keepdims=False, **kw):
+        if dtype is not None or out is not None or kw:
+            raise TypeError(f"np.{prim}: dtype=, out=, initial= and where= are not supported "
+                            "on tensors")
+        axis = tuple(axis) if isinstance(axis, list) else axis
+        return apply(prim, (a,), {"axis": axis, "keepdims": bool(keepdims)})
+    return fn
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    shape = newshape if shape is None else shape
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return apply("reshape", (a,), {"shape": shape})
+
+
+def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
+    lo, hi = (min if a_min is None else a_min), (max if a_max is None else a_max)
+    return apply("clip", (a, lo, hi))
+
+
+def _where(condition, *xy):
+    if not xy:
+        return run_plain("np.where", np.where, (condition,), {})
+    return apply("where", (condition, *xy))
+
+
+def _join(prim):
+    def fn(arrays, axis=0, out=None, **kw):
+        return apply(prim, tuple(arrays), {"axis": axis})
+    return fn
+
+
+def dot(a, b, out=None):
+    """``np.dot``: a product with a 0-d operand is ``multiply``; N-D by N-D (N > 2) has no rule."""
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return apply("multiply", (a, b))
+    if np.ndim(b) > 2:
+        return run_plain("np.dot", np.dot, (a, b), {})
+    return apply("dot", (a, b))
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and np.ndim(x) > 1):
+        return run_plain("np.linalg.norm", np.linalg.norm, (x, ord, axis, keepdims), {})
+    return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    mean = np.mean(a, axis=axis, keepdims=True)
+    centred = a - mean
+    count = np.size(a) // np.size(mean)
+    return np.sum(centred * centred, axis=axis, keepdims=keepdims) / (count - ddof)
+
+
+def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    return np.sqrt(_var(a, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+def _creation(fn):
+    """``np.zeros_like`` and friends: only the shape and dtype are read, so no gradient flows
+    and none is lost; the result is a tensor that needs no grad."""
+    def create(*args, **kwargs):
+        result = fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        return _tensor.Tensor._make(result)
+    return create
+
+
+FUNCTIONS = {
+    np.sum: _reduce("sum"), np.mean: _reduce("mean"), np.prod: _reduce("prod"),
+    np.max: _reduce("max"), np.min: _reduce("min"), np.amax: _reduce("max"),
+    np.amin: _reduce("min"), np.reshape: _reshape, np.clip: _clip, np.where: _where,
+    np.transpose: lambda a, axes=None: apply("transpose", (a,), {"axes": axes}),
+    np.expand_dims: lambda a, axis: apply("expand_dims", (a,), {"axis": axis}),
+    np.squeeze: lambda a, axis=None: apply("squeeze", (a,), {"axis": axis}),
+    np.broadcast_to: lambda array, shape, subok=False: apply(
+        "broadcast_to", (array,), {"shape": (shape,) if np.ndim(shape) == 0 else tuple(shape)}),
+    np.concatenate: _join("concatenate"), np.stack: _join("stack"),
+    np.dot: dot,
+    np.outer: lambda a, b, out=None: apply("outer", (a, b)),
+    np.copy: lambda a, order="K", subok=False: apply("copy", (a,)),
+    np.shape: lambda a: tuple(np.shape(_unwrap(a))), np.ndim: lambda a: np.ndim(_unwrap(a)),
+    np.size: lambda a, axis=None: np.size(_unwrap(a), axis),
+    np.linalg.norm: _norm, np.var: _var, np.std: _std,
+    np.ravel: lambda a, order="C": apply("reshape", (a,), {"shape": (-1,)}),
+    np.zeros_like: _creation(np.zeros_like), np.ones_like: _creation(np.ones_like),
+    np.empty_like: _creation(np.empty_like), np.full_like: _creation(np.full_like),
+}
+
+
+class NumpyProtocol:
+    """``__array_ufunc__`` and ``__array_function__`` of :class:`~adcompiler.tape.Tensor`."""
+
+    __slots__ = ()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        prim = _UFUNCS.get(ufunc)
+        if method == "__call__" and prim is not None and not kwargs:
+            return _store(apply(prim, inputs), out)
+        name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if out is not None:
+            kwargs["out"] = tuple(_unwrap(o) for o in out)
+        return run_plain(name, getattr(ufunc, method), inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        handler = FUNCTIONS.get(func)
+        if handler is not None:
+            return handler(*args, **kwargs)
+        name = f"np.{getattr(func, '__name__', func)}"
+        return run_plain(name, func, args, kwargs)
+
+
+def _store(result, out):
+    """NumPy's ``out=``: into a tensor, an in-place update; into a plain array, only values."""
+    if out is None:
+        return result
+    (target,) = out
+    if _is_tensor(target):
+        from .inplace import adopt
+        return adopt(target, result)
+    if result._requires_grad and mode.is_grad_enabled():
+        raise TypeError("cannot store a result that requires grad into a plain NumPy array "
+                        "(out=): its gradient would be dropped; use a tensor")
+    target[...] = result._data
+    return target

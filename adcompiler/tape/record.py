@@ -1,0 +1,143 @@
+"""Recording: ``apply(prim, args, params)`` computes one primitive on tensors and, when it must,
+records its backward node and pushes forward-mode tangents through it.
+
+Invariants: the value is ``adcompiler.ir.primitives.evaluate`` on the arrays (the tape and the
+compiler compute the same thing); a result never shares storage with an input; a result requires
+grad iff grad mode is on, the primitive is differentiable, the result is floating and some input
+requires grad. :class:`TensorOps` is the templates' ``ops`` protocol on tensors: rules run on it
+record their own operations, which is how ``create_graph=True`` and forward mode work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from adcompiler.ir.primitives import PRIMS, evaluate
+from adcompiler.templates import has_jvp, tangent
+
+from . import mode
+from . import tensor as _tensor
+from .names import node_name
+from .node import prim_node
+from .xp import array_module, array_ops
+
+
+def apply(prim: str, args, params=None, name=None):
+    """``prim[params](*args)`` as a tensor; ``name`` overrides the PyTorch node name."""
+    Tensor = _tensor.Tensor
+    params = params or {}
+    args = tuple(a if isinstance(a, Tensor) else _constant(a) for a in args)
+    data = [a._data if isinstance(a, Tensor) else a for a in args]
+    out = Tensor._make(_forward(prim, data, params))
+    spec = PRIMS[prim]
+    if not spec.differentiable or out._data.dtype.kind not in "fc":
+        return out
+    if mode.is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        out._grad_fn = prim_node(name or node_name(prim, args, params), prim, params, args, out)
+        out._requires_grad = True
+    level = mode.dual_level_token()
+    if level is not None:
+        _push_tangents(level, prim, params, args, out)
+    return out
+
+
+def _constant(value):
+    """A non-tensor argument: lists become arrays; scalars and arrays stay as they are."""
+    if isinstance(value, (list, tuple)):
+        return np.asarray(value)
+    return value
+
+
+def _forward(prim, data, params):
+    """The primitive's value as an array of the inputs' module, never a view of an input."""
+    xp = array_module(*data)
+    if prim == "sum_to":
+        out = array_ops(xp).sum_to(data[0], params["shape"])
+    elif prim == "scatter_add":
+        out = array_ops(xp).scatter_add(data[0], data[1:], params["shape"], params["index"])
+    else:
+        out = evaluate(prim, data, params)
+    out = xp.asarray(out)
+    if PRIMS[prim].family in ("shape", "internal", "creation") and _may_alias(xp, out, data):
+        out = out.copy()
+    return out
+
+
+def _may_alias(xp, out, data) -> bool:
+    if xp is not np:
+        return True
+    return any(isinstance(d, np.ndarray) and np.may_share_memory(out, d) for d in data)
+
+
+# ---- forward mode ---------------------------------------------------------------------------
+def _push_tangents(level, prim, params, args, out):
+    """Give ``out`` the sum of the tangent rules' contributions of the inputs' tangents."""
+    Tensor = _tensor.Tensor
+    tangents = [a._tangent(level) if isinstance(a, Tensor) else None for a in args]
+    if all(t is None for t in tangents):
+        return
+    token = mode._FORWARD_ENABLED.set(False)   # a rule's own operations carry no tangent
+    try:
+        total = None
+        for i, dx in enumerate(tangents):
+            if dx is None:
+                continue
+            if not has_jvp(prim, i):
+                raise RuntimeError(f"the forward-mode derivative of {prim} with respect to its "
+                                   f"argument {i} is not implemented")
+            part = tangent(TENSOR_OPS, prim, i, dx, out, args, params)
+            total = part if total is None else total + part
+        out._set_tangent(level, total)
+    finally:
+        mode._FORWARD_ENABLED.reset(token)
+
+
+# ---- the templates' ops protocol on tensors -------------------------------------------------
+class TensorOps:
+    """Primitive names record through :func:`apply`; shapes are read without recording."""
+
+    def __getattr__(self, prim):
+        spec = PRIMS.get(prim)
+        if spec is None:
+            raise AttributeError(prim)
+
+        def call(*args, **params):
+            n = len(args) if spec.arity is None else spec.arity
+            params.update(zip(spec.params, args[n:]))
+            return apply(prim, args[:n], params)
+        call.__name__ = prim
+        return call
+
+    def shape(self, x):
+        return tuple(x.shape) if hasattr(x, "shape") else tuple(np.shape(x))
+
+    def ndim(self, x):
+        return len(self.shape(x))
+
+    def size(self, x):
+        return int(np.prod(self.shape(x), dtype=np.int64))
+
+    def dtype(self, x):
+        return np.dtype(x.dtype) if hasattr(x, "dtype") else np.result_type(x)
+
+    def astype(self, x, dtype):
+        return apply("astype", (x,), {"dtype": np.dtype(dtype)})
+
+    def unbroadcast(self, g, x):
+        shape = self.shape(x)
+        return g if self.shape(g) == shape else apply("sum_to", (g,), {"shape": shape})
+
+    def getitem(self, x, arrays, index):
+        return apply("getitem", (x, *arrays), {"index": index})
+
+    def scatter_add(self, g, arrays, shape, index):
+        return apply("scatter_add", (g, *arrays), {"shape": tuple(shape), "index": index})
+
+    def concatenate(self, xs, axis=0):
+        return apply("concatenate", tuple(xs), {"axis": axis})
+
+    def stack(self, xs, axis=0):
+        return apply("stack", tuple(xs), {"axis": axis})
+
+
+TENSOR_OPS = TensorOps()

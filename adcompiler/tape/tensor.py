@@ -1,0 +1,306 @@
+"""``Tensor``: an array with PyTorch's autograd state (``grad``, ``grad_fn``, ``requires_grad``,
+``_version``, hooks) whose operations record the dynamic tape.
+
+Invariants: ``_data`` is an array of NumPy or CuPy (a 0-d array for a scalar) and is only ever
+changed in place through :mod:`.inplace`, which bumps ``_version``; ``is_leaf`` is exactly
+``grad_fn is None``; only floating tensors require grad; ``data`` shares storage with a fresh
+version counter and ``detach()`` shares both, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import warnings
+import weakref
+
+import numpy as np
+
+from . import mode
+from .format import tensor_repr
+from .methods import Methods
+from .node import AccumulateGrad, VersionCounter
+from .numpy_api import NumpyProtocol
+from .operators import Operators
+from .xp import array_module, device_of, is_device_array, on_device, to_numpy
+
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
+_FLOAT_ONLY = "Only Tensors of floating point and complex dtype can require gradients"
+_MATH = ("{what} of a tensor that requires grad would drop its gradient silently (math.exp and "
+         "the other math functions call float()). Use np.exp(t) (or the tensor's own method) to "
+         "keep the gradient, or t.item() / t.detach() to drop it on purpose.")
+
+
+def fresh_array(data, dtype=None):
+    """A new array holding ``data`` (copied, as ``torch.tensor`` copies)."""
+    if isinstance(data, Tensor):
+        data = data._data
+    if is_device_array(data):
+        return array_module(data).array(data, dtype=dtype, copy=True)
+    return np.array(data, dtype=dtype, copy=True)
+
+
+class Tensor(Operators, Methods, NumpyProtocol):
+    """``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (see :func:`tensor`)."""
+
+    __slots__ = ("_data", "_grad", "_grad_fn", "_requires_grad", "_counter", "_accumulator",
+                 "_tangents", "_retains_grad", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, data, requires_grad=False, dtype=None):
+        self._init(fresh_array(data, dtype))
+        if requires_grad:
+            self.requires_grad = True
+
+    def _init(self, array, grad_fn=None, requires_grad=False, counter=None):
+        self._data = array
+        self._grad = None
+        self._grad_fn = grad_fn
+        self._requires_grad = requires_grad
+        self._counter = counter if counter is not None else VersionCounter()
+        self._accumulator = None
+        self._tangents = None
+        self._retains_grad = False
+
+    @classmethod
+    def _make(cls, array, grad_fn=None, requires_grad=False, counter=None):
+        """Wrap ``array`` without copying it (the internal constructor)."""
+        t = cls.__new__(cls)
+        t._init(array, grad_fn, requires_grad, counter)
+        return t
+
+    # ---- autograd state -----------------------------------------------------------------------
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if flag and self._data.dtype.kind not in "fc":
+            raise RuntimeError(_FLOAT_ONLY)
+        self._requires_grad = bool(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad(self):
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, Tensor):
+            value = Tensor(value)
+        if value is not None and value.shape != self.shape:
+            raise RuntimeError(f"assigned grad has data of a different size: {value.shape} "
+                               f"for a tensor of shape {self.shape}")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def _version(self) -> int:
+        return self._counter.value
+
+    @property
+    def data(self):
+        """The same storage as a tensor that does not require grad, with its own version."""
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data if isinstance(value, Tensor) else fresh_array(value)
+
+    def detach(self):
+        """The same storage and version counter, outside the graph."""
+        return Tensor._make(self._data, counter=self._counter)
+
+    def detach_(self):
+        self._grad_fn, self._requires_grad = None, False
+        return self
+
+    def retain_grad(self):
+        """Keep this non-leaf's gradient in ``.grad`` after backward (no-op on a leaf)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is not None:
+            self._grad_fn.retained = weakref.ref(self)
+            self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned value replaces
+        the gradient. Returns a handle whose ``remove()`` unregisters the hook."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return self._edge().add_pre_hook(hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf), times ``gradient``, into every leaf's ``.grad``."""
+        from .engine import backward
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+                 inputs)
+
+    def _edge(self):
+        """Where this tensor's gradient goes: its ``grad_fn``, or its leaf's AccumulateGrad."""
+        if self._grad_fn is not None:
+            return self._grad_fn
+        if not self._requires_grad:
+            return None
+        if self._accumulator is None:
+            self._accumulator = AccumulateGrad(self)
+        return self._accumulator
+
+    def _snapshot(self):
+        """The current value, copied, on the same edge: the input of an in-place update."""
+        old = Tensor._make(self._data.copy(), self._grad_fn, self._requires_grad)
+        old._accumulator, old._tangents = self._accumulator, self._tangents
+        return old
+
+    def _tangent(self, level):
+        return None if self._tangents is None else self._tangents.get(level)
+
+    def _set_tangent(self, level, tangent):
+        if tangent is not None and self._data.dtype.kind in "fc":
+            if tangent.dtype != self._data.dtype:
+                tangent = tangent.astype(self._data.dtype)
+            self._tangents = {level: tangent}
+
+    # ---- shape and dtype ----------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return tuple(self._data.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def device(self) -> str:
+        return device_of(self._data)
+
+    # ---- conversions --------------------------------------------------------------------------
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return to_numpy(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad and mode.is_grad_enabled():
+            raise RuntimeError(
+                "Can't convert a Tensor that requires grad to a NumPy array: its gradient would "
+                "be dropped silently (this happens when a tensor is stored into a plain array, "
+                "buf[i] = t, or passed to a function the tape cannot differentiate). Keep the "
+                "values in tensors (tape.tensor(buf) records assignments), or use "
+                "t.detach().numpy() to drop the gradient on purpose.")
+        out = to_numpy(self._data)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def _scalar(self, kind, what):
+        if self._requires_grad and mode.is_grad_enabled():
+            raise RuntimeError(_MATH.format(what=what))   # not TypeError: NumPy would swallow it
+        if self._data.size != 1:
+            raise TypeError("only one element tensors can be converted to Python scalars")
+        return kind(self._data.reshape(()).item())
+
+    def __float__(self):
+        return self._scalar(float, "float()")
+
+    def __int__(self):
+        return self._scalar(int, "int()")
+
+    def __complex__(self):
+        return self._scalar(complex, "complex()")
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return self._scalar(int, "index")
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()).item())
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __repr__(self):
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self._data.item(), spec)
+        return format(str(self), spec)
+
+    __hash__ = object.__hash__
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        out = Tensor._make(self._data.copy(), requires_grad=self._requires_grad)
+        out._grad = _copy.deepcopy(self._grad, memo)
+        return out
+
+
+def tensor(data, requires_grad=False, dtype=None, device=None) -> Tensor:
+    """A new leaf holding a copy of ``data`` (a number, a nested list, a NumPy or CuPy array),
+    on ``device`` ("cpu": NumPy, "cuda": CuPy; default: where ``data`` is). Python floats give
+    float64, NumPy's default (PyTorch's is float32)."""
+    array = fresh_array(data, dtype)
+    if device is not None:
+        array = on_device(array, device)
+    return Tensor._make(array).requires_grad_(requires_grad)
