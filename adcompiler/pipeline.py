@@ -28,8 +28,13 @@ class Compiled:
     fname: str
 
 
-def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None) -> Compiled:
-    """Compile ``mode`` of ``fn`` for these arguments (Avals for traced ones)."""
+def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
+                     plain=False) -> Compiled:
+    """Compile ``mode`` of ``fn`` for these arguments (Avals for traced ones).
+
+    ``plain`` emits source meant to be read by the compiler again (grad of grad): no fused
+    nodes, no in-place updates, no reused buffers; the values are the same.
+    """
     graph = lower_function(fn, arguments)                                     # source -> IR
     verify(graph)
     (out,) = _single_output(graph)
@@ -43,11 +48,11 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None)
         seed = 1.0
     grads = add_adjoint(graph, wrt_values, seed)                              # reverse mode
     graph.outputs = ([out] if mode == "value_and_grad" else []) + grads
-    graph = optimize(graph)                                                   # passes
+    graph = optimize(graph, plain)                                            # passes
     verify(graph)
     fname = f"{mode}_{fn.__name__}"
     arg_names = list(arguments) + (["cotangent"] if mode == "vjp" else [])
-    source, constants, _ = emit_function(graph, fname, arg_names)             # NumPy source
+    source, constants, _ = emit_function(graph, fname, arg_names, plain=plain)  # NumPy source
     return Compiled(graph, source, load_function(source, fname, constants), fname)
 
 

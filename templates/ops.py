@@ -59,6 +59,12 @@ class ArrayOps:
         from adcompiler.ir.primitives import build_index
         return x[build_index(index, arrays)]
 
+    def setitem(self, x, v, arrays, index):
+        from adcompiler.ir.primitives import build_index
+        out = self.xp.array(x, copy=True)
+        out[build_index(index, arrays)] = v
+        return out
+
     def scatter_add(self, g, arrays, shape, index):
         from adcompiler.ir.primitives import build_index
         out = self.xp.zeros(shape, dtype=self.xp.result_type(g))

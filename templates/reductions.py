@@ -15,6 +15,17 @@ def _count(ops, x, ans):
     return ops.size(x) // max(ops.size(ans), 1)
 
 
+def _others(ops, ans, x, axis, keepdims):
+    """For each entry of ``x``, the product of the other entries of its slice, exact at zeros
+    (``ans / x`` is 0/0 there): the product of the nonzero entries where it is its slice's only
+    zero, 0 where its slice has another zero."""
+    zero = ops.equal(x, 0.0)
+    nonzero = ops.where(zero, 1.0, x)
+    alone = ops.equal(ops.sum(zero, axis=axis, keepdims=True), 1)
+    at_zero = ops.where(alone, ops.prod(nonzero, axis=axis, keepdims=True), 0.0)
+    return ops.where(zero, at_zero, _restore(ops, ans, x, axis, keepdims) / nonzero)
+
+
 def _extremum(ops, g, ans, x, axis=None, keepdims=False):
     """The gradient of max/min flows to the extremal entries, shared evenly between ties."""
     hit = ops.equal(x, _restore(ops, ans, x, axis, keepdims))
@@ -39,10 +50,9 @@ defvjp("mean", lambda ops, g, ans, x, axis=None, keepdims=False:
 defjvp("mean", lambda ops, dx, ans, x, axis=None, keepdims=False:
                ops.mean(dx, axis=axis, keepdims=keepdims))
 defvjp("prod", lambda ops, g, ans, x, axis=None, keepdims=False:
-               _restore(ops, g * ans, x, axis, keepdims) / x)
+               _restore(ops, g, x, axis, keepdims) * _others(ops, ans, x, axis, keepdims))
 defjvp("prod", lambda ops, dx, ans, x, axis=None, keepdims=False:
-               ops.sum(dx * _restore(ops, ans, x, axis, keepdims) / x, axis=axis,
-                       keepdims=keepdims))
+               ops.sum(dx * _others(ops, ans, x, axis, keepdims), axis=axis, keepdims=keepdims))
 defvjp("max",  _extremum)
 defjvp("max",  _extremum_jvp)
 defvjp("min",  _extremum)

@@ -81,6 +81,14 @@ defjvp("index_add",    lambda ops, dx, ans, acc, x, *arrays, index: dx,
                        lambda ops, dx, ans, acc, x, *arrays, index:
                        ops.scatter_add(dx, arrays, ops.shape(ans), index))
 
+# ---- assignment: x[index] = v overwrites, so x's gradient there is cut and v's gathered ----
+defvjp("setitem",      lambda ops, g, ans, x, v, *arrays, index: ops.setitem(g, 0.0, arrays, index),
+                       lambda ops, g, ans, x, v, *arrays, index:
+                       ops.unbroadcast(ops.getitem(g, arrays, index), v))
+defjvp("setitem",      lambda ops, dx, ans, x, v, *arrays, index: ops.setitem(dx, 0.0, arrays, index),
+                       lambda ops, dv, ans, x, v, *arrays, index:
+                       ops.setitem(ops.zeros_like(ans), dv, arrays, index))
+
 # ---- copies and conversions -----------------------------------------------------------------
 defvjp("copy",         lambda ops, g, ans, x: g)
 defjvp("copy",         lambda ops, dx, ans, x: dx)

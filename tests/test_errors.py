@@ -86,13 +86,14 @@ def uses_assert(x):
 
 
 def uses_setitem(x):
-    x[0] = 1.0
+    x.real[0] = 1.0
     return x.sum()
 
 
 def uses_setitem_augmented(x):
-    x[0] += 1.0
-    return x.sum()
+    y = x.sum()
+    y[0] += 1.0
+    return y
 
 
 def uses_floordiv(x):
@@ -310,8 +311,8 @@ CASES = [
     (uses_for, 2, "break", "`break` is not supported"),
     (uses_import, 1, "import math as m", "`import` inside a compiled function"),
     (uses_assert, 1, "assert x.ndim == 1", "`assert` is not supported"),
-    (uses_setitem, 1, "x[0]", "assigning into an array (`x[i] = ...`) is not supported yet"),
-    (uses_setitem_augmented, 1, "x[0]", "into an array element"),
+    (uses_setitem, 1, "x.real[0]", "assign into a named array"),
+    (uses_setitem_augmented, 2, "y", "is not an array that can be assigned into"),
     (uses_floordiv, 1, "x // 2.0", "`//` on arrays is not supported"),
     (uses_chained_compare, 1, "0.0 < x < 1.0", "chained comparisons"),
     (uses_floor, 1, "np.floor", "`np.floor` has no derivative rule"),

@@ -14,8 +14,9 @@ import keyword
 import astor
 
 from ..ir import Literal, Value, walk
-from .expressions import (accumulate_statements, const, dtype_expr, node_expr,
-                          scatter_statements)
+from ..ir.primitives import PRIMS
+from .expressions import (accumulate_statements, assign_statements, const, dtype_expr,
+                          node_expr, scatter_statements)
 from .liveness import Liveness
 
 RESERVED = {"np", "cp", "cupyx", "math", "float", "_sum_to"}
@@ -33,8 +34,8 @@ def _sum_to(g, shape):
 class Emitter:
     """Names values and writes statements; see the module docstring for what it guarantees."""
 
-    def __init__(self, graph, xp_name="np"):
-        self.graph, self.xp = graph, xp_name
+    def __init__(self, graph, xp_name="np", plain=False):
+        self.graph, self.xp, self.plain = graph, xp_name, plain
         self.live = Liveness(graph)
         self.names: dict = {}      # Value -> Python name
         self.holders: dict = {}    # Python name -> the values stored under it over time
@@ -42,6 +43,10 @@ class Emitter:
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
+        self.views = {}            # value -> values that may share its memory (NumPy views)
+        for n in walk(graph.nodes):
+            if _is_view(n):
+                self.views.setdefault(n.inputs[0], []).append(n.outputs[0])
         self.carried_param = {}    # loop body param -> (loop node, initial value, next value)
         for n in walk(graph.nodes):
             if n.prim in ("loop", "while"):
@@ -128,16 +133,39 @@ class Emitter:
             return self.loop(node, args)
         if node.prim == "while":
             return self.while_loop(node, args)
-        if node.prim == "index_add":
-            return self.index_add(node, args, *where)
+        if node.prim == "fused":
+            return self.fused(node, args, *where)
+        if node.prim in ("index_add", "setitem"):
+            return self.update(node, args, *where)
         target = self.name(node.outputs[0], *where)
         if node.prim == "scatter_add":
             return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
         return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
 
-    def index_add(self, node, args, at, path):
-        """``acc[idx] += g`` in place when this code owns ``acc`` and never reads it again;
-        on a copy otherwise. ``np.add.at`` where an index array may repeat entries."""
+    def fused(self, node, args, at, path):
+        """A fused elementwise chain: its expression, inputs substituted, as one statement."""
+        (block,) = node.regions
+        reads = {}
+        for inner in block.nodes:
+            for x in inner.inputs:
+                reads[x] = reads.get(x, 0) + 1
+        lines = []
+        for param, arg in zip(block.params, args):
+            if reads.get(param, 0) == 1:
+                self.inline[param] = arg
+            elif isinstance(arg, ast.Name):
+                self.names[param] = arg.id  # an alias: the param is that outer name
+            else:  # an inlined expression read several times: compute it once
+                lines.append(_render(ast.Assign([_store(self.name(param))], arg)))
+        for inner in block.nodes:
+            inner_args = [self.atom(x) for x in inner.inputs]
+            self.inline[inner.outputs[0]] = node_expr(inner, inner_args, self.xp)
+        target = self.name(node.outputs[0], at, path)
+        return lines + [_render(ast.Assign([_store(target)], self.atom(block.outputs[0])))]
+
+    def update(self, node, args, at, path):
+        """``acc[idx] = v`` / ``acc[idx] += g`` in place when this code owns ``acc`` and never
+        reads it again; on a copy otherwise (so a caller's array is never written)."""
         acc = node.inputs[0]
         lines = []
         if self._owned(acc, at, path):
@@ -146,26 +174,39 @@ class Emitter:
             target = self.name(node.outputs[0], at, path)
             # np.array copies, and gives a writable array even where acc is a NumPy scalar
             lines.append(f"{target} = {self.xp}.array({_expr(args[0])})")
-        return lines + [_render(s) for s in accumulate_statements(node, target, args, self.xp)]
+        if node.prim == "setitem":
+            stmts = assign_statements(node, target, args)
+        else:
+            stmts = accumulate_statements(node, target, args, self.xp)
+        return lines + [_render(s) for s in stmts]
 
     def _owned(self, acc, at, path, seen=()) -> bool:
         """Whether ``acc`` is an array this function created, that nothing reads after ``at``
         and no other name holds: updating it in place is then invisible."""
-        if not isinstance(acc, Value) or acc.aval.kind != "array":
+        if self.plain or not isinstance(acc, Value) or acc.aval.kind != "array":
             return False
-        if self.live.read_after(acc, at, path):
+        if any(self.live.read_after(v, at, path) for v in self._views(acc)):
             return False
         producer = self.producer.get(acc)
         if producer is not None:
-            return producer.prim in ("zeros_like", "zeros", "scatter_add", "index_add")
+            return _fresh(producer)
         if acc in self.carried_param and acc not in seen:
             loop, init, nxt = self.carried_param[acc]
             start = self.live.pos[loop]
             nxt_node = self.producer.get(nxt)
-            return (nxt_node is not None and nxt_node.prim == "index_add"
+            return (nxt_node is not None and nxt_node.prim in ("index_add", "setitem")
                     and nxt_node.inputs[0] is acc
                     and self._owned(init, start, self.live.path[loop], seen + (acc,)))
         return False
+
+    def _views(self, v) -> list:
+        """``v`` and every value that may view its memory, transitively."""
+        out, todo = [], [v]
+        while todo:
+            x = todo.pop()
+            out.append(x)
+            todo.extend(self.views.get(x, ()))
+        return out
 
     def cond(self, node, args):
         end, path = self.live.end[node], self.live.path[node]
@@ -279,6 +320,32 @@ class Emitter:
         return [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
 
 
+_FRESH = {"zeros_like", "ones_like", "zeros", "ones", "full", "scatter_add", "index_add",
+          "setitem", "copy", "astype"}
+
+
+def _fresh(node) -> bool:
+    """Whether ``node`` returns a new writable array no other value shares: creations,
+    copies, updates, and elementwise results with at least one dimension (NumPy returns
+    scalars, not arrays, for 0-d results)."""
+    if node.regions or node.params.get("py"):
+        return False
+    out = node.outputs[0].aval
+    if out.kind != "array" or not out.ndim:
+        return False
+    return node.prim in _FRESH or PRIMS[node.prim].family == "elementwise"
+
+
+_VIEWS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to"}
+
+
+def _is_view(node) -> bool:
+    """Whether NumPy may return a view of the first input (basic indexing, reshapes...)."""
+    if node.prim == "getitem":
+        return all(not x.aval.ndim for x in node.inputs[1:])  # no 1-D+ index array: basic
+    return node.prim in _VIEWS
+
+
 def _store(name):
     return ast.Name(name, ast.Store())
 
@@ -311,14 +378,14 @@ def _render(stmt) -> str:
     return astor.to_source(stmt, pretty_source="".join).rstrip("\n")
 
 
-def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None):
+def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None, plain=False):
     """The source of ``def fname(*arg_names): ...`` computing ``graph``, plus its helpers.
 
     ``arg_names`` lists every parameter of the user's function; those the graph traces bind
     to its parameters by name, the others were folded in while compiling. Constants are read
     from module-level names the caller binds (see :func:`constant_names`).
     """
-    em = Emitter(graph, xp_name)
+    em = Emitter(graph, xp_name, plain)
     for p in graph.params:
         assert em.name(p) == p.name, f"parameter {p.name!r} must keep its name"
     for v in graph.consts:

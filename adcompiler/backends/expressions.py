@@ -85,8 +85,8 @@ def node_expr(node, args, xp_name="np"):
         return ast.Attribute(args[0], "T", ast.Load())
     if prim == "astype":
         return _call(ast.Attribute(args[0], "astype", ast.Load()), [dtype_expr(p["dtype"], xp_name)])
-    if prim == "to_float":
-        return _call(_name("float"), args)
+    if prim in ("to_float", "to_int"):
+        return _call(_name(PRIMS[prim].spell), args)
     return _SPECIAL.get(prim, _generic)(node, args, xp_name)
 
 
@@ -160,6 +160,12 @@ def accumulate_statements(node, target: str, args, xp_name="np"):
         return [ast.AugAssign(ast.Subscript(_name(target), idx, ast.Store()), ast.Add(), args[1])]
     adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
     return [ast.Expr(_call(_attr(adder, xp_name), [_name(target), idx, args[1]]))]
+
+
+def assign_statements(node, target: str, args):
+    """``target[idx] = v``."""
+    idx = index_expr(node.params["index"], args[2:])
+    return [ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[1])]
 
 
 def scatter_statements(node, target: str, args, xp_name="np"):

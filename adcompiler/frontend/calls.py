@@ -285,6 +285,31 @@ def _float(b, args, kwargs):
     return b.emit("to_float", (x,)) if isinstance(x, Value) else float(x)
 
 
+def _array(copy):
+    """``np.array``/``np.asarray``: of literals, a constant made while compiling; of a traced
+    array, a copy (np.array) or the array itself (np.asarray)."""
+    def handler(b, args, kwargs):
+        (x,) = _positional(args, 1)
+        dtype = kwargs.pop("dtype", None)
+        if kwargs:
+            raise CallError(f"unsupported keyword {next(iter(kwargs))}=", "pass the data only")
+        if not _contains_value(x):
+            return np.array(x, dtype=dtype)
+        if not isinstance(x, Value):
+            raise CallError("np.array of a list of traced values is not supported",
+                            "use np.stack([...])")
+        if dtype is not None and np.dtype(dtype).name != x.aval.dtype:
+            return b.emit("astype", (x,), {"dtype": np.dtype(dtype).name})
+        return b.emit("copy", (x,)) if copy else x
+    return handler
+
+
+def _contains_value(x) -> bool:
+    if isinstance(x, (list, tuple)):
+        return any(_contains_value(v) for v in x)
+    return isinstance(x, Value)
+
+
 def _len(b, args, kwargs):
     (x,) = _positional(args, 1)
     if not isinstance(x, Value):
@@ -308,6 +333,7 @@ FUNCTIONS.update({
     np.zeros_like: _like("zeros_like"), np.ones_like: _like("ones_like"),
     np.zeros: _creation("zeros"), np.ones: _creation("ones"), np.full: _full,
     np.copy: lambda b, args, kwargs: b.emit("copy", _positional(args, 1)),
+    np.array: _array(copy=True), np.asarray: _array(copy=False),
     builtins.float: _float, builtins.len: _len,
 })
 FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})

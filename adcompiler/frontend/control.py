@@ -330,5 +330,8 @@ def _assigned(stmts) -> list:
         for node in ast.walk(stmt):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.setdefault(node.id, None)
+            elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name)):  # y[i] = v rebinds y in SSA
+                names.setdefault(node.value.id, None)
     return list(names)
 

@@ -39,10 +39,11 @@ class InplaceLowering:
 
     def augmented(self, stmt):
         target = stmt.target
+        if isinstance(target, ast.Subscript):
+            return self.assign_subscript(target, self.expr(stmt.value), stmt, op=stmt.op)
         if not isinstance(target, ast.Name):
-            raise self.src.error(target, "augmented assignment into an array element or an "
-                                 "attribute is not supported yet",
-                                 "compute the whole new array, e.g. with np.where")
+            raise self.src.error(target, "augmented assignment to an attribute is not "
+                                 "supported", "assign to a plain name")
         old = self.lookup(target.id, target)
         new = self.expr(ast.BinOp(left=target, op=stmt.op, right=stmt.value, **_loc(stmt)))
         if _is_mutable_array(old):
@@ -67,15 +68,18 @@ class InplaceLowering:
                 f"write `{name} = {name} {op} ...` to make a new {new.aval.dtype} array")
         return self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
 
-    def update_aliases(self, stmt, old: Value, new: Value):
-        """Rebind every name for ``old`` to ``new``; names for views of its memory go stale."""
+    def update_aliases(self, stmt, old: Value, new: Value, name=None):
+        """Rebind every name for ``old`` to ``new``; names for views of its memory go stale.
+        ``name`` is the updated variable (``y`` in ``y *= 2`` and in ``y[i] = v``)."""
+        name = name or stmt.target.id
         producers = {v: n for n in self.graph.nodes for v in n.outputs}
         root = _memory_root(old, producers)
         if root in self.graph.consts:
-            raise self.src.error(stmt, f"`{stmt.target.id}` is (a view of) an array from a "
+            raise self.src.error(stmt, f"`{name}` is (a view of) an array from a "
                                  "module global or a closure; updating it in place would "
-                                 "change that array for every later call", _rebind_hint(stmt))
-        stale = Stale(stmt.target.id, self.src.text(stmt), stmt.lineno)
+                                 "change that array for every later call",
+                                 _rebind_hint(stmt, name))
+        stale = Stale(name, self.src.text(stmt), stmt.lineno)
 
         def update(value):
             if value is old:
@@ -91,25 +95,25 @@ class InplaceLowering:
 
         changes = []
         for env in self.frames:
-            for name, value in env.items():
+            for alias, value in env.items():
                 if (changed := update(value)) is not value:
-                    changes.append((env, name, changed))
-        self.check_region(stmt, changes)
-        for env, name, value in changes:
-            env[name] = value
+                    changes.append((env, alias, changed))
+        self.check_region(stmt, changes, name)
+        for env, alias, value in changes:
+            env[alias] = value
 
-    def check_region(self, stmt, changes):
+    def check_region(self, stmt, changes, target):
         """Inside an ``if``/``for``/``while`` body only the target itself may change: the
         control-flow lowering merges and carries the names a block assigns, not their aliases."""
         if self.b.target is self.graph.nodes:
             return
         others = [name for env, name, _ in changes
-                  if not (env is self.env and name == stmt.target.id)]
+                  if not (env is self.env and name == target)]
         if others:
             raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
                                  f"change `{others[0]}`, which names the same memory; that is "
                                  "not supported inside `if`, `for` or `while` yet",
-                                 _rebind_hint(stmt))
+                                 _rebind_hint(stmt, target))
 
     def stale_error(self, name, stale: Stale, node):
         return self.src.error(
@@ -120,8 +124,10 @@ class InplaceLowering:
             f"{stale.target} * ...` instead of an in-place update")
 
 
-def _rebind_hint(stmt) -> str:
-    name, op = stmt.target.id, _OP_TEXT.get(type(stmt.op), "op")
+def _rebind_hint(stmt, name) -> str:
+    if not isinstance(stmt, ast.AugAssign) or not isinstance(stmt.target, ast.Name):
+        return f"take a .copy() first (`{name} = {name}.copy()`) so no other name shares it"
+    op = _OP_TEXT.get(type(stmt.op), "op")
     return f"write `{name} = {name} {op} ...` to make a new array instead"
 
 

@@ -25,13 +25,15 @@ from .control import NO_RETURN, ControlLowering
 from .expressions import ExpressionLowering
 from .indexing import IndexLowering
 from .inplace import InplaceLowering, Stale
+from .setitem import SetitemLowering
 from .source import read_function
 
 _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, ControlLowering):
+class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, SetitemLowering,
+               ControlLowering):
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
         self.src = read_function(fn)
@@ -99,9 +101,7 @@ class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, ControlLoweri
             for t, v in zip(target.elts, value):
                 self.bind(t, v, stmt)
         elif isinstance(target, ast.Subscript):
-            raise self.src.error(target, "assigning into an array (`x[i] = ...`) is not "
-                                 "supported yet", "build the new array whole, with np.where "
-                                 "or np.concatenate")
+            self.assign_subscript(target, value, stmt)
         else:
             raise self.src.error(target, "assigning to an attribute is not supported",
                                  "assign to a plain name, and return the value")

@@ -42,6 +42,9 @@ printed indented under it::
 - ``while`` takes the initial carried values; its ``test`` block (params: the carried values)
   yields the predicate, its ``body`` block (same params) yields the next carried values and then
   ``stacked`` per-iteration values, which the node returns as Python lists (kind ``list``).
+- ``fused`` (made by the fusion pass, after differentiation) takes the values its chain of
+  elementwise nodes reads from outside; its ``expr`` block has one param per input and yields
+  the chain's result.
 - Scoping: a block reads its params and any value defined before it in program order (Python's
   function scope). The adjoint of a ``cond`` reads values computed inside the forward block it
   replays; that is sound because it runs under the same predicate value.

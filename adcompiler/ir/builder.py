@@ -120,6 +120,9 @@ class Builder:
     def scatter_add(self, g, arrays, shape, index):
         return self.emit("scatter_add", (g, *arrays), {"shape": shape, "index": index})
 
+    def setitem(self, x, v, arrays, index):
+        return self.emit("setitem", (x, v, *arrays), {"index": index})
+
     def getitem(self, x, arrays, index):
         return self.emit("getitem", (x, *arrays), {"index": index})
 

@@ -127,6 +127,7 @@ _def("astype", lambda x, dtype: np.asarray(x).astype(dtype), "creation", ".astyp
      params=("dtype",))
 _def("copy", np.copy, "creation", "np.copy")
 _def("to_float", float, "creation", "float")  # a Python float from a 0-d result
+_def("to_int", int, "creation", "int", differentiable=False)  # a Python int, likewise
 
 
 # ---- internal: introduced by the adjoint transform ------------------------------------------
@@ -157,6 +158,14 @@ def index_add(acc, g, *arrays, index):
     return out
 
 
+def setitem(x, v, *arrays, index):
+    """``x`` with ``x[index] = v`` applied, as a new array (the SSA form of ``x[i] = v``)."""
+    out = np.array(x, copy=True)
+    out[build_index(index, arrays)] = v
+    return out
+
+
+_def("setitem", setitem, "shape", "setitem", None)
 _def("sum_to", sum_to, "internal", "_sum_to", params=("shape",))
 _def("index_add", index_add, "internal", "index_add", None)
 _def("scatter_add", scatter_add, "internal", "_scatter_add", None)
@@ -166,6 +175,8 @@ _def("scatter_add", scatter_add, "internal", "_scatter_add", None)
 _def("cond", None, "control", "if", None, differentiable=True)
 _def("loop", None, "control", "for", None, differentiable=True)
 _def("while", None, "control", "while", None, differentiable=True)
+# A chain of elementwise nodes computed as one (see adcompiler.passes.fuse).
+_def("fused", None, "control", "fused", None, differentiable=False)
 # A while loop's residuals go into Python lists (its trip count is unknown on entry).
 _def("list_get", lambda s, k: s[k], "internal", "[]", 2, differentiable=False)
 

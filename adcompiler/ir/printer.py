@@ -21,7 +21,8 @@ def print_graph(graph) -> str:
     return "\n".join(lines)
 
 
-_BLOCK_NAMES = {"cond": ("then", "else"), "loop": ("body",), "while": ("test", "body")}
+_BLOCK_NAMES = {"cond": ("then", "else"), "loop": ("body",), "while": ("test", "body"),
+                "fused": ("expr",)}
 
 
 def _print_nodes(nodes, names, lines, indent, top=False):

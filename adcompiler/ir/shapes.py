@@ -125,7 +125,7 @@ def _shape_of(prim, avals, params):
     if prim in ("zeros", "ones", "full", "sum_to", "scatter_add"):
         shape = params["shape"]
         return (shape,) if isinstance(shape, int) else tuple(shape)
-    if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add"):
+    if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add", "setitem"):
         return shapes[0]
     if prim == "to_float":
         return ()
@@ -144,6 +144,8 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
     """The aval of ``prim[params](*inputs)``; ``literals`` holds literal values or None."""
     if params.get("py") or prim == "to_float":
         return Aval("float", "float64")
+    if prim == "to_int":
+        return Aval("int", "int64")
     if prim == "list_get":  # an element of a list stack (kind "list": shape of its elements)
         return Aval("array", avals[0].dtype, avals[0].shape)
     fam = PRIMS[prim].family
@@ -155,7 +157,7 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
         dtype = np.dtype(params.get("dtype") or (avals[0].dtype if avals else "float64")).name
     elif prim == "astype":
         dtype = np.dtype(params["dtype"]).name
-    elif prim in ("sum_to", "scatter_add", "index_add") or (
+    elif prim in ("sum_to", "scatter_add", "index_add", "setitem") or (
             fam == "shape" and prim not in ("concatenate", "stack")):
         dtype = avals[0].dtype
     else:

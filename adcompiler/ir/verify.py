@@ -70,7 +70,7 @@ def _check_regions(node, defined, define):
         for x in block.outputs:
             if isinstance(x, Value) and x not in defined:
                 raise IRError(f"{node.prim} block yields {x} before defining it")
-    if node.prim == "cond":
+    if node.prim in ("cond", "fused"):
         for block in node.regions:
             got = [x.aval for x in block.outputs]
             if got != [v.aval for v in node.outputs]:

@@ -5,16 +5,22 @@ Each pass is a function ``Graph -> Graph`` in its own module, named by a verb.
 
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .fuse import fuse_elementwise
 from .simplify import simplify
 
 PIPELINE = (
     simplify,                         # folds literals and identities (x * 1, x ** 1): fewer nodes
     eliminate_common_subexpressions,  # after simplify, so that x * 1.0 and x meet as the same x
-    eliminate_dead_code,              # last: the two passes above leave unused nodes behind
+    eliminate_dead_code,              # the two passes above leave unused nodes behind
+    fuse_elementwise,                 # last: it needs final use counts (a value read twice is
+                                      # materialised), so after CSE and DCE
 )
 
 
-def optimize(graph):
+def optimize(graph, plain=False):
+    """Run the pipeline; ``plain`` stops before fusion, for code that will be transformed again."""
     for run_pass in PIPELINE:
+        if plain and run_pass is fuse_elementwise:
+            continue
         graph = run_pass(graph)
     return graph

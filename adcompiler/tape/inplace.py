@@ -133,8 +133,10 @@ def update(t, prim, other):
     forward = mode.dual_level_token() is not None and t._tangents is not None
     source = t._snapshot() if recording or forward else t
     result = apply(prim, (source, other))
-    if t.ndim == 0 and result.ndim > 0 and mode.is_numpy_inplace():
-        return result              # a NumPy scalar is immutable: ``s += v`` rebinds ``s``
+    if t.ndim == 0 and mode.is_numpy_inplace():
+        # NumPy's 0-d results are scalars, and a scalar is immutable: ``s += v`` rebinds ``s``
+        # (the compiler makes the same choice for every shape-() value)
+        return result
     return adopt(t, result)
 
 

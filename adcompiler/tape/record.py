@@ -133,6 +133,9 @@ class TensorOps:
     def scatter_add(self, g, arrays, shape, index):
         return apply("scatter_add", (g, *arrays), {"shape": tuple(shape), "index": index})
 
+    def setitem(self, x, v, arrays, index):
+        return apply("setitem", (x, v, *arrays), {"index": index})
+
     def concatenate(self, xs, axis=0):
         return apply("concatenate", tuple(xs), {"axis": axis})
 

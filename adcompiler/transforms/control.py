@@ -204,8 +204,8 @@ def _load(b, stacked, k_adj, r, subst):
             load = b.emit("list_get", (stacked, k_adj))
         else:
             load = b.getitem(stacked, (k_adj,), (("a", 0),))
-        if r.aval.is_scalar:
-            load = b.emit("to_float", (load,))
+        if r.aval.is_scalar:  # back to the Python number it was
+            load = b.emit("to_int" if r.aval.kind == "int" else "to_float", (load,))
     if r.name:
         b.graph.name_value(load, r.name)
     subst[r] = load

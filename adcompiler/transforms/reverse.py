@@ -114,7 +114,11 @@ def _first_uses(graph: Graph, wrt: list) -> dict:
 
 def _backprop_node(b: Builder, node, g, ct):
     args = [x.value if isinstance(x, Literal) else x for x in node.inputs]
-    for i, x in enumerate(node.inputs):
+    # setitem: gather the overwritten entries' cotangent before zeroing them, so the zeroing
+    # can be done in place
+    order = range(len(args) - 1, -1, -1) if node.prim == "setitem" else range(len(args))
+    for i in order:
+        x = node.inputs[i]
         if not (isinstance(x, Value) and x in b.active):
             continue
         if not templates.has_rule(node.prim, i):

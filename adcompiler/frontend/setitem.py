@@ -1,0 +1,72 @@
+"""Lower ``y[idx] = v`` and ``y[idx] op= v`` into functional ``setitem`` updates in SSA.
+
+NumPy writes into ``y``'s memory, so every name for that array sees the change: the update
+goes through the same alias tracking as ``y *= v`` (:mod:`.inplace`). A boolean mask becomes
+``np.where(mask, v, y)`` (the count it selects depends on the data; the shape it keeps does
+not). Invariants: the compiled code never writes into the caller's arrays (assigning into a
+parameter updates a copy, the result is the same); writing into a module-level or closure
+array is a located error; ``v`` is cast to ``y``'s dtype, as NumPy does.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..ir import Value
+from .indexing import IndexLowering
+
+_OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
+        ast.Pow: "power"}
+
+
+class SetitemLowering:
+    """Mixin of the lowering for assignments into array elements."""
+
+    def assign_subscript(self, target: ast.Subscript, value, stmt, op=None):
+        if not isinstance(target.value, ast.Name):
+            raise self.src.error(target, "assign into a named array (`y[i] = v`), not into an "
+                                 "expression", "give the array a name first")
+        name = target.value.id
+        old = self.lookup(name, target.value)
+        if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
+            raise self.src.error(target.value, f"`{name}` is not an array that can be "
+                                 "assigned into", "assign into arrays made with np.zeros, "
+                                 "np.empty_like, .copy() and the like")
+        index = self.expr(target.slice)
+        items = index if isinstance(index, tuple) else (index,)
+        if op is not None:
+            current = self.subscript_read(old, items, target)
+            value = self.b.emit(_OPS[type(op)], (current, self.operand(value, stmt.value)))
+        new = self.store(old, items, self.operand(value, stmt.value), target)
+        if new.aval.dtype != old.aval.dtype:
+            new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+        self.update_aliases(stmt, old, new, name)
+        self.bind(target.value, new, stmt)
+
+    def subscript_read(self, base, items, node):
+        mask = _mask(items)
+        if mask is not None:
+            return base  # combined elementwise, then selected by the mask in store()
+        arrays = []
+        spec = tuple(IndexLowering.index_item(self, item, arrays, node) for item in items)
+        return self.b.getitem(base, arrays, spec)
+
+    def store(self, old, items, value, node):
+        mask = _mask(items)
+        if mask is not None:
+            new = self.b.emit("where", (mask, value, old))
+            if new.aval.shape != old.aval.shape:
+                raise self.src.error(node, f"the mask (shape {mask.aval.shape}) does not fit "
+                                     f"the array (shape {old.aval.shape})",
+                                     "use a mask of the array's own shape")
+            return new
+        arrays = []
+        spec = tuple(IndexLowering.index_item(self, item, arrays, node) for item in items)
+        return self.b.setitem(old, value, arrays, spec)
+
+
+def _mask(items):
+    """The boolean mask of ``y[mask]``, if that is the index."""
+    if len(items) == 1 and isinstance(items[0], Value) and items[0].aval.dtype == "bool":
+        return items[0]
+    return None
