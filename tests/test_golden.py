@@ -25,11 +25,9 @@ def grad_loss(w1, w2, w3, inp):
     l1 = inp * w1
     l2 = l1 + w2
     l3 = l1 * w3
-    # grad of: return l4.mean()
-    dl4 = np.broadcast_to(1.0, (2, 2)) / 4
     # grad of: l4 = l2 * l3
-    dl2 = dl4 * l3
-    dl3 = dl4 * l2
+    dl2 = 0.25 * l3
+    dl3 = 0.25 * l2
     # grad of: l3 = l1 * w3
     dl1 = dl3 * w3
     dw3 = float(np.sum(dl3 * l1))
@@ -47,20 +45,18 @@ graph loss(w1: float, w2: float, w3: float, inp: f64[2,2]) {
   l2: f64[2,2] = add l1 w2
   l3: f64[2,2] = multiply l1 w3
   # adjoint
-  %0: f64[2,2] = broadcast_to[shape=(2, 2)] 1.0
-  dl4: f64[2,2] = divide %0 4
-  dl2: f64[2,2] = multiply dl4 l3
-  dl3: f64[2,2] = multiply dl4 l2
+  dl2: f64[2,2] = multiply 0.25 l3
+  dl3: f64[2,2] = multiply 0.25 l2
   dl1: f64[2,2] = multiply dl3 w3
-  %1: f64[2,2] = multiply dl3 l1
-  %2: f64[] = sum_to[shape=()] %1
-  dw3: float = to_float %2
+  %0: f64[2,2] = multiply dl3 l1
+  %1: f64[] = sum_to[shape=()] %0
+  dw3: float = to_float %1
   dl1_1: f64[2,2] = add dl1 dl2
-  %3: f64[] = sum_to[shape=()] dl2
-  dw2: float = to_float %3
-  %4: f64[2,2] = multiply dl1_1 inp
-  %5: f64[] = sum_to[shape=()] %4
-  dw1: float = to_float %5
+  %2: f64[] = sum_to[shape=()] dl2
+  dw2: float = to_float %2
+  %3: f64[2,2] = multiply dl1_1 inp
+  %4: f64[] = sum_to[shape=()] %3
+  dw1: float = to_float %4
   return dw1, dw2, dw3
 }'''
 

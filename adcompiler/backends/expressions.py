@@ -48,11 +48,15 @@ def dtype_expr(dtype: str, xp_name: str):
     return _attr(f"np.{np.dtype(dtype).name}", xp_name)
 
 
-def index_expr(spec, arrays):
+def index_expr(spec, arrays, in_call=False):
+    """The index as a subscript (``x[1:, i]``), or as a value (``(slice(1, None), i)``) for
+    ``np.add.at``, where the ``:`` syntax is not allowed."""
     items = []
     for item in spec:
         tag = item[0]
-        if tag == "s":
+        if tag == "s" and in_call:
+            items.append(_call(_name("slice"), [const(v) for v in item[1:]]))
+        elif tag == "s":
             items.append(ast.Slice(*(None if v is None else const(v) for v in item[1:])))
         elif tag == "i":
             items.append(const(item[1]))
@@ -155,9 +159,10 @@ def _is_basic(spec, arrays_avals) -> bool:
 def accumulate_statements(node, target: str, args, xp_name="np"):
     """``target[idx] += g`` (or ``np.add.at(target, idx, g)`` if indices may repeat)."""
     p = node.params
-    idx = index_expr(p["index"], args[2:])
     if _is_basic(p["index"], [x.aval for x in node.inputs[2:]]):
+        idx = index_expr(p["index"], args[2:])
         return [ast.AugAssign(ast.Subscript(_name(target), idx, ast.Store()), ast.Add(), args[1])]
+    idx = index_expr(p["index"], args[2:], in_call=True)
     adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
     return [ast.Expr(_call(_attr(adder, xp_name), [_name(target), idx, args[1]]))]
 
@@ -173,9 +178,10 @@ def scatter_statements(node, target: str, args, xp_name="np"):
     p = node.params
     zeros = _call(_attr("np.zeros", xp_name), [const(p["shape"])],
                   {"dtype": dtype_expr(node.out.aval.dtype, xp_name)})
-    idx = index_expr(p["index"], args[1:])
+    basic = _is_basic(p["index"], [x.aval for x in node.inputs[1:]])
+    idx = index_expr(p["index"], args[1:], in_call=not basic)
     first = ast.Assign([ast.Name(target, ast.Store())], zeros)
-    if not _is_basic(p["index"], [x.aval for x in node.inputs[1:]]):
+    if not basic:
         adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
         second = ast.Expr(_call(_attr(adder, xp_name),
                                 [_name(target), idx, args[0]]))

@@ -12,6 +12,9 @@ from __future__ import annotations
 from ..ir import Value
 
 
+STATEMENTS = {"scatter_add", "index_add", "setitem"}  # written as statements, never inlined
+
+
 class Liveness:
     def __init__(self, graph):
         self.pos, self.end, self.path = {}, {}, {}
@@ -60,7 +63,7 @@ class Liveness:
 
     def _inlinable(self, node) -> bool:
         """An unnamed value read once, by a plain node of the same statement, is inlined."""
-        if node.regions or node.prim == "scatter_add" or len(node.outputs) != 1:
+        if node.regions or node.prim in STATEMENTS or len(node.outputs) != 1:
             return False
         v = node.outputs[0]
         user = self.consumer.get(v)

@@ -107,9 +107,22 @@ def _dtype(val):
 
 # ---- elementwise ----------------------------------------------------------------------------
 def _ufunc(name):
+    """``np.<name>(...)``: a NumPy result even for Python numbers (np.add(2.0, 3.0) is an
+    np.float64, where ``2.0 + 3.0`` is a float)."""
     def handler(b, args, kwargs):
-        return b.emit(name, _positional(args, PRIMS[name].arity))
+        out = b.emit(name, _positional(args, PRIMS[name].arity))
+        if isinstance(out, Value) and out.aval.is_scalar:
+            out = b.emit("asarray", (out,))
+        return out
     return handler
+
+
+def _builtin_abs(b, args, kwargs):
+    """``abs(x)``: a Python number for a Python number (math.fabs), else np.abs."""
+    (x,) = _positional(args, 1)
+    if isinstance(x, Value) and x.aval.kind == "float":
+        return b.emit("abs", (x,), {"py": "fabs"})
+    return b.emit("abs", (x,)) if isinstance(x, Value) else abs(x)
 
 
 def _clip(b, args, kwargs):
@@ -321,7 +334,7 @@ def _len(b, args, kwargs):
 
 
 FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
-FUNCTIONS.update({np.absolute: _ufunc("abs"), builtins.abs: _ufunc("abs"), np.clip: _clip,
+FUNCTIONS.update({np.absolute: _ufunc("abs"), builtins.abs: _builtin_abs, np.clip: _clip,
                   np.where: _where})
 FUNCTIONS.update({getattr(np, n): _reduce(n) for n in _REDUCE_PARAMS})
 FUNCTIONS.update({np.amax: _reduce("max"), np.amin: _reduce("min")})
@@ -337,6 +350,12 @@ FUNCTIONS.update({
     builtins.float: _float, builtins.len: _len,
 })
 FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})
+
+
+def register_call(fn, handler):
+    """Lower calls of ``fn`` (a hashable callable) with ``handler(b, args, kwargs)``: how
+    ``adcompiler.stop_gradient`` and ``custom_vjp`` functions reach the compiler."""
+    FUNCTIONS[fn] = handler
 
 
 def _as_method(function):

@@ -24,6 +24,8 @@ class Prim:
     arity: Optional[int] = 1     # None: variadic
     differentiable: bool = True  # False: the output carries no gradient (comparisons, creation)
     params: tuple = ()           # static parameters, in NumPy's positional order
+    abstract: Optional[Callable] = None  # (avals, literals) -> output aval, where NumPy's shape
+                                         # rules do not apply (family "custom": user functions)
 
 
 PRIMS: dict[str, Prim] = {}
@@ -58,7 +60,7 @@ _def("clip", np.clip, "elementwise", "np.clip", 3)
 MATH_PRIMS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
               "cos": math.cos, "tan": math.tan, "tanh": math.tanh, "log1p": math.log1p,
               "expm1": math.expm1, "atan": math.atan, "asin": math.asin, "acos": math.acos,
-              "sinh": math.sinh, "cosh": math.cosh}
+              "sinh": math.sinh, "cosh": math.cosh, "fabs": math.fabs}
 # The math spelling of each primitive that has one (adjoint code on Python floats uses it).
 MATH_NAMES = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
               "tan": "tan", "tanh": "tanh", "log1p": "log1p", "expm1": "expm1", "arctan": "atan",
@@ -126,6 +128,7 @@ _def("full", lambda fill, shape, dtype=None: np.full(shape, fill, dtype=dtype), 
 _def("astype", lambda x, dtype: np.asarray(x).astype(dtype), "creation", ".astype",
      params=("dtype",))
 _def("copy", np.copy, "creation", "np.copy")
+_def("asarray", np.asarray, "creation", "np.asarray")  # an ndarray (NumPy scalars become 0-d)
 _def("to_float", float, "creation", "float")  # a Python float from a 0-d result
 _def("to_int", int, "creation", "int", differentiable=False)  # a Python int, likewise
 
@@ -177,6 +180,10 @@ _def("loop", None, "control", "for", None, differentiable=True)
 _def("while", None, "control", "while", None, differentiable=True)
 # A chain of elementwise nodes computed as one (see adcompiler.passes.fuse).
 _def("fused", None, "control", "fused", None, differentiable=False)
+# ---- family "custom": functions called by name, which the generated module binds under their
+# ``spell``: ``stop_gradient`` and the user's custom_vjp functions, registered by
+# adcompiler.custom (with an ``abstract`` rule, since NumPy's shape rules do not apply).
+
 # A while loop's residuals go into Python lists (its trip count is unknown on entry).
 _def("list_get", lambda s, k: s[k], "internal", "[]", 2, differentiable=False)
 

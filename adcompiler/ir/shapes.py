@@ -125,7 +125,7 @@ def _shape_of(prim, avals, params):
     if prim in ("zeros", "ones", "full", "sum_to", "scatter_add"):
         shape = params["shape"]
         return (shape,) if isinstance(shape, int) else tuple(shape)
-    if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add", "setitem"):
+    if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add", "setitem", "asarray"):
         return shapes[0]
     if prim == "to_float":
         return ()
@@ -146,6 +146,10 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
         return Aval("float", "float64")
     if prim == "to_int":
         return Aval("int", "int64")
+    if PRIMS[prim].abstract is not None:  # a user function's (adcompiler.custom)
+        return PRIMS[prim].abstract(avals, literals)
+    if prim == "list_get" and avals[0].kind == "tuple":  # an item of a custom call's tuple
+        return avals[0].shape[literals[1]]
     if prim == "list_get":  # an element of a list stack (kind "list": shape of its elements)
         return Aval("array", avals[0].dtype, avals[0].shape)
     fam = PRIMS[prim].family

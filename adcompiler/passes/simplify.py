@@ -1,13 +1,16 @@
 """Constant folding and algebraic identities: literal-only scalar nodes fold, x*1, x+0, x**1 vanish.
 
-Invariant: a rewrite happens only when the replacement has exactly the node's abstract value
-(shape, dtype and Python-ness), so no dtype or broadcast is lost.
+A broadcast literal (``np.broadcast_to(1.0, shape)``, the seed a reduction's adjoint spreads)
+counts as its literal in the identities, and negations cancel through products:
+``-(-a * b)`` is ``a * b``. Invariant: a rewrite happens only when the replacement has exactly
+the node's abstract value (shape, dtype and Python-ness), so no dtype or broadcast is lost.
 """
 
 from __future__ import annotations
 
 from ..ir import Literal, Value
-from ..ir.primitives import evaluate
+from ..ir.primitives import PRIMS, evaluate
+from ..ir.shapes import infer
 from .rewrite import resolve, substitute
 
 # prim -> (position of the operand kept, literal the other operand must equal)
@@ -37,7 +40,11 @@ def _simplify_nodes(nodes, subst, producers):
             kept.append(node)
             continue
         _negation(node)
-        replacement = _fold(node) or _identity(node) or _double_negation(node, producers)
+        _double_negation_in_products(node, producers)
+        _fold_broadcast_literal(node, producers)
+        _literal_operands(node, producers)
+        replacement = (_fold(node) or _identity(node, producers)
+                       or _double_negation(node, producers))
         if replacement is not None:
             subst[node.out] = replacement
         else:
@@ -54,14 +61,40 @@ def _fold(node):
     return None
 
 
-def _identity(node):
+def _literal(x, producers):
+    """The number ``x`` stands for: a literal, or a literal broadcast to an array."""
+    if isinstance(x, Literal):
+        return x.value
+    producer = producers.get(x)
+    if producer is not None and producer.prim == "broadcast_to":
+        inner = producer.inputs[0]
+        if isinstance(inner, Literal):
+            return inner.value
+    return None
+
+
+def _identity(node, producers):
     for keep, unit in _IDENTITIES.get(node.prim, ()):
-        other = node.inputs[1 - keep]
+        value = _literal(node.inputs[1 - keep], producers)
         x = node.inputs[keep]
-        if (isinstance(other, Literal) and type(other.value) is not bool
-                and other.value == unit and x.aval == node.out.aval):
+        if (value is not None and type(value) is not bool and value == unit
+                and x.aval == node.out.aval):
             return x
     return None
+
+
+def _fold_broadcast_literal(node, producers):
+    """``broadcast_to(c, s) / k`` (or ``* k``) becomes ``broadcast_to(c / k, s)``, in place."""
+    if node.prim not in ("multiply", "divide") or len(node.inputs) != 2:
+        return
+    a, b = node.inputs
+    producer = producers.get(a)
+    if (isinstance(b, Literal) and producer is not None and producer.prim == "broadcast_to"
+            and isinstance(producer.inputs[0], Literal)):
+        value = evaluate(node.prim, [producer.inputs[0].value, b.value], {})
+        if isinstance(value, float) and producer.outputs[0].aval == node.out.aval:
+            node.prim, node.inputs = "broadcast_to", (Literal(value),)
+            node.params = dict(producer.params)
 
 
 def _negation(node):
@@ -77,6 +110,7 @@ def _negation(node):
 
 
 def _double_negation(node, producers):
+    """``-(-x)`` is ``x``; ``-(-a * b)`` becomes ``a * b`` (rewritten in place)."""
     if node.prim != "negative" or not isinstance(node.inputs[0], Value):
         return None
     producer = producers.get(node.inputs[0])
@@ -85,4 +119,32 @@ def _double_negation(node, producers):
         if inner.aval == node.out.aval:
             return inner
     return None
+
+
+def _double_negation_in_products(node, producers):
+    """``-(-a * b)`` becomes ``a * b`` (rewritten in place, before the identities run)."""
+    if node.prim != "negative" or not isinstance(node.inputs[0], Value):
+        return
+    producer = producers.get(node.inputs[0])
+    if producer is not None and producer.prim in ("multiply", "divide"):
+        a, b = producer.inputs
+        inner = producers.get(a)
+        if inner is not None and inner.prim == "negative" and producer.out.aval == node.out.aval:
+            node.prim, node.inputs = producer.prim, (inner.inputs[0], b)
+
+
+def _literal_operands(node, producers):
+    """An elementwise operand that is a broadcast literal becomes the literal itself where the
+    result keeps its shape and dtype: ``broadcast_to(2.0, s) * y`` is ``2.0 * y``."""
+    if PRIMS[node.prim].family != "elementwise" or node.params:
+        return
+    for i, x in enumerate(node.inputs):
+        value = _literal(x, producers)
+        if isinstance(x, Literal) or value is None:
+            continue
+        inputs = node.inputs[:i] + (Literal(value),) + node.inputs[i + 1:]
+        aval = infer(node.prim, [a.aval for a in inputs],
+                     [a.value if isinstance(a, Literal) else None for a in inputs], node.params)
+        if aval == node.out.aval:
+            node.inputs = inputs
 

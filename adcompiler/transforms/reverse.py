@@ -145,7 +145,8 @@ def accumulate(b: Builder, ct: dict, x: Value, c):
 def _fresh_scatter(b: Builder, c) -> bool:
     """Whether ``c`` is the scatter_add just emitted (nothing else can have read it yet)."""
     last = b.target[-1] if b.target else None
-    return last is not None and last.prim == "scatter_add" and last.outputs[0] is c
+    return (last is not None and last.prim == "scatter_add" and last.outputs[0] is c
+            and c.name is None)  # a named one is already some value's cotangent
 
 
 def cotangent_name(b: Builder, x: Value) -> str:
@@ -166,6 +167,8 @@ def _finish(b: Builder, param: Value, g):
         if param.aval.is_scalar:
             return Literal(0.0)
         return b.emit("zeros_like", (param,), name="d" + param.name)
+    if not isinstance(g, (Value, Literal)):
+        g = Literal(float(g))  # a constant gradient (the seed flowing straight through)
     if param.aval.is_scalar:
         if isinstance(g, Value) and not g.aval.is_scalar:
             g = _wrap(b, g, "to_float", {}, param)
@@ -174,6 +177,8 @@ def _finish(b: Builder, param: Value, g):
         g = _wrap(b, g, "astype", {"dtype": param.aval.dtype}, param)
     if not isinstance(g, Value) or g.aval.shape != param.aval.shape:
         g = _wrap(b, g, "broadcast_to", {"shape": param.aval.shape}, param)
+    if param.aval.shape == ():  # NumPy gives scalars for 0-d results; the input was an array
+        g = _wrap(b, g, "asarray", {}, param)
     return g
 
 
