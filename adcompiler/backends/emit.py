@@ -17,7 +17,9 @@ from ..ir import Literal, Value, walk
 from ..ir.primitives import PRIMS
 from .expressions import (accumulate_statements, assign_statements, const, dtype_expr,
                           node_expr, scatter_statements)
+from .buffered import BufferedEmission
 from .liveness import Liveness
+from .planner import Pool, buffered_chains, plannable_nodes
 
 RESERVED = {"np", "cp", "cupyx", "math", "float", "_sum_to"}
 
@@ -31,12 +33,15 @@ def _sum_to(g, shape):
 '''}
 
 
-class Emitter:
+class Emitter(BufferedEmission):
     """Names values and writes statements; see the module docstring for what it guarantees."""
 
     def __init__(self, graph, xp_name="np", plain=False):
         self.graph, self.xp, self.plain = graph, xp_name, plain
         self.live = Liveness(graph)
+        self.pool = Pool()
+        self.planned = set() if plain else set(plannable_nodes(graph))
+        self.chains = set() if plain else set(buffered_chains(graph))
         self.names: dict = {}      # Value -> Python name
         self.holders: dict = {}    # Python name -> the values stored under it over time
         self.taken: set = set(RESERVED)
@@ -97,6 +102,9 @@ class Emitter:
         self.taken.add(n)
         return n
 
+    def render(self, stmt) -> str:
+        return _render(stmt)
+
     def atom(self, x):
         if isinstance(x, Literal):
             return const(x.value)
@@ -123,6 +131,9 @@ class Emitter:
                 group = node.source
                 lines.append(f"# grad of: {node.source}")
             lines.extend(self.statement(node, args))
+            if top:  # a buffer is free again once nothing reads its value
+                end = self.live.end.get(node, self.live.pos[node])
+                self.pool.release_dead(lambda v: not self.live.read_after(v, end, ()))
         return lines
 
     def statement(self, node, args):
@@ -135,33 +146,14 @@ class Emitter:
             return self.while_loop(node, args)
         if node.prim == "fused":
             return self.fused(node, args, *where)
+        if node in self.planned:
+            return self.buffered_single(node, args, *where)
         if node.prim in ("index_add", "setitem"):
             return self.update(node, args, *where)
         target = self.name(node.outputs[0], *where)
         if node.prim == "scatter_add":
             return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
         return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
-
-    def fused(self, node, args, at, path):
-        """A fused elementwise chain: its expression, inputs substituted, as one statement."""
-        (block,) = node.regions
-        reads = {}
-        for inner in block.nodes:
-            for x in inner.inputs:
-                reads[x] = reads.get(x, 0) + 1
-        lines = []
-        for param, arg in zip(block.params, args):
-            if reads.get(param, 0) == 1:
-                self.inline[param] = arg
-            elif isinstance(arg, ast.Name):
-                self.names[param] = arg.id  # an alias: the param is that outer name
-            else:  # an inlined expression read several times: compute it once
-                lines.append(_render(ast.Assign([_store(self.name(param))], arg)))
-        for inner in block.nodes:
-            inner_args = [self.atom(x) for x in inner.inputs]
-            self.inline[inner.outputs[0]] = node_expr(inner, inner_args, self.xp)
-        target = self.name(node.outputs[0], at, path)
-        return lines + [_render(ast.Assign([_store(target)], self.atom(block.outputs[0])))]
 
     def update(self, node, args, at, path):
         """``acc[idx] = v`` / ``acc[idx] += g`` in place when this code owns ``acc`` and never
@@ -391,11 +383,13 @@ def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None, pl
     for v in graph.consts:
         em.name(v)
     lines = em.body()
+    module, take, give = em.pool_prologue(fname)
+    lines = take + lines[:-1] + give + lines[-1:]  # the last line is the return
     header = f"def {fname}({', '.join(arg_names)}):"
     doc_lines = [f'    """{doc}"""'] if doc else []
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in
                                   "\n".join(lines).split("\n")])
-    module_lines = em.helpers()
+    module_lines = em.helpers() + module
     uses_math = any(n.params.get("py") for n in walk(graph.nodes))
     return "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n", \
         {em.name(v): a for v, a in graph.consts.items()}, uses_math

@@ -11,9 +11,15 @@ from ..ir import Literal
 from .rewrite import resolve, substitute
 
 
+_COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "equal", "not_equal", "logical_and",
+                "logical_or"}
+
+
 def _key(node):
-    inputs = tuple(("lit", type(x.value).__name__, x.value) if isinstance(x, Literal) else id(x)
-                   for x in node.inputs)
+    inputs = tuple(("lit", type(x.value).__name__, x.value) if isinstance(x, Literal)
+                   else ("val", id(x)) for x in node.inputs)
+    if node.prim in _COMMUTATIVE:  # x * 3.0 and 3.0 * x are one value
+        inputs = tuple(sorted(inputs, key=repr))
     return node.prim, inputs, repr(sorted(node.params.items()))
 
 

@@ -1,0 +1,109 @@
+"""Emit elementwise results into planned buffers: ``np.tanh(x, out=_buf0)`` chains.
+
+A fused node is written as one ufunc call per operation, each writing into a buffer: a dying
+intermediate's buffer is reused in place (elementwise ops may write over an input of the same
+shape), the chain's result goes into a planned buffer, and a comment above the chain shows it as
+the one expression it computes. Invariant: every buffer is taken from and released to the
+planner's :class:`~adcompiler.backends.planner.Pool`, never read after release.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..ir import Literal
+from .expressions import const, node_expr
+
+
+def ufunc_call(node, args, out: str, xp_name="np"):
+    """``np.<prim>(*args, out=out)`` for an elementwise primitive."""
+    func = ast.Attribute(ast.Name(xp_name, ast.Load()), node.prim, ast.Load())
+    return ast.Call(func, list(args), [ast.keyword("out", ast.Name(out, ast.Load()))])
+
+
+class BufferedEmission:
+    """Mixin of the Emitter for fused nodes (inline or buffered) and planned single ufuncs."""
+
+    def fused_params(self, block, args):
+        """(statements, {param: expression}): a param read several times is a name."""
+        reads = {}
+        for inner in block.nodes:
+            for x in inner.inputs:
+                reads[x] = reads.get(x, 0) + 1
+        lines, exprs = [], {}
+        for param, arg in zip(block.params, args):
+            if reads.get(param, 0) > 1 and not isinstance(arg, ast.Name):
+                name = self.name(param)  # an inlined expression read several times: once
+                lines.append(self.render(ast.Assign([ast.Name(name, ast.Store())], arg)))
+                arg = ast.Name(name, ast.Load())
+            exprs[param] = arg
+        return lines, exprs
+
+    def chain_expression(self, block, exprs):
+        """The fused chain as one expression (its inputs substituted)."""
+        exprs = dict(exprs)
+        for inner in block.nodes:
+            ins = [const(x.value) if isinstance(x, Literal) else exprs[x] for x in inner.inputs]
+            exprs[inner.outputs[0]] = node_expr(inner, ins, self.xp)
+        return exprs[block.outputs[0]]
+
+    def fused(self, node, args, at, path):
+        """A fused elementwise chain: one expression, or a buffered chain when planned."""
+        (block,) = node.regions
+        lines, exprs = self.fused_params(block, args)
+        target = self.name(node.outputs[0], at, path)
+        if node not in self.chains:
+            expr = self.chain_expression(block, exprs)
+            return lines + [self.render(ast.Assign([ast.Name(target, ast.Store())], expr))]
+        shown = self.render(ast.Expr(self.chain_expression(block, exprs)))
+        return lines + [f"# {target} = {shown}"] + self.buffered_chain(node, block, exprs, target)
+
+    def buffered_chain(self, node, block, exprs, target):
+        lines, bufs = [], {}
+        root = block.nodes[-1]
+        for inner in block.nodes:
+            out = inner.outputs[0]
+            ins = [const(x.value) if isinstance(x, Literal) else
+                   ast.Name(bufs[x], ast.Load()) if x in bufs else exprs[x]
+                   for x in inner.inputs]
+            dying = [x for x in inner.inputs if x in bufs]
+            fresh = inner is root and node not in self.planned  # the result escapes
+            reuse = next((bufs[x] for x in dying if x.aval == out.aval), None)
+            buf = None if fresh else reuse or self.pool.take(out.aval)
+            for x in dying:
+                if bufs[x] != buf:
+                    self.pool.release(bufs[x])
+            if fresh:
+                call = node_expr(inner, ins, self.xp)
+                lines.append(self.render(ast.Assign([ast.Name(target, ast.Store())], call)))
+                continue
+            call = ufunc_call(inner, ins, buf, self.xp)
+            if inner is root:
+                self.pool.holder[buf] = node.outputs[0]
+                lines.append(self.render(ast.Assign([ast.Name(target, ast.Store())], call)))
+            else:
+                bufs[out] = buf
+                lines.append(self.render(ast.Expr(call)))
+        return lines
+
+    def buffered_single(self, node, args, at, path):
+        """A planned single ufunc: ``t1 = np.tanh(x, out=_buf0)``."""
+        target = self.name(node.outputs[0], at, path)
+        buf = self.pool.take(node.outputs[0].aval, node.outputs[0])
+        call = ufunc_call(node, args, buf, self.xp)
+        return [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
+
+    def pool_prologue(self, fname):
+        """The lines taking this call's buffers, and the module code that makes them."""
+        names = [b[0] for b in self.pool.buffers]
+        if not names:
+            return [], [], []
+        pool = f"_{fname}_buffers"
+        taken = ", ".join(names) + ("," if len(names) == 1 else "")
+        arrays = "".join(f"\n        {self.xp}.empty({tuple(shape)!r}, dtype={self.xp}.{dtype}),"
+                         for _, shape, dtype in self.pool.buffers)
+        module = [f"{pool} = []  # {fname}'s work arrays: one set per concurrent call",
+                  f"def _new{pool}():\n    return ({arrays}\n    )"]
+        take = [f"{taken} = {pool}.pop() if {pool} else _new{pool}()"]
+        give = [f"{pool}.append(({taken}))"]
+        return module, take, give

@@ -1,0 +1,101 @@
+"""Memory planning: large elementwise results go into buffers reused within and across calls.
+
+The peers' figures (shared/PEER_FIGURES.md) show why: NumPy's fresh 1-10 MB temporaries are
+returned to the OS after every call and page-faulted back on the next, and that costs more
+than the arithmetic; ufuncs writing into reused ``out=`` buffers remove it. Invariants: only
+values that cannot escape are planned: not returned, not yielded (phis, carried values,
+residual stacks), not viewed (a view would outlive the buffer's reuse), not updated in place;
+a buffer holds one value at a time and is released only after that value's last read; the
+buffers of one call are taken from a pool, so concurrent or re-entrant calls never share them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Value, walk
+from ..ir.primitives import PRIMS
+
+MIN_BYTES = 1 << 17   # 128 KiB: glibc's default mmap threshold, where page-faulting starts
+_IN_PLACE_READERS = {"index_add", "setitem"}
+_VIEW_READERS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "getitem",
+                 "asarray"}
+UFUNCS = {"add", "subtract", "multiply", "divide", "power", "negative", "exp", "log", "log1p",
+          "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan", "arcsin", "arccos",
+          "sinh", "cosh", "abs", "sign", "maximum", "minimum", "reciprocal", "greater",
+          "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
+          "logical_or", "logical_not", "clip"}
+
+
+def large(aval) -> bool:
+    return (aval.kind == "array" and aval.shape is not None
+            and int(np.prod(aval.shape)) * np.dtype(aval.dtype).itemsize >= MIN_BYTES)
+
+
+def buffered_chains(graph) -> list:
+    """Top-level fused chains computed op by op into buffers: every large one. Its result goes
+    into a buffer only if :func:`plannable_nodes` lists it, else into a fresh array."""
+    return [n for n in graph.nodes if n.prim == "fused" and _computable_into_buffer(n)
+            and large(n.outputs[0].aval)]
+
+
+def plannable_nodes(graph) -> list:
+    """Top-level elementwise nodes (fused or single) whose result can live in a buffer."""
+    readers = {}
+    for node in walk(graph.nodes):
+        for x in node.inputs:
+            readers.setdefault(x, []).append(node)
+    escaping = {x for x in graph.outputs if isinstance(x, Value)}
+    for node in walk(graph.nodes):
+        escaping.update(x for b in node.regions for x in b.outputs if isinstance(x, Value))
+    out = []
+    for node in graph.nodes:
+        if not _computable_into_buffer(node):
+            continue
+        v = node.outputs[0]
+        if v in escaping or not large(v.aval):
+            continue
+        if any(r.prim in _VIEW_READERS or (r.prim in _IN_PLACE_READERS and r.inputs[0] is v)
+               for r in readers.get(v, ())):
+            continue
+        out.append(node)
+    return out
+
+
+def _computable_into_buffer(node) -> bool:
+    if node.prim == "fused":
+        return all(n.prim in UFUNCS for n in node.regions[0].nodes)
+    return (node.prim in UFUNCS and not node.regions and not node.params
+            and PRIMS[node.prim].family == "elementwise")
+
+
+class Pool:
+    """Buffers of exact (shape, dtype), taken and released as values live and die."""
+
+    def __init__(self):
+        self.buffers = []        # (name, shape, dtype), in order of creation
+        self.free = {}           # (shape, dtype) -> names
+        self.holder = {}         # buffer name -> the value it holds (None for a temporary)
+
+    def take(self, aval, value=None) -> str:
+        key = (tuple(aval.shape), aval.dtype)
+        names = self.free.get(key)
+        name = names.pop() if names else self._new(key)
+        self.holder[name] = value
+        return name
+
+    def _new(self, key):
+        name = f"_buf{len(self.buffers)}"
+        self.buffers.append((name, *key))
+        return name
+
+    def release(self, name):
+        _, shape, dtype = next(b for b in self.buffers if b[0] == name)
+        self.holder.pop(name, None)
+        self.free.setdefault((shape, dtype), []).append(name)
+
+    def release_dead(self, is_dead):
+        """Release every buffer whose value ``is_dead(value)`` says is never read again."""
+        for name, value in list(self.holder.items()):
+            if value is not None and is_dead(value):
+                self.release(name)
