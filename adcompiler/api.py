@@ -10,8 +10,11 @@ from __future__ import annotations
 import functools
 import inspect
 
+import numpy as np
+
 from .errors import CompileError
 from .pipeline import Compiled, compile_gradient
+from .runtime import cache as disk_cache
 from .signature import bind_arguments, classify, key_of, resolve_wrt
 
 
@@ -26,6 +29,7 @@ class GradientFunction:
         self._single = wrt is None or not isinstance(wrt, (tuple, list))
         self._signature = inspect.signature(fn)
         self._cache: dict = {}
+        self._fast: dict = {}  # cheap key of positional arguments -> what to call
         self._last: Compiled | None = None
         functools.update_wrapper(self, fn, updated=())  # not fn.__dict__: grad(grad(f))
 
@@ -46,18 +50,34 @@ class GradientFunction:
         ct_aval = classify(cotangent, "cotangent", True) if cotangent is not None else None
         key = key_of(avals) + (ct_aval,)
         compiled = self._cache.get(key)
-        if compiled is None:
-            compiled = compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval)
+        if compiled is None:  # then the disk cache (see adcompiler.runtime.cache)
+            compiled = disk_cache.fetch(
+                disk_cache.key_for(self.primal, self.mode, self.wrt, key),
+                lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval))
             self._cache[key] = compiled
         self._last = compiled
         return compiled, arguments
 
     def __call__(self, *args, **kwargs):
+        key = None
+        if not kwargs:  # the fast path: a dict lookup, then the generated code itself
+            key = _fast_key(args)
+            call = self._fast.get(key)
+            if call is not None:
+                return call(*args)
         arguments, cotangent = self._bind(args, kwargs)
         compiled, arguments = self._compiled(arguments, cotangent)
         extra = (cotangent,) if self.mode == "vjp" else ()
         result = compiled.function(*arguments.values(), *extra)
+        if not kwargs and key is not None and len(args) == len(self._signature.parameters):
+            self._fast[key] = self._direct(compiled.function)
         return self._package(result)
+
+    def _direct(self, function):
+        """What a fast call runs: the generated function, packaged only where needed."""
+        if self.mode == "grad" and (self._single or len(self.wrt) > 1):
+            return function  # it already returns one gradient, or the tuple
+        return lambda *args: self._package(function(*args))
 
     def _package(self, result):
         if self.mode == "value_and_grad":
@@ -88,6 +108,41 @@ class GradientFunction:
     def __repr__(self):
         return f"<adcompiler.{self.mode} of {self.primal.__qualname__} wrt {self.wrt}>"
 
+    def _repr_html_(self):
+        """In a notebook: the latest generated source, highlighted."""
+        from .highlight import html
+        return html(self._notebook_text(), self._last is not None)
+
+    def _repr_markdown_(self):
+        text = self._notebook_text()
+        return f"```python\n{text}\n```" if self._last is not None else text
+
+    def _notebook_text(self):
+        if self._last is None:
+            return (f"{self!r}: not compiled yet (call it, or .specialize(*example_args), "
+                    "to see its generated source)")
+        return self._last.source.rstrip("\n")
+
+
+_STATIC_TYPES = (int, bool, str, type(None))
+
+
+def _fast_key(args):
+    """A cheap key for positional arguments (arrays by shape and dtype, floats, and the values
+    of static ints/bools/strings), or None where only the full path can classify them."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif t is float:
+            key.append(float)
+        elif t in _STATIC_TYPES:
+            key.append((t, a))
+        else:
+            return None
+    return tuple(key)
+
 
 def _transform(mode):
     def transform(f=None, *, wrt=None):
@@ -114,4 +169,62 @@ Call it with the keyword ``cotangent=`` (an array shaped like ``f``'s result), a
 ``backward(gradient)``; it returns what :func:`grad` would, for ``sum(f(...) * cotangent)``.
 """
 
-__all__ = ["grad", "value_and_grad", "vjp", "GradientFunction", "CompileError"]
+
+
+class TangentFunction(GradientFunction):
+    """Forward mode of ``primal``, called with the keyword ``tangents=`` (one per wrt
+    parameter, shaped like it): ``jvp`` gives ``(value, tangent)``, ``hvp`` gives
+    ``(gradient, Hessian-vector product)`` (forward over reverse)."""
+
+    def specialize(self, *args, **kwargs) -> Compiled:
+        kwargs.pop("tangents", None)
+        return super().specialize(*args, **kwargs)
+
+    def __call__(self, *args, tangents=None, **kwargs):
+        arguments, _ = self._bind(args, kwargs)
+        compiled, arguments = self._compiled(arguments, None)
+        dots = self._tangents(tangents, arguments)
+        result = compiled.function(*arguments.values(), *dots)
+        k = len(self.wrt) if self.mode == "hvp" else 1
+        first, second = result[:k], result[k:]
+        if self._single or self.mode == "jvp":
+            return first[0], second[0]
+        return tuple(first), tuple(second)
+
+    def _tangents(self, tangents, arguments) -> list:
+        """One tangent per wrt parameter, with its parameter's shape, dtype and Python-ness."""
+        name = self.primal.__name__
+        if tangents is None:
+            raise TypeError(f"{self.mode} of {name} needs the keyword tangents= (one per wrt "
+                            f"parameter {self.wrt}, shaped like it)")
+        tangents = (tangents,) if self._single else tuple(tangents)
+        if len(tangents) != len(self.wrt):
+            raise TypeError(f"{self.mode} of {name} takes {len(self.wrt)} tangents (for "
+                            f"{self.wrt}), got {len(tangents)}")
+        return [_like(t, arguments[w], w) for t, w in zip(tangents, self.wrt)]
+
+
+def _like(t, x, name):
+    if isinstance(x, float):
+        return float(t)
+    t = np.asarray(t, dtype=x.dtype)
+    if t.shape != np.shape(x):
+        raise ValueError(f"the tangent for {name!r} has shape {t.shape}, but {name} has shape "
+                         f"{np.shape(x)}")
+    return t
+
+
+def jvp(f=None, *, wrt=None):
+    """The Jacobian-vector product of ``f``, computed in forward mode, ahead of time.
+
+    ``jvp(f, wrt=...)(*args, tangents=t)`` returns ``(f(*args), J @ t)``: ``t`` is one tangent
+    per wrt parameter (a single one for a single wrt), shaped like it. The generated code
+    (``.source``) computes each value's tangent right after the value, named ``<name>_dot``.
+    """
+    if f is None:
+        return lambda fn: TangentFunction(fn, wrt, "jvp")
+    return TangentFunction(f, wrt, "jvp")
+
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "GradientFunction", "TangentFunction",
+           "CompileError"]

@@ -32,7 +32,7 @@ def grad_loss(w1, w2, w3, inp):
     dl1 = dl3 * w3
     dw3 = float(np.sum(dl3 * l1))
     # grad of: l2 = l1 + w2
-    dl1 = dl1 + dl2
+    dl1 += dl2
     dw2 = float(np.sum(dl2))
     # grad of: l1 = inp * w1
     dw1 = float(np.sum(dl1 * inp))

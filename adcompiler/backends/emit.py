@@ -148,12 +148,29 @@ class Emitter(BufferedEmission):
             return self.fused(node, args, *where)
         if node in self.planned:
             return self.buffered_single(node, args, *where)
+        if node.prim == "add":
+            lines = self.add_in_place(node, args, *where)
+            if lines:
+                return lines
         if node.prim in ("index_add", "setitem"):
             return self.update(node, args, *where)
         target = self.name(node.outputs[0], *where)
         if node.prim == "scatter_add":
             return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
         return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
+
+    def add_in_place(self, node, args, at, path):
+        """``acc += g`` where ``acc`` is an array this code owns, of the sum's own shape and
+        dtype, never read again: accumulating a gradient without a new array."""
+        out = node.outputs[0]
+        for k in (0, 1):
+            acc = node.inputs[k]
+            if (isinstance(acc, Value) and acc.aval == out.aval and acc in self.names
+                    and self._owned(acc, at, path)):
+                target = self._bind(out, self.names[acc])
+                return [self.render(ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(),
+                                                  args[1 - k]))]
+        return None
 
     def update(self, node, args, at, path):
         """``acc[idx] = v`` / ``acc[idx] += g`` in place when this code owns ``acc`` and never
@@ -180,14 +197,14 @@ class Emitter(BufferedEmission):
         if any(self.live.read_after(v, at, path) for v in self._views(acc)):
             return False
         producer = self.producer.get(acc)
-        if producer is not None:
-            return _fresh(producer)
+        if producer is not None:  # a planned buffer belongs to the pool, never to one value
+            return _fresh(producer) and producer not in self.planned
         if acc in self.carried_param and acc not in seen:
             loop, init, nxt = self.carried_param[acc]
             start = self.live.pos[loop]
             nxt_node = self.producer.get(nxt)
-            return (nxt_node is not None and nxt_node.prim in ("index_add", "setitem")
-                    and nxt_node.inputs[0] is acc
+            return (nxt_node is not None and nxt_node.prim in ("index_add", "setitem", "add")
+                    and acc in nxt_node.inputs[:1 if nxt_node.prim != "add" else 2]
                     and self._owned(init, start, self.live.path[loop], seen + (acc,)))
         return False
 

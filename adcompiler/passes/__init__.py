@@ -11,7 +11,8 @@ from .simplify import simplify
 PIPELINE = (
     simplify,                         # folds literals and identities (x * 1, x ** 1): fewer nodes
     eliminate_common_subexpressions,  # after simplify, so that x * 1.0 and x meet as the same x
-    eliminate_dead_code,              # the two passes above leave unused nodes behind
+    simplify,                         # again: CSE makes a + a (the two halves of d(x*x)) meet
+    eliminate_dead_code,              # the passes above leave unused nodes behind
     fuse_elementwise,                 # last: it needs final use counts (a value read twice is
                                       # materialised), so after CSE and DCE
 )

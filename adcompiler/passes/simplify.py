@@ -40,7 +40,9 @@ def _simplify_nodes(nodes, subst, producers):
             kept.append(node)
             continue
         _negation(node)
+        _doubling(node)
         _double_negation_in_products(node, producers)
+        _constant_products(node, producers)
         _fold_broadcast_literal(node, producers)
         _literal_operands(node, producers)
         replacement = (_fold(node) or _identity(node, producers)
@@ -131,6 +133,33 @@ def _double_negation_in_products(node, producers):
         inner = producers.get(a)
         if inner is not None and inner.prim == "negative" and producer.out.aval == node.out.aval:
             node.prim, node.inputs = producer.prim, (inner.inputs[0], b)
+
+
+def _doubling(node):
+    """``a + a`` becomes ``2.0 * a`` (rewritten in place): one operation, foldable below."""
+    if node.prim == "add" and node.inputs[0] is node.inputs[1] and isinstance(node.inputs[0], Value):
+        if node.inputs[0].aval.is_float:
+            node.prim, node.inputs = "multiply", (Literal(2.0), node.inputs[0])
+
+
+def _constant_products(node, producers):
+    """``c1 * (c2 * y)`` becomes ``(c1 * c2) * y`` for float literals (rewritten in place)."""
+    if node.prim != "multiply":
+        return
+    for k in (0, 1):
+        c1, inner = node.inputs[k], node.inputs[1 - k]
+        producer = producers.get(inner) if isinstance(inner, Value) else None
+        if not (_float_literal(c1) and producer is not None and producer.prim == "multiply"):
+            continue
+        for j in (0, 1):
+            c2, y = producer.inputs[j], producer.inputs[1 - j]
+            if _float_literal(c2) and isinstance(y, Value) and producer.out.aval == node.out.aval:
+                node.inputs = (Literal(c1.value * c2.value), y)
+                return
+
+
+def _float_literal(x) -> bool:
+    return isinstance(x, Literal) and type(x.value) is float
 
 
 def _literal_operands(node, producers):
