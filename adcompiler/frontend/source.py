@@ -37,11 +37,15 @@ class FunctionSource:
         return CompileError(message, self.location(node), hint)
 
     def text(self, node) -> str:
-        """The user's source text of a statement or expression, on one line."""
-        seg = ast.get_source_segment("".join(self.lines), node, padded=False)
-        if seg is None:
-            seg = ast.unparse(node)
-        return " ".join(seg.split())
+        """The user's source text of a statement or expression, on one line. (Sliced from the
+        file's lines directly: ast.get_source_segment re-splits the whole file per call.)"""
+        end_lineno = getattr(node, "end_lineno", None)
+        if end_lineno is None or not 0 < node.lineno <= end_lineno <= len(self.lines):
+            return " ".join(ast.unparse(node).split())
+        chunk = [ln.encode("utf-8") for ln in self.lines[node.lineno - 1:end_lineno]]
+        chunk[-1] = chunk[-1][:node.end_col_offset]
+        chunk[0] = chunk[0][node.col_offset:]
+        return " ".join(b"".join(chunk).decode("utf-8", errors="replace").split())
 
 
 def _chars(line: str, byte_offset: int) -> int:
