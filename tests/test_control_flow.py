@@ -296,3 +296,48 @@ def test_while_loop_through_newton_iterations():
     g = ad.grad(newton_sqrt)
     np.testing.assert_allclose(g(np.array(2.0)), 1 / (2 * np.sqrt(2.0)), rtol=1e-9)
     assert "while " in g.source and "reversed(range(steps))" in g.source
+
+
+def tanh_branch_in_loop(x):
+    """The adjoint of the branch needs np.tanh(y) from inside it, in every iteration."""
+    y = x
+    for i in range(4):
+        if np.sum(y) > 0:
+            y = np.tanh(y) * 1.5
+        else:
+            y = np.sin(y) + y * y
+    return np.sum(y)
+
+
+def nested_branches_in_while(x):
+    y = x
+    steps = 0
+    while steps < 3:
+        if np.max(y) > 0.5:
+            if np.min(y) < -0.5:
+                y = np.exp(-y * y)
+            else:
+                y = np.tanh(y)
+        steps = steps + 1
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("f, args", [
+    (tanh_branch_in_loop, (RNG.standard_normal(4),)),
+    (tanh_branch_in_loop, (np.array([0.3, -0.2, 0.9, 0.4]),)),
+    (nested_branches_in_while, (np.array([1.2, -0.9, 0.3]),)),
+    (nested_branches_in_while, (np.array([1.2, 0.1, 0.3]),)),
+])
+def test_branch_values_needed_by_a_loop_adjoint_are_lifted_and_stacked(f, args):
+    grads = ad.grad(f, wrt=(0,))(*args)
+    assert_matches_numerical(f, args, (0,), grads, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("f, args, wrt", CASES, ids=[f"tape-{c[0].__name__}-{i}"
+                                                      for i, c in enumerate(CASES)])
+def test_compiled_control_flow_agrees_with_the_tape(f, args, wrt):
+    from adcompiler import tape
+    compiled = ad.grad(f, wrt=wrt)(*args)
+    dynamic = tape.dynamic_grad(f, wrt=wrt)(*args)
+    for c, d in zip(compiled, dynamic):
+        np.testing.assert_allclose(c, d, rtol=1e-10, atol=1e-12)

@@ -169,15 +169,45 @@ def _stack_residuals(b, node, body, adj, k, k_adj):
     subst = {k: k_adj} if k is not None else {}
     loads = []
     for r in _reads([adj]):
-        if r is k or r not in top_level:
-            if r in nested:
-                raise CompileError("differentiating a loop whose adjoint needs a value computed "
-                                   "inside a branch of its body is not supported yet")
-            continue
-        stacked = _stack_output(b, node, body, r)
+        if r is k or (r not in top_level and r not in nested):
+            continue  # the counter is the adjoint loop's own; outer values are read as they are
+        held = r if r in top_level else _lift(b, body, r)
+        stacked = _stack_output(b, node, body, held)
         loads.extend(_load(b, stacked, k_adj, r, subst))
     adj.nodes[:0] = loads
     _substitute_block(adj, subst)
+
+
+def _lift(b, block, r: Value) -> Value:
+    """A value of ``block``'s top level equal to ``r``, which a branch inside it computes:
+    the ``cond`` yields ``r`` as an extra output (zeros from the other branch). The adjoint
+    reads it only under the same predicate, so the zeros are never used."""
+    for node in block.nodes:
+        if node.prim != "cond" or r not in _defined_in(node.regions):
+            if r in _defined_in(node.regions):
+                raise CompileError("differentiating a loop whose adjoint needs a value computed "
+                                   "inside a nested loop's body is not supported yet")
+            continue
+        for i, branch in enumerate(node.regions):
+            if r in _defined_in([branch]):
+                held = r if r in {v for n in branch.nodes for v in n.outputs} else _lift(b, branch, r)
+                out = b.graph.name_value(Value(held.aval), (r.name or "t") + "_taken")
+                node.outputs = node.outputs + (out,)
+                branch.outputs.append(held)
+                other = node.regions[1 - i]
+                other.outputs.append(_placeholder(other, held))
+                return out
+    raise CompileError(f"internal: {r} is not computed inside this loop body")
+
+
+def _placeholder(block, like: Value):
+    """A zero of ``like``'s aval, made in ``block`` (for the branch that does not compute it)."""
+    if like.aval.is_scalar:
+        return Literal(0 if like.aval.kind == "int" else 0.0)
+    zeros = Value(like.aval)
+    block.nodes.append(Node("zeros", (), {"shape": like.aval.shape, "dtype": like.aval.dtype},
+                            (zeros,), None, "forward"))
+    return zeros
 
 
 def _stack_output(b, node, body, r: Value) -> Value:
