@@ -9,8 +9,14 @@ _checkout = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), _os.pard
 if _os.path.isfile(_os.path.join(_checkout, "templates", "elementwise.py")):
     __path__.append(_os.path.normpath(_checkout))  # noqa: F821  (the package's own __path__)
 
-from .api import GradientFunction, grad, value_and_grad, vjp  # noqa: E402
+from .api import GradientFunction, grad, jvp, value_and_grad, vjp  # noqa: E402
+from .check import GradientCheckError, check_grad  # noqa: E402
+from .custom import custom_vjp, stop_gradient  # noqa: E402
 from .errors import CompileError  # noqa: E402
+from .higher import hessian, jacobian  # noqa: E402
+from .symbolic import symbolic  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["grad", "value_and_grad", "vjp", "CompileError", "GradientFunction"]
+__all__ = ["grad", "value_and_grad", "vjp", "CompileError", "GradientFunction",
+           "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",
+           "GradientCheckError", "symbolic"]

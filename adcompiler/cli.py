@@ -1,97 +1,300 @@
-"""The ``adcompiler`` console script: ``show`` prints a function's generated gradient or its IR.
+"""The ``adcompiler`` console script: compile, show, graph, check, and the on-disk cache.
 
-Invariant: the user's module is read, never executed (see :mod:`adcompiler.frontend.module`);
-errors print as ``path:line:col: error: ...`` with the line and a caret, and exit with code 2.
+Invariants: the user's module is read, never executed (see :mod:`adcompiler.frontend.module`);
+the only user code run is ``example_<FUNC>()`` (for example inputs) and, under ``check``, the
+function itself. A user's mistake prints as ``path:line:col: error: ...`` with the line and a
+caret (or ``adcompiler: error: ...`` when there is no line to point at) and exits with code 2,
+never with a traceback; ``check`` exits with 1 when a gradient disagrees.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
+import os
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 
-from .api import GradientFunction
+from . import draw, standalone
+from .api import GradientFunction, TangentFunction
 from .errors import CompileError
+from .examples import SHAPES_HELP, example_arguments
+from .frontend.lower import lower_function
 from .frontend.module import load_module
+from .gradcheck import check_gradient
+from .highlight import terminal
+from .runtime import cache
+from .signature import bind_arguments, classify
+from .views import ir_part, source_part
 
-EXAMPLES = """\
-input shapes (needed because code is specialised to them), in order of precedence:
-  --shape x=3,4        x is a float64 array of shape (3, 4); x=3,4:float32 sets the dtype;
-                       x=float a Python float; x=() a 0-d array; x=int:5 a static int 5
-  example_<FUNC>()     a function in the module returning the example arguments (a tuple);
-                       it is the only user code `show` runs, and only when no --shape is given
-"""
+
+class UsageError(Exception):
+    """A mistake in the command line itself (no file location to point at)."""
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="adcompiler", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    show = sub.add_parser("show", help="print the generated gradient source (or --ir)",
-                          epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    show.add_argument("target", help="PATH.py:FUNCTION")
-    show.add_argument("--ir", action="store_true", help="print the SSA graph instead")
-    show.add_argument("--wrt", help="comma-separated parameter names (default: the decorator's)")
-    show.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS")
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
-        return _show(args)
+        return args.run(args)
     except CompileError as exc:
         print(exc, file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as exc:
+    except FileNotFoundError as exc:
+        print(f"adcompiler: error: no such file: {exc.filename}", file=sys.stderr)
+    except (UsageError, ValueError, TypeError, OSError) as exc:
         print(f"adcompiler: error: {exc}", file=sys.stderr)
-        return 2
+    return 2
 
 
-def _show(args) -> int:
-    path, _, fname = args.target.rpartition(":")
-    if not path or not fname:
-        raise ValueError(f"expected PATH.py:FUNCTION, got {args.target!r}")
-    module = load_module(path)
-    if fname not in module.functions:
-        raise ValueError(f"{path} defines no function {fname!r} "
-                         f"(it defines: {', '.join(module.functions) or 'none'})")
-    fn = module.functions[fname]
+def _parser():
+    parser = argparse.ArgumentParser(prog="adcompiler", description=__doc__.split("\n")[0],
+                                     epilog=SHAPES_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name, run, help_text):
+        p = sub.add_parser(name, help=help_text, description=help_text, epilog=SHAPES_HELP,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.set_defaults(run=run)
+        return p
+
+    _compile_and_show_commands(command)
+    p = command("graph", _graph, "draw the forward and backward graphs (.dot, .svg, .png)")
+    p.add_argument("target", metavar="PATH.py:FUNC")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.(dot|svg|png)")
+    _options(p, backend=False)
+    p = command("check", _check, "compare gradients with finite differences on random inputs")
+    p.add_argument("target", metavar="PATH.py[:FUNC]")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--rtol", type=float, help="tolerance (default 1e-5; 1e-3 in float32)")
+    p.add_argument("--max-entries", type=int, default=1000,
+                   help="check at most this many random entries of each input (default 1000)")
+    _options(p, backend=False)
+    p = command("cache", _cache, "show (info) or empty (clear) the on-disk cache")
+    p.add_argument("action", choices=("info", "clear"))
+    return parser
+
+
+def _compile_and_show_commands(command):
+    p = command("compile", _compile, "write a standalone gradient module next to each module")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a .py file, or a directory")
+    p.add_argument("-o", "--output", help="the output file (one module only); default: "
+                                          "<name>_grad.py beside the module")
+    _options(p, wrt=False)
+    p.add_argument("--mode", choices=("reverse", "forward"), default="reverse")
+    p = command("show", _show, "print the generated gradient source (or --ir) of a function")
+    p.add_argument("target", metavar="PATH.py:FUNC")
+    p.add_argument("--ir", action="store_true", help="print the SSA graph instead")
+    part = p.add_mutually_exclusive_group()
+    part.add_argument("--forward", dest="part", action="store_const", const="forward",
+                      help="only the forward part")
+    part.add_argument("--adjoint", dest="part", action="store_const", const="adjoint",
+                      help="only the adjoint (gradient) part")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    _options(p)
+
+
+def _options(p, wrt=True, backend=True):
+    if wrt:
+        p.add_argument("--wrt", help="comma-separated parameter names (default: the "
+                                     "decorator's, else the first parameter)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
+                   help="an example input shape (see below); repeat for each parameter")
+    if backend:
+        p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy")
+
+
+def _available(args):
+    if getattr(args, "backend", "numpy") == "cupy":
+        raise UsageError("the CuPy backend is not available yet; use --backend numpy (the "
+                         "default): the generated code then needs only NumPy")
+    if getattr(args, "mode", "reverse") == "forward":
+        raise UsageError("gradients in forward mode are not available yet: use --mode reverse "
+                         "(the default); functions marked @adcompiler.jvp are compiled in "
+                         "forward mode already")
+
+
+# ---- targets -----------------------------------------------------------------------------------
+def _target(text, need_function=True):
+    """``(path, function)`` from ``PATH.py:FUNC`` (``PATH.py`` alone when allowed)."""
+    if text.endswith(".py") and not need_function:
+        return text, None
+    path, _, fname = text.rpartition(":")
+    if not path or not fname or not fname.isidentifier():
+        raise UsageError(f"expected PATH.py:FUNCTION, got {text!r}")
+    return path, fname
+
+
+@contextmanager
+def _explained(module):
+    """A CompileError about an undefined name says why the name was not resolved."""
+    try:
+        yield
+    except CompileError as exc:
+        raise module.explain(exc) from None
+
+
+def _gradient(module, fname, wrt_text=None) -> GradientFunction:
+    """The transform the decorator asks for (``grad`` of the first parameter if unmarked)."""
+    fn = module.function(fname)
     mode, wrt = module.marked.get(fname, ("grad", None))
-    if args.wrt:
-        wrt = tuple(args.wrt.split(","))
-    gradient = GradientFunction(fn, wrt, mode)
-    example = _example_args(module, fn, fname, args.shape)
-    compiled = gradient.specialize(*example)
-    print(compiled.graph if args.ir else compiled.source, end="" if not args.ir else "\n")
+    if wrt_text:
+        wrt = tuple(w.strip() for w in wrt_text.split(","))
+    return (TangentFunction if mode == "jvp" else GradientFunction)(fn, wrt, mode)
+
+
+def _specialised(module, fname, args):
+    with _explained(module):
+        gradient = _gradient(module, fname, getattr(args, "wrt", None))
+        examples = example_arguments(module, fname, args.shape)
+        return gradient, examples, standalone.specialise(gradient, examples)
+
+
+# ---- compile -----------------------------------------------------------------------------------
+def _compile(args) -> int:
+    _available(args)
+    paths = _sources(args.paths)
+    if args.output and len(paths) != 1:
+        raise UsageError("-o names one output file: give a single module")
+    failed = written = 0
+    for i, path in enumerate(paths, 1):
+        if len(paths) > 1:
+            print(f"[{i}/{len(paths)}] {path}", file=sys.stderr, flush=True)
+        try:
+            out, functions = _compile_one(path, args, explicit=path in args.paths)
+        except CompileError as exc:
+            print(exc, file=sys.stderr)
+            failed += 1
+            continue
+        if out:
+            written += 1
+            print(f"wrote {out}: " + ", ".join(
+                f"{f.mode}_{f.name} ({len(f.specialisations)} signature"
+                f"{'s' if len(f.specialisations) != 1 else ''})" for f in functions),
+                file=sys.stderr)
+    if len(paths) > 1:
+        print(f"compiled {written} of {len(paths)} modules ({failed} failed, "
+              f"{len(paths) - written - failed} without marked functions)", file=sys.stderr)
+    return 2 if failed else 0
+
+
+def _sources(paths) -> list:
+    out = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+                out += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+        elif os.path.isfile(path):
+            out.append(path)
+        else:
+            raise FileNotFoundError(2, "no such file", path)
+    return out
+
+
+def _compile_one(path, args, explicit):
+    module = load_module(path)
+    if not module.marked:
+        if explicit:
+            raise CompileError(f"{path} has no function marked with @adcompiler.grad, "
+                               "value_and_grad, vjp or jvp: there is nothing to compile")
+        return None, []
+    functions = []
+    for name, (mode, wrt) in module.marked.items():
+        _, _, specs = _specialised(module, name, args)
+        functions.append(standalone.MarkedFunction(name, mode, wrt, specs))
+    command = " ".join(["adcompiler compile", os.path.basename(path)] +
+                       [f"--shape {s}" for s in args.shape])
+    with _explained(module):
+        text = standalone.build_module(module, functions, args.backend, command)
+    out = args.output or os.path.splitext(path)[0] + "_grad.py"
+    compile(text, out, "exec")  # the module must at least parse
+    draw.write_atomically(out, text.encode())
+    return out, functions
+
+
+# ---- show, graph -------------------------------------------------------------------------------
+def _show(args) -> int:
+    _available(args)
+    path, fname = _target(args.target)
+    module = load_module(path)
+    gradient, _, specs = _specialised(module, fname, args)
+    if gradient.mode == "jvp" and args.part and not args.ir:
+        raise UsageError("a jvp's source computes each tangent beside its value, so it has no "
+                         "separate parts: use --ir with --forward or --adjoint")
+    texts = []
+    for spec in specs:
+        c = spec.compiled
+        text = ir_part(str(c.graph), args.part) + "\n" if args.ir else \
+            source_part(c.source, args.part)
+        if len(specs) > 1:
+            text = f"# for {standalone.describe(gradient, spec.signature)}\n" + text
+        texts.append(text)
+    out = "\n".join(texts)
+    color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
+                                       and not os.environ.get("NO_COLOR"))
+    sys.stdout.write(terminal(out) if color and not args.ir else out)
     return 0
 
 
-def _example_args(module, fn, fname, shapes):
-    params = list(inspect.signature(fn).parameters)
-    if shapes:
-        given = dict(_parse_shape(s) for s in shapes)
-        missing = [p for p in params if p not in given]
-        if missing:
-            raise ValueError(f"--shape is missing for: {', '.join(missing)}")
-        return [given[p] for p in params]
-    example = module.functions.get(f"example_{fname}")
-    if example is None:
-        raise ValueError(f"{fname} needs example input shapes: pass --shape NAME=DIMS for "
-                         f"{', '.join(params)}, or define example_{fname}() in the module")
-    result = example()
-    return list(result) if isinstance(result, tuple) else [result]
+def _graph(args) -> int:
+    path, fname = _target(args.target)
+    module = load_module(path)
+    gradient, examples, specs = _specialised(module, fname, args)
+    arguments = bind_arguments(gradient.primal, examples[0], {})
+    avals = {n: classify(v, n, n in gradient.wrt) for n, v in arguments.items()}
+    with _explained(module):
+        forward = lower_function(gradient.primal, avals)
+    title = f"{gradient.mode} of {fname} ({os.path.basename(path)})"
+    draw.write(draw.dot_source(forward, specs[0].compiled.graph, gradient.wrt, title),
+               args.output)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
 
 
-def _parse_shape(text):
-    name, _, spec = text.partition("=")
-    if not name or not _:
-        raise ValueError(f"--shape expects NAME=DIMS, got {text!r}")
-    if spec == "float":
-        return name, 1.0
-    if spec.startswith("int:"):
-        return name, int(spec[4:])
-    dims, _, dtype = spec.partition(":")
-    dims = dims.strip("()")
-    shape = tuple(int(d) for d in dims.split(",") if d.strip())
-    return name, np.ones(shape, dtype=dtype or "float64")
+# ---- check -------------------------------------------------------------------------------------
+def _check(args) -> int:
+    path, fname = _target(args.target, need_function=False)
+    module = load_module(path)
+    names = [fname] if fname else list(module.marked)
+    if not names:
+        raise UsageError(f"{path} has no function marked with @adcompiler.grad, value_and_grad, "
+                         "vjp or jvp: name one as PATH.py:FUNC")
+    rng = np.random.default_rng(args.seed)
+    bad = 0
+    for name in names:
+        gradient, examples, _ = _specialised(module, name, args)
+        for example in examples:
+            with _explained(module):
+                rows = check_gradient(module, gradient, example, rng, args.rtol,
+                                      args.max_entries)
+            bad += _report(path, name, gradient, example, rows)
+    print("all gradients agree with finite differences" if not bad else
+          f"FAILED: {bad} gradient(s) disagree with finite differences")
+    return 1 if bad else 0
+
+
+def _report(path, name, gradient, example, rows) -> int:
+    signature = standalone.signature_of(gradient, example)
+    print(f"{path}:{name} {standalone.describe(gradient, signature)}")
+    for row in rows:
+        status = "ok" if row.ok else f"MISMATCH (tolerance {row.tolerance:.0e})"
+        extra = f"  ({row.checked})" if row.checked else ""
+        print(f"  {row.name:<10} {row.what:<20} worst relative error {row.error:.1e}  "
+              f"{status}{extra}")
+    return sum(not row.ok for row in rows)
+
+
+# ---- cache -------------------------------------------------------------------------------------
+def _cache(args) -> int:
+    if args.action == "clear":
+        print(f"removed {cache.clear()} entries from {cache.cache_dir()}")
+        return 0
+    info = cache.info()
+    state = "on" if info["enabled"] else "off (ADCOMPILER_CACHE=0)"
+    print(f"directory: {info['directory']}\nenabled:   {state}\n"
+          f"entries:   {info['entries']} ({info['bytes'] / 1024:.1f} KiB)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -9,15 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .backends.emit import emit_function
+from .custom import runtime_names
 from .errors import CompileError
 from .frontend.lower import lower_function
 from .ir import Aval, Value
 from .ir.verify import verify
 from .passes import optimize
 from .runtime import load_function
+from .transforms.forward import add_tangents
 from .transforms.reverse import add_adjoint
 
 MODES = ("grad", "value_and_grad", "vjp")
+FORWARD_MODES = ("jvp", "hvp")  # compiled by compile_jvp
 
 
 @dataclass
@@ -35,7 +38,9 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     ``plain`` emits source meant to be read by the compiler again (grad of grad): no fused
     nodes, no in-place updates, no reused buffers; the values are the same.
     """
-    graph = lower_function(fn, arguments)                                     # source -> IR
+    if mode in FORWARD_MODES:
+        return compile_jvp(fn, arguments, wrt, mode, plain)
+    graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
     (out,) = _single_output(graph)
     _check_output(graph, out, mode)
@@ -50,10 +55,54 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     graph.outputs = ([out] if mode == "value_and_grad" else []) + grads
     graph = optimize(graph, plain)                                            # passes
     verify(graph)
-    fname = f"{mode}_{fn.__name__}"
+    fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
     arg_names = list(arguments) + (["cotangent"] if mode == "vjp" else [])
+    names = runtime_names(graph)  # custom functions the code calls by name (before emitting)
     source, constants, _ = emit_function(graph, fname, arg_names, plain=plain)  # NumPy source
+    constants = {**names, **constants}
     return Compiled(graph, source, load_function(source, fname, constants), fname)
+
+
+def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False) -> Compiled:
+    """Compile forward mode: ``jvp_f(*args, *tangents) -> (value, tangent)``, one tangent
+    parameter ``<name>_dot`` per wrt parameter. ``mode="hvp"`` differentiates the gradient
+    instead (forward over reverse): ``hvp_f(*args, *tangents) -> (*grads, *grad_tangents)``,
+    the grad tangents being Hessian-vector products."""
+    graph = lower(fn, arguments)                                              # source -> IR
+    verify(graph)
+    (out,) = _single_output(graph)
+    _check_output(graph, out, "vjp" if mode == "jvp" else "grad")
+    params = {p.name: p for p in graph.params}
+    wrt_values = [params[name] for name in wrt]
+    if mode == "hvp":
+        graph.outputs = add_adjoint(graph, wrt_values, 1.0)                   # reverse mode
+        graph = optimize(graph, plain=True)  # a simpler gradient to push tangents through
+        verify(graph)
+    dots = [graph.name_value(Value(p.aval, origin=p.name), p.name + "_dot") for p in wrt_values]
+    graph.params.extend(dots)
+    graph.outputs = list(graph.outputs) + add_tangents(graph, wrt_values, dots)  # forward mode
+    verify(graph)
+    graph = optimize(graph, plain)                                            # passes
+    verify(graph)
+    fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
+    arg_names = list(arguments) + [d.name for d in dots]
+    names = runtime_names(graph)
+    source, constants, _ = emit_function(graph, fname, arg_names, plain=plain)
+    constants = {**names, **constants}
+    return Compiled(graph, source, load_function(source, fname, constants), fname)
+
+
+def lower(fn, arguments: dict):
+    """The graph of ``fn``: a plain function's source, a custom_vjp function's call, or the
+    generated source of a compiled gradient (grad of grad: see :mod:`adcompiler.higher`)."""
+    from .api import GradientFunction
+    from .custom import custom_vjp, lower_call
+    from .higher import lower_gradient
+    if isinstance(fn, custom_vjp):
+        return lower_call(fn, arguments)
+    if isinstance(fn, GradientFunction):
+        return lower_gradient(fn, arguments)
+    return lower_function(fn, arguments)
 
 
 def _single_output(graph):
@@ -86,4 +135,5 @@ def cotangent_aval(cotangent) -> Aval:
     return Aval.of(cotangent)
 
 
-__all__ = ["CompileError", "Compiled", "compile_gradient", "MODES"]
+__all__ = ["CompileError", "Compiled", "compile_gradient", "compile_jvp", "MODES",
+           "FORWARD_MODES"]

@@ -44,7 +44,7 @@ def defvjp_argnum(prim, rule):
 
 
 def has_rule(prim, argnum) -> bool:
-    if prim in VARIADIC:
+    if prim in VARIADIC or prim in USER_VJPS:
         return True
     rules = VJPS.get(prim, ())
     return argnum < len(rules) and rules[argnum] is not None
@@ -57,12 +57,26 @@ def cotangent(ops, prim, argnum, g, ans, args, params):
     primitives, sums the result back to the argument's shape.
     """
     params = {k: v for k, v in params.items() if k != "py"}
+    if prim in USER_VJPS:
+        return USER_VJPS[prim](ops, argnum, g, ans, *args)
     if prim in VARIADIC:
         return VARIADIC[prim](ops, argnum, g, ans, *args, **params)
     out = VJPS[prim][argnum](ops, g, ans, *args, **params)
     if prim in BROADCASTING:
         out = ops.unbroadcast(out, args[argnum])
     return out
+
+
+# ---- user rules: functions decorated with adcompiler.custom_vjp ----------------------------
+USER_VJPS: dict = {}   # prim -> rule(ops, argnum, g, ans, *args): calls the user's backward
+
+
+def defvjp_user(prim, rule):
+    """Register the rule of a user's custom_vjp function (see :mod:`adcompiler.custom`). Kept
+    apart from the built-in rules: it is the user's to check (``adcompiler.check_grad``), it
+    emits calls of the user's functions (so it runs on the compiler's Builder only) and it has
+    no tangent rule."""
+    USER_VJPS[prim] = rule
 
 
 # ---- tangent (forward-mode) rules ----------------------------------------------------------

@@ -341,3 +341,56 @@ def test_compiled_control_flow_agrees_with_the_tape(f, args, wrt):
     dynamic = tape.dynamic_grad(f, wrt=wrt)(*args)
     for c, d in zip(compiled, dynamic):
         np.testing.assert_allclose(c, d, rtol=1e-10, atol=1e-12)
+
+
+def breaks_out(x):
+    y = x
+    for i in range(6):
+        y = np.sin(y) * 1.3
+        if np.max(y) > 1.0:
+            break
+        y = y + 0.1
+    return np.sum(y * y)
+
+
+def skips_with_continue(x):
+    total = 0.0
+    for row in x:
+        if np.sum(row) < 0:
+            continue
+        total = total + np.sum(np.tanh(row) * row)
+    return total
+
+
+def while_with_break(x):
+    y = x
+    n = 0
+    while n < 10:
+        y = y * 0.8 + np.sin(y)
+        n = n + 1
+        if np.sum(y * y) < 0.5:
+            break
+    return np.sum(y)
+
+
+def traced_bound(x, w):
+    count = int(np.sum(x > 0))   # how many positive entries: a trip count known only at run time
+    acc = w
+    for i in range(count):
+        acc = np.tanh(acc) + x[i]
+    return np.sum(acc * acc)
+
+
+@pytest.mark.parametrize("f, args, wrt", [
+    (breaks_out, (np.array([0.1, 0.2, 0.3]),), (0,)),
+    (breaks_out, (np.array([0.9, 0.5, 1.4]),), (0,)),
+    (skips_with_continue, (RNG.standard_normal((5, 3)),), (0,)),
+    (while_with_break, (np.array([1.5, -2.0, 0.7]),), (0,)),
+    (traced_bound, (np.array([0.5, -1.0, 2.0, 0.3]), RNG.standard_normal(4)), (0, 1)),
+])
+def test_break_continue_and_traced_bounds(f, args, wrt):
+    from adcompiler import tape
+    grads = ad.grad(f, wrt=wrt)(*args)
+    assert_matches_numerical(f, args, wrt, grads, rtol=1e-5, atol=1e-7)
+    for c, d in zip(grads, tape.dynamic_grad(f, wrt=wrt)(*args)):
+        np.testing.assert_allclose(c, d, rtol=1e-10, atol=1e-12)

@@ -71,7 +71,9 @@ def uses_global(x):
 
 def uses_for(x):
     for i in range(3):
-        break
+        x = x * 2.0
+    else:
+        x = x + 1.0
     return x.sum()
 
 
@@ -308,7 +310,7 @@ CASES = [
     (uses_lambda, 1, "lambda v: v * 2.0", "`lambda` is not supported"),
     (uses_with, 1, 'with np.errstate(all="ignore"):', "`with` is not supported"),
     (uses_global, 1, "global SCALE", "`global` is not supported"),
-    (uses_for, 2, "break", "`break` is not supported"),
+    (uses_for, 1, "for i in range(3):", "`for ... else` is not supported"),
     (uses_import, 1, "import math as m", "`import` inside a compiled function"),
     (uses_assert, 1, "assert x.ndim == 1", "`assert` is not supported"),
     (uses_setitem, 1, "x.real[0]", "assign into a named array"),

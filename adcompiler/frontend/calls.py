@@ -117,6 +117,16 @@ def _ufunc(name):
     return handler
 
 
+def _int(b, args, kwargs):
+    """``int(x)``: a traced 0-d value becomes a traced Python int (a trip count, an index)."""
+    (x,) = _positional(args, 1)
+    if not isinstance(x, Value):
+        return int(x)
+    if x.aval.known_shape != ():
+        raise CallError("of an array: only a 0-d value converts to int", "reduce it first")
+    return b.emit("to_int", (x,))
+
+
 def _builtin_abs(b, args, kwargs):
     """``abs(x)``: a Python number for a Python number (math.fabs), else np.abs."""
     (x,) = _positional(args, 1)
@@ -173,7 +183,10 @@ def _dot(b, args, kwargs):
     x, y = _positional(args, 2)
     nds = [v.ndim if isinstance(v, Value) else np.ndim(v) for v in (x, y)]
     if 0 in nds:
-        return b.emit("multiply", (x, y))
+        out = b.emit("multiply", (x, y))
+        if isinstance(out, Value) and out.aval.is_scalar:
+            out = b.emit("asarray", (out,))  # np.dot of two floats is an np.float64
+        return out
     if max(nds) > 2:
         raise CallError("of arrays with more than 2 dimensions is not supported",
                         "use np.matmul (or @), which broadcasts over leading axes")
@@ -334,7 +347,8 @@ def _len(b, args, kwargs):
 
 
 FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
-FUNCTIONS.update({np.absolute: _ufunc("abs"), builtins.abs: _builtin_abs, np.clip: _clip,
+FUNCTIONS.update({np.absolute: _ufunc("abs"), builtins.abs: _builtin_abs, builtins.int: _int,
+                  np.clip: _clip,
                   np.where: _where})
 FUNCTIONS.update({getattr(np, n): _reduce(n) for n in _REDUCE_PARAMS})
 FUNCTIONS.update({np.amax: _reduce("max"), np.amin: _reduce("min")})

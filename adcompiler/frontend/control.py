@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from . import jumps
 from ..ir import Aval, Block, Literal, Node, Value
 
 _MAX_AVAL_ROUNDS = 3
@@ -142,7 +143,32 @@ class ControlLowering:
                                  f"{test.aval.known_shape}: its truth value is ambiguous",
                                  "reduce it (np.all, np.any, .sum() > 0) or use np.where")
 
-    # ---- for ----------------------------------------------------------------------------------
+    # ---- loops --------------------------------------------------------------------------------
+    def lower_loop(self, stmt):
+        """A ``for``/``while``, after rewriting break/continue and traced range bounds."""
+        if isinstance(stmt, ast.For) and self.traced_range(stmt.iter):
+            if any(isinstance(n, ast.Break) for n in ast.walk(stmt)) or stmt.orelse:
+                raise self.src.error(stmt, "a range with traced bounds cannot also `break` or "
+                                     "have an `else`", "use a while loop with your own counter")
+            before, stmt = jumps.rewrite_traced_range(stmt, f"loop{stmt.lineno}_i")
+            self.run_statements(before)
+        before, stmt = jumps.rewrite_loop(stmt)
+        self.run_statements(before)
+        if isinstance(stmt, ast.For):
+            self.lower_for(stmt)
+        else:
+            self.lower_while(stmt)
+
+    def traced_range(self, node) -> bool:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and self.env.get(node.func.id, self.lookup(node.func.id, node.func)) is range):
+            return False
+        bounds = [self.expr(a) for a in node.args]
+        if len(bounds) == 3 and isinstance(bounds[2], Value):
+            raise self.src.error(node.args[2], "a traced range step is not supported",
+                                 "use a constant step")
+        return any(isinstance(b, Value) for b in bounds)
+
     def lower_for(self, stmt: ast.For):
         if stmt.orelse:
             raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
@@ -244,9 +270,6 @@ class ControlLowering:
             func = self.lookup(node.func.id, node.func)
             if func is range:
                 args = [self.expr(a) for a in node.args]
-                if any(isinstance(a, Value) for a in args):
-                    raise self.src.error(node, "range() bounds computed from traced values are "
-                                         "not supported yet", "use static bounds (ints)")
                 r = range(*args)
                 return len(r), lambda k: _affine(self.b, k, r.start, r.step)
             if func is enumerate:
@@ -272,16 +295,22 @@ class ControlLowering:
                 continue
             if a.kind == first.kind == "int":
                 continue
+            if a.dtype == first.dtype == "bool" and {a.known_shape, first.known_shape} == {()}:
+                first = Aval("array", "bool", ())  # a Python bool meeting a NumPy one
+                continue
             raise self.src.error(stmt, f"`{name}` is {first} on one path and {a} on another "
                                  f"({where})", "give it the same shape and type on every path")
         return first
 
     def coerce(self, v, aval):
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if isinstance(v, bool):
+            v = Literal(v)
+        elif isinstance(v, (int, float)):
             v = Literal(float(v) if aval.is_float else v)
         if isinstance(v, Literal):
             if aval.is_scalar:
-                return Literal(float(v.value) if aval.kind == "float" else int(v.value))
+                cast = {"float": float, "int": int, "bool": bool}[aval.kind]
+                return Literal(cast(v.value))
             return self.b.emit("full", (v.value,), {"shape": (), "dtype": aval.dtype})
         if v.aval == aval:
             return v
@@ -306,7 +335,7 @@ def _aval(v) -> Aval:
 
 
 def _traceable(v) -> bool:
-    return isinstance(v, (Value, float, int)) and not isinstance(v, bool)
+    return isinstance(v, (Value, float, int))  # bools too: a break flag is carried
 
 
 def _affine(b, k, start, step):

@@ -86,8 +86,10 @@ class ExpressionLowering:
         if isinstance(node.op, ast.USub):
             return self.b.emit("negative", (x,))
         if isinstance(node.op, ast.Not):
-            raise self.src.error(node, "`not` of an array is not supported",
-                                 "use np.logical_not(x) for an elementwise not")
+            if x.aval.known_shape == ():  # a condition: Python's not of one truth value
+                return self.b.emit("logical_not", (x,))
+            raise self.src.error(node, "`not` of an array with more than one element is "
+                                 "ambiguous", "use np.logical_not(x) for an elementwise not")
         raise self.src.error(node, "`~` on arrays is not supported", "use np.logical_not(x)")
 
     def expr_Compare(self, node):

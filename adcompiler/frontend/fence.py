@@ -15,7 +15,7 @@ ALLOWED = (
     ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.Attribute, ast.Name, ast.Constant,
     ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.keyword,
     ast.Load, ast.Store, ast.operator, ast.unaryop, ast.cmpop, ast.arguments, ast.arg,
-    ast.If, ast.For, ast.While, ast.IfExp, ast.BoolOp, ast.boolop,
+    ast.If, ast.For, ast.While, ast.IfExp, ast.BoolOp, ast.boolop, ast.Break, ast.Continue,
 )
 
 PRINT_HINT = "print in the caller; the gradient's generated code is in its `.source`"
@@ -60,10 +60,6 @@ _WHY = {
     ast.AsyncFunctionDef: ("async functions cannot be compiled", "use a plain def"),
     ast.AsyncFor: ("`async for` is not supported", "compile a synchronous function"),
     ast.AsyncWith: ("`async with` is not supported", "compile a synchronous function"),
-    ast.Break: ("`break` is not supported (straight-line code only)",
-                "write the computation with whole-array NumPy operations"),
-    ast.Continue: ("`continue` is not supported (straight-line code only)",
-                   "write the computation with whole-array NumPy operations"),
 }
 for _name, _why in [("Match", ("`match` statements are not supported (straight-line code only)",
                                "use np.where(cond, a, b) for elementwise choices")),

@@ -127,10 +127,8 @@ class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, SetitemLoweri
             self.augmented(stmt)
         elif isinstance(stmt, ast.If):
             self.lower_if(stmt)
-        elif isinstance(stmt, ast.For):
-            self.lower_for(stmt)
-        elif isinstance(stmt, ast.While):
-            self.lower_while(stmt)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            self.lower_loop(stmt)
         # Pass and docstrings do nothing.
 
     # ---- calls to the user's own functions ----------------------------------------------------

@@ -2,14 +2,16 @@
 
 Invariant: nothing the user wrote runs. Imports of numpy, math, cupy and adcompiler are resolved
 to the real modules; module-level constants are kept when they are literals (or literal arrays);
-``def`` statements are compiled with their decorators removed, so defining them runs no user code
-(defaults must be literals). Everything else at top level is never executed: the names it binds
-are recorded in ``unresolved`` with their location, and removed from the namespace, so the static
-view never holds a value the running module would have replaced.
+``def`` statements are compiled with their decorators removed and their annotations unevaluated,
+so defining them runs no user code (defaults must be literals). Everything else at top level is
+never executed: the names it binds are recorded in ``unresolved`` with their location, and
+removed from the namespace, so the static view never holds a value the running module would
+have replaced.
 """
 
 from __future__ import annotations
 
+import __future__
 import ast
 import importlib
 import math
@@ -193,11 +195,15 @@ def _define(module: StaticModule, stmt: ast.FunctionDef):
             module.errors[stmt.name] = CompileError(
                 "a default value must be a literal to compile without running the module",
                 module.location(default), "use a number, string, tuple or None")
+            if marked:  # compiling it reports the error
+                module.marked[stmt.name] = marked
             return
     bare = ast.FunctionDef(stmt.name, stmt.args, stmt.body, [], stmt.returns,
                            getattr(stmt, "type_comment", None), **_loc(stmt))
     bare.type_params = []
-    code = compile(ast.Module([bare], []), module.path, "exec")
+    # Annotations stay strings (PEP 563), so that defining the function evaluates none of them.
+    code = compile(ast.Module([bare], []), module.path, "exec",
+                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
     exec(code, module.namespace)  # defines the function; its body does not run
     _bind(module, stmt.name, module.namespace[stmt.name], stmt)
     module.functions[stmt.name] = module.namespace[stmt.name]

@@ -23,7 +23,10 @@ class Aval:
     ``kind`` is ``"array"`` for NumPy arrays (and NumPy scalars) or one of ``"float"``, ``"int"``,
     ``"bool"`` for Python scalars, or ``"list"`` for a Python list of arrays of ``shape`` (the
     residual stack of a while loop). ``shape`` is None where unknown. ``dtype`` is a NumPy dtype
-    name (Python scalars use their NumPy equivalent).
+    name (Python scalars use their NumPy equivalent). A ``custom_vjp`` call (see
+    :mod:`adcompiler.custom`) adds two kinds, of dtype ``"object"``: ``"tuple"``, a Python tuple
+    whose ``shape`` holds its items' avals, and ``"opaque"``, residuals the compiler only passes
+    along, whose ``shape`` records the avals of the call's inputs.
     """
 
     kind: str
@@ -51,6 +54,10 @@ class Aval:
     def __str__(self):
         if self.is_scalar:
             return self.kind
+        if self.kind == "tuple":
+            return f"tuple[{','.join(str(a) for a in self.shape)}]"
+        if self.kind == "opaque":
+            return "opaque"
         short = _SHORT_DTYPES.get(self.dtype, self.dtype)
         if self.kind == "list":
             return f"list[{short}[{','.join(str(d) for d in self.shape)}]]"

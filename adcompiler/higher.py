@@ -1,0 +1,183 @@
+"""Higher order: ``grad(grad(f))`` by compiling generated source again, ``jacobian`` (forward or
+reverse mode) and ``hessian`` (forward over reverse).
+
+Invariants: the gradient differentiated again is the plain source its compilation emits (no
+in-place updates, no fused nodes), read back through ``linecache`` like any user function, so
+``.source`` of ``grad(grad(f))`` is that source's own gradient; a Jacobian has shape
+``out.shape + in.shape`` (a tuple of them, one per wrt, for a tuple ``wrt``); a Hessian block
+``H[i][j]`` has shape ``in_i.shape + in_j.shape``; results are arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .api import GradientFunction, TangentFunction
+from .errors import CompileError
+from .ir import Aval
+from .signature import bind_arguments, classify
+
+FORWARD, REVERSE = "fwd", "rev"
+
+
+# ---- grad of grad: the generated source, lowered again ---------------------------------------
+def lower_gradient(gf: GradientFunction, arguments: dict):
+    """The graph of the gradient ``gf`` computes, for these arguments: its generated source
+    (emitted ``plain``, for reading again), lowered as a new function."""
+    from .frontend.lower import lower_function
+    from .pipeline import compile_gradient
+    if gf.mode != "grad" or isinstance(gf, TangentFunction):
+        raise CompileError(f"differentiating a {gf.mode} is not supported: only grad(grad(f))",
+                           hint="use adcompiler.hessian or adcompiler.jacobian")
+    for name in gf.wrt:
+        if not isinstance(arguments.get(name), Aval):
+            raise TypeError(f"cannot differentiate with respect to {name!r}: it is "
+                            f"{arguments.get(name)!r}, not a float or a float array")
+    inner = compile_gradient(gf.primal, arguments, gf.wrt, "grad", plain=True)
+    graph = lower_function(inner.function, arguments)
+    graph.name = inner.fname
+    return graph
+
+
+# ---- Jacobians -------------------------------------------------------------------------------
+class Jacobian:
+    """``jacobian(f, wrt=..., mode=...)``: call it as ``f``; see :func:`jacobian`."""
+
+    def __init__(self, fn, wrt=None, mode="auto"):
+        if mode not in ("auto", FORWARD, REVERSE):
+            raise ValueError(f"mode must be 'auto', 'fwd' or 'rev', not {mode!r}")
+        self.primal, self.mode, self._wrt = fn, mode, wrt
+        self.forward = TangentFunction(fn, wrt, "jvp")
+        self.reverse = GradientFunction(fn, wrt, "vjp")
+        self.wrt, self._single = self.forward.wrt, self.forward._single
+        self.last_mode = None
+
+    def __call__(self, *args, **kwargs):
+        arguments = bind_arguments(self.primal, args, kwargs)
+        out_aval = self.forward.specialize(*args, **kwargs).graph.outputs[0].aval
+        inputs = [arguments[w] for w in self.wrt]
+        self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
+        out_shape = tuple(out_aval.known_shape)
+        if self.last_mode == FORWARD:
+            blocks = self._columns(args, kwargs, inputs, out_shape)
+        else:
+            blocks = self._rows(args, kwargs, inputs, out_shape)
+        return blocks[0] if self._single else tuple(blocks)
+
+    def _columns(self, args, kwargs, inputs, out_shape):
+        """Forward mode: one jvp per input entry gives one column of the Jacobian."""
+        blocks = []
+        for j, x in enumerate(inputs):
+            cols = [np.asarray(self.forward(*args, tangents=self._tangents(inputs, j, k),
+                                            **kwargs)[1]) for k in range(np.size(x))]
+            block = np.stack(cols, axis=-1) if cols else np.zeros(out_shape + (0,))
+            blocks.append(block.reshape(out_shape + np.shape(x)))
+        return blocks
+
+    def _rows(self, args, kwargs, inputs, out_shape):
+        """Reverse mode: one vjp per output entry gives one row of the Jacobian."""
+        size = int(np.prod(out_shape, dtype=np.int64))
+        rows = [[] for _ in inputs]
+        for m in range(size):
+            cotangent = np.zeros(size)
+            cotangent[m] = 1.0
+            grads = self.reverse(*args, cotangent=cotangent.reshape(out_shape), **kwargs)
+            for row, g in zip(rows, (grads,) if self._single else grads):
+                row.append(np.asarray(g, dtype=np.float64))
+        return [np.stack(row).reshape(out_shape + np.shape(x)) for row, x in zip(rows, inputs)]
+
+    def _tangents(self, inputs, j, k):
+        """Zero tangents, but entry ``k`` of input ``j``: a basis direction."""
+        out = [0.0 if isinstance(x, float) else np.zeros(np.shape(x)) for x in inputs]
+        if isinstance(inputs[j], float):
+            out[j] = 1.0
+        else:
+            out[j].reshape(-1)[k] = 1.0
+        return out[0] if self._single else tuple(out)
+
+    @property
+    def source(self):
+        """The generated code of the mode used last (jvp for 'fwd', vjp for 'rev')."""
+        return (self.forward if self.last_mode == FORWARD else self.reverse).source
+
+    @property
+    def ir(self):
+        return (self.forward if self.last_mode == FORWARD else self.reverse).ir
+
+
+def choose_mode(inputs, out_aval: Aval) -> str:
+    """Forward mode when the inputs have fewer entries than the output, else reverse mode:
+    forward mode gives a column per pass, reverse mode a row."""
+    n_in = sum(int(np.size(x)) for x in inputs)
+    n_out = int(np.prod(out_aval.known_shape, dtype=np.int64))
+    return FORWARD if n_in < n_out else REVERSE
+
+
+def jacobian(f=None, *, wrt=None, mode="auto"):
+    """The Jacobian of ``f`` with respect to ``wrt``, as an array of shape
+    ``out.shape + in.shape`` (a tuple of them for a tuple ``wrt``).
+
+    ``mode="fwd"`` runs one compiled jvp per input entry (a column each), ``mode="rev"`` one
+    compiled vjp per output entry (a row each); ``"auto"`` (the default) picks forward mode when
+    the inputs have fewer entries than the output, reverse mode otherwise.
+    """
+    if f is None:
+        return lambda fn: Jacobian(fn, wrt, mode)
+    return Jacobian(f, wrt, mode)
+
+
+# ---- Hessians --------------------------------------------------------------------------------
+class Hessian:
+    """``hessian(f, wrt=...)``: call it as ``f``; ``.hvp`` is the compiled Hessian-vector
+    product (forward over reverse) it calls once per input entry."""
+
+    def __init__(self, fn, wrt=None):
+        self.primal = fn
+        self.hvp = TangentFunction(fn, wrt, "hvp")
+        self.wrt, self._single = self.hvp.wrt, self.hvp._single
+
+    def __call__(self, *args, **kwargs):
+        arguments = bind_arguments(self.primal, args, kwargs)
+        inputs = [arguments[w] for w in self.wrt]
+        for w, x in zip(self.wrt, inputs):
+            classify(x, w, True)
+        blocks = [[None] * len(inputs) for _ in inputs]
+        for j, x in enumerate(inputs):
+            cols = []
+            for k in range(int(np.size(x))):
+                _, hv = self.hvp(*args, tangents=_basis(inputs, j, k, self._single), **kwargs)
+                cols.append((hv,) if self._single else hv)
+            for i, xi in enumerate(inputs):
+                col = [np.asarray(c[i], dtype=np.float64) for c in cols]
+                blocks[i][j] = np.stack(col, axis=-1).reshape(np.shape(xi) + np.shape(x))
+        return blocks[0][0] if self._single else tuple(tuple(row) for row in blocks)
+
+    @property
+    def source(self):
+        """The generated Hessian-vector product."""
+        return self.hvp.source
+
+    @property
+    def ir(self):
+        return self.hvp.ir
+
+
+def _basis(inputs, j, k, single):
+    out = [0.0 if isinstance(x, float) else np.zeros(np.shape(x)) for x in inputs]
+    if isinstance(inputs[j], float):
+        out[j] = 1.0
+    else:
+        out[j].reshape(-1)[k] = 1.0
+    return out[0] if single else tuple(out)
+
+
+def hessian(f=None, *, wrt=None):
+    """The Hessian of ``f``'s scalar result with respect to ``wrt``, forward over reverse: one
+    compiled Hessian-vector product per input entry. For a single ``wrt`` of shape ``S`` it has
+    shape ``S + S``; for a tuple, ``H[i][j]`` has shape ``in_i.shape + in_j.shape``."""
+    if f is None:
+        return lambda fn: Hessian(fn, wrt)
+    return Hessian(f, wrt)
+
+
+__all__ = ["jacobian", "hessian", "Jacobian", "Hessian", "lower_gradient", "choose_mode"]

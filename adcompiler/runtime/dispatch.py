@@ -1,0 +1,78 @@
+"""The run-time helpers of standalone modules: ``_dispatch`` runs the body compiled for a call.
+
+Invariant: :mod:`adcompiler.standalone` copies these definitions verbatim (``inspect.getsource``)
+into every module ``adcompiler compile`` writes, so they use only NumPy and builtins and read no
+global but ``np`` and ``_HINT``, which each standalone module defines. A signature is what the
+compiler keys a specialisation on (:mod:`adcompiler.signature`): an array's dtype and shape, a
+Python float, or the value of a static argument.
+"""
+
+import numpy as np
+
+_HINT = "to compile it for these inputs, return them from %s() and compile again"
+
+
+def _signature(value):
+    """What the gradients are compiled for: an array's dtype and shape, a Python float, or the
+    value of any other (static) argument."""
+    if isinstance(value, float):
+        return ("float",)
+    if isinstance(value, list):
+        value = np.asarray(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return ("array", value.dtype.name, tuple(value.shape))
+    return ("static", type(value).__name__, value)
+
+
+def _describe(params, signature):
+    def one(s):
+        if s[0] == "float":
+            return "float"
+        if s[0] == "array":
+            return "%s[%s]" % (s[1], ", ".join(str(d) for d in s[2]))
+        return "%s %r" % (s[1], s[2])
+    return "(" + ", ".join("%s: %s" % (p, one(s)) for p, s in zip(params, signature)) + ")"
+
+
+class _Signatures(dict):
+    """The compiled bodies of one gradient, by input signature."""
+
+    def __init__(self, name, params, example, bodies):
+        dict.__init__(self, bodies)
+        self.name, self.params, self.example = name, params, example
+
+
+def _dispatch(table, args):
+    signature = tuple(_signature(a) for a in args)
+    try:
+        body = table.get(signature)
+    except TypeError:  # an unhashable argument
+        body = None
+    if body is None:
+        compiled = "\n".join("  " + _describe(table.params, s) for s in table)
+        raise TypeError("%s() was compiled for the inputs\n%s\nbut was given\n  %s\n%s"
+                        % (table.name, compiled, _describe(table.params, signature),
+                           _HINT % table.example))
+    return body(*args)
+
+
+def _tangents(tangents, primals, single):
+    """One tangent per wrt parameter, with its parameter's dtype and shape (a float for a
+    float), as adcompiler.jvp takes them."""
+    tangents = (tangents,) if single else tuple(tangents)
+    if len(tangents) != len(primals):
+        raise TypeError("takes %d tangents, got %d" % (len(primals), len(tangents)))
+    out = []
+    for t, x in zip(tangents, primals):
+        if isinstance(x, float):
+            out.append(float(t))
+            continue
+        t = np.asarray(t, dtype=np.asarray(x).dtype)
+        if t.shape != np.shape(x):
+            raise ValueError("a tangent has shape %s, its parameter %s" % (t.shape, np.shape(x)))
+        out.append(t)
+    return tuple(out)
+
+
+HELPERS = (_signature, _describe, _Signatures, _dispatch)   # in every standalone module
+JVP_HELPERS = (_tangents,)                                  # where a jvp is compiled

@@ -1,0 +1,20 @@
+"""Shared fixtures: the on-disk cache lives in a temporary directory, never in the real home."""
+
+import os
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Every compilation in the suite (and in the subprocesses it starts, which inherit the
+    environment) caches under a fresh temporary directory."""
+    saved = {k: os.environ.get(k) for k in ("ADCOMPILER_CACHE_DIR", "ADCOMPILER_CACHE")}
+    os.environ["ADCOMPILER_CACHE_DIR"] = str(tmp_path_factory.mktemp("adcompiler-cache"))
+    os.environ.pop("ADCOMPILER_CACHE", None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
