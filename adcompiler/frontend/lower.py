@@ -60,7 +60,7 @@ class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, SetitemLoweri
                                  "assigns it; assign it before this line, or rename it")
         if value is _MISSING:
             value = self.outer(name, node)
-        return self.constant(value) if isinstance(value, np.ndarray) else value
+        return self.constant(value, name) if isinstance(value, np.ndarray) else value
 
     def outer(self, name, node):
         """A name the function does not assign: from its closure, module globals or builtins."""
@@ -77,13 +77,14 @@ class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, SetitemLoweri
             return f"did you mean `{close[0]}`?"
         return "define it before this line, or at module level"
 
-    def constant(self, array: np.ndarray) -> Value:
-        """An array from a closure or global becomes a graph constant (bound, never copied)."""
+    def constant(self, array: np.ndarray, name=None) -> Value:
+        """An array from a closure or global becomes a graph constant (bound, never copied),
+        named as the user named it (``x @ W``)."""
         for v, data in self.graph.consts.items():
             if data is array:
                 return v
         v = Value(Aval.of(array))
-        self.graph.name_value(v, "const")
+        self.graph.name_value(v, name or "const")
         self.graph.consts[v] = array
         return v
 
