@@ -171,11 +171,31 @@ def _stack_residuals(b, node, body, adj, k, k_adj):
     for r in _reads([adj]):
         if r is k or (r not in top_level and r not in nested):
             continue  # the counter is the adjoint loop's own; outer values are read as they are
+        again = _rematerialise(b, body, r, k, k_adj, top_level | nested)
+        if again is not None:  # x[k] of an array the loop never changes: take it again
+            loads.extend(again)
+            subst[r] = again[-1].outputs[0]
+            continue
         held = r if r in top_level else _lift(b, body, r)
         stacked = _stack_output(b, node, body, held)
         loads.extend(_load(b, stacked, k_adj, r, subst))
     adj.nodes[:0] = loads
     _substitute_block(adj, subst)
+
+
+def _rematerialise(b, body, r, k, k_adj, inside):
+    """Nodes recomputing ``r`` in the adjoint body, when ``r`` is ``a[k]`` (a basic index by
+    the loop counter) of an array defined outside the loop; else None (it is stacked)."""
+    producer = next((n for n in body.nodes if r in n.outputs), None)
+    if producer is None or producer.prim != "getitem":
+        return None
+    base, *arrays = producer.inputs
+    if base in inside or any(a is not k for a in arrays) or r.aval.is_scalar:
+        return None
+    block = Block()
+    with b.into(block):
+        b.getitem(base, [k_adj for _ in arrays], producer.params["index"])
+    return block.nodes
 
 
 def _lift(b, block, r: Value) -> Value:
