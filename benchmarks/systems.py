@@ -1,0 +1,200 @@
+"""The systems under test: one adapter each, turning a workload into a zero-argument gradient step.
+
+``prepare(system, workload, args)`` imports nothing heavy itself (the worker imports the system
+first, so that import time is excluded) and returns a :class:`Runner`; its ``step()`` computes one
+gradient (finished: JAX results are waited for) and ``to_numpy`` turns a result into a tuple of
+NumPy arrays and floats for the check against the hand-written gradient. Compiling happens inside
+the first ``step()``, as it would for a user.
+
+The peers run the workload's own function, re-bound so that ``np`` and ``math`` name the peer's
+NumPy-like namespace (``jax.numpy``, ``autograd.numpy``, a small shim over ``torch``): every system
+computes exactly the code in ``workloads.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+# name -> (label in tables, modules imported before anything is timed)
+SYSTEMS = {
+    "hand": ("hand-written NumPy", ("numpy",)),
+    "compiled": ("adcompiler.grad", ("adcompiler",)),
+    "generated": ("generated code only", ("adcompiler",)),
+    "tape": ("adcompiler.tape", ("adcompiler", "adcompiler.tape")),
+    "torch": ("PyTorch eager", ("torch",)),
+    "jax": ("jax.jit(jax.grad)", ("jax", "jax.numpy")),
+    "autograd": ("HIPS autograd", ("autograd", "autograd.numpy")),
+}
+ORDER = tuple(SYSTEMS)
+
+
+class Unsupported(Exception):
+    """The system cannot take this workload (e.g. adcompiler's CompileError): not a failure."""
+
+
+@dataclass
+class Runner:
+    step: Callable[[], object]
+    to_numpy: Callable[[object], tuple]
+
+
+def label(system: str) -> str:
+    return SYSTEMS[system][0]
+
+
+def import_system(system: str) -> None:
+    """Import what ``system`` needs (raises ImportError, or Unsupported for a missing tape)."""
+    if system == "jax":
+        import os
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    for module in SYSTEMS[system][1]:
+        importlib.import_module(module)
+    if system == "jax":
+        import jax
+        jax.config.update("jax_enable_x64", True)
+    if system == "tape":
+        import adcompiler.tape as tape
+        if not hasattr(tape, "dynamic_grad"):
+            raise ImportError("adcompiler.tape has no dynamic_grad yet")
+
+
+def rebind(fn, np_namespace, math_namespace):
+    """``fn`` with its globals ``np`` and ``math`` replaced (same code object, same closure)."""
+    scope = dict(fn.__globals__, np=np_namespace, math=math_namespace)
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _plain(result) -> tuple:
+    return tuple(v if isinstance(v, float) else np.asarray(v) for v in result)
+
+
+def _positions(workload):
+    import inspect
+    names = list(inspect.signature(workload.fn).parameters)
+    return tuple(names.index(n) for n in workload.wrt)
+
+
+# ---- adapters ------------------------------------------------------------------------------------
+
+
+def _hand(workload, args):
+    hand = workload.hand
+    return Runner(lambda: hand(*args), _plain)
+
+
+def _compiled(workload, args):
+    import adcompiler
+
+    g = adcompiler.grad(workload.fn, wrt=workload.wrt)
+
+    def step():
+        try:
+            return g(*args)
+        except adcompiler.CompileError as e:
+            raise Unsupported(str(e).splitlines()[0]) from None
+    return Runner(step, _plain)
+
+
+def _generated(workload, args):
+    """adcompiler's generated function called directly: the compiled code without the dispatch."""
+    import adcompiler
+
+    g, loaded = adcompiler.grad(workload.fn, wrt=workload.wrt), []
+
+    def step():
+        if not loaded:
+            try:
+                loaded.append(g.specialize(*args).function)
+            except adcompiler.CompileError as e:
+                raise Unsupported(str(e).splitlines()[0]) from None
+        result = loaded[0](*args)
+        return result if isinstance(result, tuple) else (result,)
+    return Runner(step, _plain)
+
+
+def _tape(workload, args):
+    from adcompiler.tape import dynamic_grad
+
+    # math.* on a tensor that requires grad raises (it would drop the gradient): the tape runs
+    # the same function with math bound to NumPy, which dispatches to tensors.
+    g = dynamic_grad(rebind(workload.fn, np, np), wrt=workload.wrt)
+    return Runner(lambda: g(*args), _plain)
+
+
+def _jax(workload, args):
+    import jax
+    import jax.numpy as jnp
+
+    fn = rebind(workload.fn, jnp, jnp)
+    g = jax.jit(jax.grad(fn, argnums=_positions(workload)))
+    jargs = [a if isinstance(a, float) else jnp.asarray(a) for a in args]
+    jax.block_until_ready(jargs)
+    return Runner(lambda: jax.block_until_ready(g(*jargs)),
+                  lambda r: tuple(np.asarray(v) for v in r))
+
+
+def _autograd(workload, args):
+    import autograd
+    import autograd.numpy as anp
+
+    g = autograd.grad(rebind(workload.fn, anp, anp), argnum=_positions(workload))
+    return Runner(lambda: g(*args), lambda r: tuple(np.asarray(v) for v in r))
+
+
+def _torch_namespace():
+    import torch
+
+    def reduction(name):
+        op = getattr(torch, name)
+
+        def reduce(x, axis=None, keepdims=False):
+            return op(x) if axis is None else op(x, dim=axis, keepdim=keepdims)
+        return reduce
+    ns = types.SimpleNamespace(sum=reduction("sum"), mean=reduction("mean"),
+                               max=reduction("amax"))
+    for name in ("tanh", "exp", "log", "log1p", "sin", "cos"):
+        setattr(ns, name, getattr(torch, name))
+    return ns
+
+
+def _torch(workload, args):
+    import torch
+
+    fn = rebind(workload.fn, *(2 * (_torch_namespace(),)))
+    wrt = set(_positions(workload))
+    targs = [torch.tensor(a, dtype=torch.float64, requires_grad=i in wrt)
+             if isinstance(a, float) else torch.from_numpy(a).requires_grad_(i in wrt)
+             for i, a in enumerate(args)]
+    leaves = [targs[i] for i in _positions(workload)]
+
+    def step():
+        return torch.autograd.grad(fn(*targs), leaves)
+    return Runner(step, lambda r: tuple(v.detach().numpy() for v in r))
+
+
+_ADAPTERS = {"hand": _hand, "compiled": _compiled, "generated": _generated, "tape": _tape,
+             "jax": _jax, "autograd": _autograd, "torch": _torch}
+
+
+def prepare(system: str, workload, args) -> Runner:
+    """A runner of ``system``'s gradient of ``workload`` at ``args`` (compiles on first step)."""
+    return _ADAPTERS[system](workload, args)
+
+
+def compare(got: tuple, want: tuple, rtol: float = 1e-6) -> str | None:
+    """None when ``got`` matches the hand-written ``want``; otherwise what differs."""
+    if len(got) != len(want):
+        return f"{len(got)} gradients, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g, dtype=np.float64), np.asarray(w, dtype=np.float64)
+        if g.shape != w.shape:
+            return f"gradient {i}: shape {g.shape}, expected {w.shape}"
+        if not np.allclose(g, w, rtol=rtol):
+            err = float(np.max(np.abs(g - w)))
+            return f"gradient {i}: max abs error {err:.3g} (rtol {rtol})"
+    return None
