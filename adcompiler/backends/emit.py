@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import ast
 import keyword
+from dataclasses import dataclass
 
 import astor
 
 from ..ir import Literal, Value, walk
-from ..ir.primitives import PRIMS
+from .aliasing import fresh as _fresh, is_view as _is_view
 from .expressions import (accumulate_statements, assign_statements, const, dtype_expr,
                           node_expr, scatter_statements)
 from .buffered import BufferedEmission
@@ -315,44 +316,25 @@ class Emitter(BufferedEmission):
         return top, end
 
     def assign_slots(self, slots, values):
-        """``slot = value`` wherever the value is not already stored under the slot's name."""
-        out = []
+        """``slot = value`` wherever the value is not already stored under the slot's name.
+        The copies happen at once (a phi): where one's target is read by a later one, they
+        are written as one tuple assignment, which Python evaluates right side first."""
+        pairs = []
         for slot, x in zip(slots, values):
             expr = self.atom(x)
             if not (isinstance(expr, ast.Name) and expr.id == slot):
-                out.append(_render(ast.Assign([_store(slot)], expr)))
-        return out
+                pairs.append((slot, expr))
+        clash = any(isinstance(e, ast.Name) and e.id == t
+                    for i, (t, _) in enumerate(pairs) for _, e in pairs[i + 1:])
+        if clash:
+            targets = ast.Tuple([_store(t) for t, _ in pairs], ast.Store())
+            return [_render(ast.Assign([targets], ast.Tuple([e for _, e in pairs], ast.Load())))]
+        return [_render(ast.Assign([_store(t)], e)) for t, e in pairs]
 
     def helpers(self):
         shapes_unknown = any(n.prim == "sum_to" and n.inputs[0].aval.known_shape is None
                              for n in walk(self.graph.nodes))
         return [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
-
-
-_FRESH = {"zeros_like", "ones_like", "zeros", "ones", "full", "scatter_add", "index_add",
-          "setitem", "copy", "astype"}
-
-
-def _fresh(node) -> bool:
-    """Whether ``node`` returns a new writable array no other value shares: creations,
-    copies, updates, and elementwise results with at least one dimension (NumPy returns
-    scalars, not arrays, for 0-d results)."""
-    if node.regions or node.params.get("py"):
-        return False
-    out = node.outputs[0].aval
-    if out.kind != "array" or not out.ndim:
-        return False
-    return node.prim in _FRESH or PRIMS[node.prim].family == "elementwise"
-
-
-_VIEWS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to"}
-
-
-def _is_view(node) -> bool:
-    """Whether NumPy may return a view of the first input (basic indexing, reshapes...)."""
-    if node.prim == "getitem":
-        return all(not x.aval.ndim for x in node.inputs[1:])  # no 1-D+ index array: basic
-    return node.prim in _VIEWS
 
 
 def _store(name):
@@ -387,14 +369,34 @@ def _render(stmt) -> str:
     return astor.to_source(stmt, pretty_source="".join).rstrip("\n")
 
 
+@dataclass
+class Emission:
+    source: str         # the module: helpers, kernels, buffers, then ``def fname(...)``
+    constants: dict     # module-level name -> the value the source reads under it
+    uses_math: bool
+    kernels: tuple = ()  # the CuPy backend's ElementwiseKernels (see cuda_kernels.Kernel)
+
+
 def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None, plain=False):
+    """``(source, constants, uses_math)`` of :func:`emit_module`."""
+    e = emit_module(graph, fname, arg_names, xp_name, doc, plain)
+    return e.source, e.constants, e.uses_math
+
+
+def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
+                plain=False) -> Emission:
     """The source of ``def fname(*arg_names): ...`` computing ``graph``, plus its helpers.
 
     ``arg_names`` lists every parameter of the user's function; those the graph traces bind
     to its parameters by name, the others were folded in while compiling. Constants are read
-    from module-level names the caller binds (see :func:`constant_names`).
+    from module-level names the caller binds. ``xp_name="cp"`` spells the code for CuPy, with
+    one ``ElementwiseKernel`` per fused node (see :mod:`adcompiler.backends.cupy_emit`).
     """
-    em = Emitter(graph, xp_name, plain)
+    if xp_name == "cp":
+        from .cupy_emit import CupyEmitter
+        em = CupyEmitter(graph, xp_name, plain, fname)
+    else:
+        em = Emitter(graph, xp_name, plain)
     for p in graph.params:
         assert em.name(p) == p.name, f"parameter {p.name!r} must keep its name"
     for v in graph.consts:
@@ -408,5 +410,6 @@ def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None, pl
                                   "\n".join(lines).split("\n")])
     module_lines = em.helpers() + module
     uses_math = any(n.params.get("py") for n in walk(graph.nodes))
-    return "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n", \
-        {em.name(v): a for v, a in graph.consts.items()}, uses_math
+    source = "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n"
+    constants = {em.name(v): a for v, a in graph.consts.items()}
+    return Emission(source, constants, uses_math, tuple(getattr(em, "kernels", ())))

@@ -2,7 +2,8 @@
 
 Invariants: ``reads[v]`` lists every read of ``v`` as ``(position, path)``; a read by an inlined
 node counts where its expression lands; a read inside a loop body of a value defined outside the
-loop counts at the loop's end (every iteration reads it again); a block's yields are read at the
+loop counts at the loop's end and on the loop's own path (every later iteration reads it again,
+whichever branch it takes); a block's yields are read at the
 end of the block. ``path`` names the ``cond`` branches enclosing the read, so that reads in a
 sibling branch, which never run together, do not conflict.
 """
@@ -81,9 +82,13 @@ class Liveness:
         reads = {}
         for x, reader, position, path, loops in self._raw:
             eff = self._where(reader) if reader is not None else position
-            for loop in loops:
+            for loop in loops:  # outermost first
                 if self.def_pos.get(x, -1) < self.pos[loop]:
+                    # read again by every later iteration, whichever branch runs there: it
+                    # conflicts with every write in the loop, not only this branch's
                     eff = max(eff, self.end[loop])
+                    path = self.path[loop]
+                    break
             reads.setdefault(x, []).append((eff, path))
         return reads
 
