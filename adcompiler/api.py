@@ -15,15 +15,19 @@ import numpy as np
 from .errors import CompileError
 from .pipeline import Compiled, compile_gradient
 from .runtime import cache as disk_cache
-from .signature import bind_arguments, classify, key_of, resolve_wrt
+from .runtime.compile import check_backend
+from .signature import (array_module, bind_arguments, check_backend_arguments, classify,
+                        is_device_array, key_of, resolve_wrt)
 
 
 class GradientFunction:
-    """A compiled gradient of ``primal``; ``.source`` and ``.ir`` show the latest compilation."""
+    """A compiled gradient of ``primal``; ``.source`` and ``.ir`` show the latest compilation.
+    ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (see README, CuPy backend)."""
 
-    def __init__(self, fn, wrt, mode):
+    def __init__(self, fn, wrt, mode, backend="numpy"):
         self.primal = fn
         self.mode = mode
+        self.backend = check_backend(backend)
         self._wrt_given = wrt
         self.wrt = resolve_wrt(fn, 0 if wrt is None else wrt)
         self._single = wrt is None or not isinstance(wrt, (tuple, list))
@@ -50,10 +54,12 @@ class GradientFunction:
         ct_aval = classify(cotangent, "cotangent", True) if cotangent is not None else None
         key = key_of(avals) + (ct_aval,)
         compiled = self._cache.get(key)
-        if compiled is None:  # then the disk cache (see adcompiler.runtime.cache)
+        if compiled is None:  # then the disk cache (NumPy code only: adcompiler.runtime.cache)
             compiled = disk_cache.fetch(
-                disk_cache.key_for(self.primal, self.mode, self.wrt, key),
-                lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval))
+                disk_cache.key_for(self.primal, self.mode, self.wrt, key)
+                if self.backend == "numpy" else None,
+                lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval,
+                                         backend=self.backend))
             self._cache[key] = compiled
         self._last = compiled
         return compiled, arguments
@@ -66,12 +72,16 @@ class GradientFunction:
             if call is not None:
                 return call(*args)
         arguments, cotangent = self._bind(args, kwargs)
+        self._check_arrays({**arguments, "cotangent": cotangent})
         compiled, arguments = self._compiled(arguments, cotangent)
         extra = (cotangent,) if self.mode == "vjp" else ()
         result = compiled.function(*arguments.values(), *extra)
         if not kwargs and key is not None and len(args) == len(self._signature.parameters):
             self._fast[key] = self._direct(compiled.function)
         return self._package(result)
+
+    def _check_arrays(self, values: dict):
+        check_backend_arguments(values, self.backend, f"{self.mode} of {self.primal.__name__}")
 
     def _direct(self, function):
         """What a fast call runs: the generated function, packaged only where needed."""
@@ -135,6 +145,8 @@ def _fast_key(args):
         t = type(a)
         if t is np.ndarray:
             key.append((a.shape, a.dtype))
+        elif is_device_array(a):
+            key.append((a.shape, a.dtype, "device"))
         elif t is float:
             key.append(float)
         elif t in _STATIC_TYPES:
@@ -145,10 +157,10 @@ def _fast_key(args):
 
 
 def _transform(mode):
-    def transform(f=None, *, wrt=None):
+    def transform(f=None, *, wrt=None, backend="numpy"):
         if f is None:
-            return lambda fn: GradientFunction(fn, wrt, mode)
-        return GradientFunction(f, wrt, mode)
+            return lambda fn: GradientFunction(fn, wrt, mode, backend)
+        return GradientFunction(f, wrt, mode, backend)
     transform.__name__ = mode
     return transform
 
@@ -159,6 +171,7 @@ grad.__doc__ = """The gradient of ``f``'s scalar result with respect to ``wrt``.
 ``wrt`` names parameters by name or position; a single one gives a single gradient, a tuple
 gives a tuple in that order (default: the first parameter). Use as ``grad(f)``, ``@grad`` or
 ``@grad(wrt=("w1", "w2"))``. A gradient has its input's shape and dtype (a float for a float).
+``backend="cupy"`` compiles CuPy code for CuPy arrays (every transform takes ``backend=``).
 """
 value_and_grad = _transform("value_and_grad")
 value_and_grad.__doc__ = "Like :func:`grad`, returning ``(value, gradient)``."
@@ -182,6 +195,9 @@ class TangentFunction(GradientFunction):
 
     def __call__(self, *args, tangents=None, **kwargs):
         arguments, _ = self._bind(args, kwargs)
+        given = tangents if isinstance(tangents, (tuple, list)) and not self._single else \
+            (tangents,)
+        self._check_arrays({**arguments, **{f"tangents[{i}]": t for i, t in enumerate(given)}})
         compiled, arguments = self._compiled(arguments, None)
         dots = self._tangents(tangents, arguments)
         result = compiled.function(*arguments.values(), *dots)
@@ -207,14 +223,14 @@ class TangentFunction(GradientFunction):
 def _like(t, x, name):
     if isinstance(x, float):
         return float(t)
-    t = np.asarray(t, dtype=x.dtype)
+    t = array_module(x).asarray(t, dtype=x.dtype)
     if t.shape != np.shape(x):
         raise ValueError(f"the tangent for {name!r} has shape {t.shape}, but {name} has shape "
                          f"{np.shape(x)}")
     return t
 
 
-def jvp(f=None, *, wrt=None):
+def jvp(f=None, *, wrt=None, backend="numpy"):
     """The Jacobian-vector product of ``f``, computed in forward mode, ahead of time.
 
     ``jvp(f, wrt=...)(*args, tangents=t)`` returns ``(f(*args), J @ t)``: ``t`` is one tangent
@@ -222,8 +238,8 @@ def jvp(f=None, *, wrt=None):
     (``.source``) computes each value's tangent right after the value, named ``<name>_dot``.
     """
     if f is None:
-        return lambda fn: TangentFunction(fn, wrt, "jvp")
-    return TangentFunction(f, wrt, "jvp")
+        return lambda fn: TangentFunction(fn, wrt, "jvp", backend)
+    return TangentFunction(f, wrt, "jvp", backend)
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "GradientFunction", "TangentFunction",

@@ -101,13 +101,12 @@ def _options(p, wrt=True, backend=True):
     p.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
                    help="an example input shape (see below); repeat for each parameter")
     if backend:
-        p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy")
+        p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
+                       help="the array module the generated code uses (default numpy; cupy "
+                            "needs no GPU to compile, only to run)")
 
 
 def _available(args):
-    if getattr(args, "backend", "numpy") == "cupy":
-        raise UsageError("the CuPy backend is not available yet; use --backend numpy (the "
-                         "default): the generated code then needs only NumPy")
     if getattr(args, "mode", "reverse") == "forward":
         raise UsageError("gradients in forward mode are not available yet: use --mode reverse "
                          "(the default); functions marked @adcompiler.jvp are compiled in "
@@ -134,18 +133,19 @@ def _explained(module):
         raise module.explain(exc) from None
 
 
-def _gradient(module, fname, wrt_text=None) -> GradientFunction:
+def _gradient(module, fname, wrt_text=None, backend="numpy") -> GradientFunction:
     """The transform the decorator asks for (``grad`` of the first parameter if unmarked)."""
     fn = module.function(fname)
     mode, wrt = module.marked.get(fname, ("grad", None))
     if wrt_text:
         wrt = tuple(w.strip() for w in wrt_text.split(","))
-    return (TangentFunction if mode == "jvp" else GradientFunction)(fn, wrt, mode)
+    return (TangentFunction if mode == "jvp" else GradientFunction)(fn, wrt, mode, backend)
 
 
 def _specialised(module, fname, args):
     with _explained(module):
-        gradient = _gradient(module, fname, getattr(args, "wrt", None))
+        gradient = _gradient(module, fname, getattr(args, "wrt", None),
+                             getattr(args, "backend", "numpy"))
         examples = example_arguments(module, fname, args.shape)
         return gradient, examples, standalone.specialise(gradient, examples)
 
@@ -204,7 +204,8 @@ def _compile_one(path, args, explicit):
         _, _, specs = _specialised(module, name, args)
         functions.append(standalone.MarkedFunction(name, mode, wrt, specs))
     command = " ".join(["adcompiler compile", os.path.basename(path)] +
-                       [f"--shape {s}" for s in args.shape])
+                       [f"--shape {s}" for s in args.shape] +
+                       (["--backend cupy"] if args.backend == "cupy" else []))
     with _explained(module):
         text = standalone.build_module(module, functions, args.backend, command)
     out = args.output or os.path.splitext(path)[0] + "_grad.py"

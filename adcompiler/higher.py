@@ -15,7 +15,7 @@ import numpy as np
 from .api import GradientFunction, TangentFunction
 from .errors import CompileError
 from .ir import Aval
-from .signature import bind_arguments, classify
+from .signature import bind_arguments, classify, key_of
 
 FORWARD, REVERSE = "fwd", "rev"
 
@@ -51,10 +51,11 @@ class Jacobian:
         self.reverse = GradientFunction(fn, wrt, "vjp")
         self.wrt, self._single = self.forward.wrt, self.forward._single
         self.last_mode = None
+        self._out_avals: dict = {}
 
     def __call__(self, *args, **kwargs):
         arguments = bind_arguments(self.primal, args, kwargs)
-        out_aval = self.forward.specialize(*args, **kwargs).graph.outputs[0].aval
+        out_aval = self._output_aval(arguments)
         inputs = [arguments[w] for w in self.wrt]
         self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
         out_shape = tuple(out_aval.known_shape)
@@ -63,6 +64,15 @@ class Jacobian:
         else:
             blocks = self._rows(args, kwargs, inputs, out_shape)
         return blocks[0] if self._single else tuple(blocks)
+
+    def _output_aval(self, arguments) -> Aval:
+        """The result's aval for these arguments, from the lowered graph (once per signature)."""
+        from .pipeline import lower
+        avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
+        key = key_of(avals)
+        if key not in self._out_avals:
+            self._out_avals[key] = lower(self.primal, avals).outputs[0].aval
+        return self._out_avals[key]
 
     def _columns(self, args, kwargs, inputs, out_shape):
         """Forward mode: one jvp per input entry gives one column of the Jacobian."""
@@ -94,6 +104,17 @@ class Jacobian:
         else:
             out[j].reshape(-1)[k] = 1.0
         return out[0] if self._single else tuple(out)
+
+    def specialize(self, *args, **kwargs):
+        """Compile the jvp ('fwd') or the vjp ('rev') this call would use, without running it."""
+        arguments = bind_arguments(self.primal, args, kwargs)
+        inputs = [arguments[w] for w in self.wrt]
+        out_aval = self._output_aval(arguments)
+        self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
+        if self.last_mode == FORWARD:
+            return self.forward.specialize(*args, **kwargs)
+        cotangent = np.zeros(out_aval.known_shape) if out_aval.kind == "array" else 0.0
+        return self.reverse.specialize(*args, cotangent=cotangent, **kwargs)
 
     @property
     def source(self):
@@ -151,6 +172,10 @@ class Hessian:
                 col = [np.asarray(c[i], dtype=np.float64) for c in cols]
                 blocks[i][j] = np.stack(col, axis=-1).reshape(np.shape(xi) + np.shape(x))
         return blocks[0][0] if self._single else tuple(tuple(row) for row in blocks)
+
+    def specialize(self, *args, **kwargs):
+        """Compile the Hessian-vector product for these arguments, without running it."""
+        return self.hvp.specialize(*args, **kwargs)
 
     @property
     def source(self):

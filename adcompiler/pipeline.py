@@ -6,16 +6,16 @@ what runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .backends.emit import emit_function
+from .backends.emit import emit_module
 from .custom import runtime_names
 from .errors import CompileError
 from .frontend.lower import lower_function
 from .ir import Aval, Value
 from .ir.verify import verify
 from .passes import optimize
-from .runtime import load_function
+from .runtime.compile import XP_NAMES, load_backend
 from .transforms.forward import add_tangents
 from .transforms.reverse import add_adjoint
 
@@ -29,17 +29,22 @@ class Compiled:
     source: str            # the generated function's source
     function: object       # the loaded function
     fname: str
+    backend: str = "numpy"   # "numpy" or "cupy": the array module the source is written for
+    kernels: tuple = ()      # the CuPy backend's ElementwiseKernels (backends.cuda_kernels)
+    constants: dict = field(default_factory=dict)  # what the source reads, as given (host)
 
 
 def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
-                     plain=False) -> Compiled:
+                     plain=False, backend="numpy") -> Compiled:
     """Compile ``mode`` of ``fn`` for these arguments (Avals for traced ones).
 
     ``plain`` emits source meant to be read by the compiler again (grad of grad): no fused
-    nodes, no in-place updates, no reused buffers; the values are the same.
+    nodes, no in-place updates, no reused buffers; the values are the same. ``backend``
+    ``"cupy"`` writes CuPy code (see :func:`adcompiler.runtime.compile.load_backend` for how it
+    loads where CuPy cannot run).
     """
     if mode in FORWARD_MODES:
-        return compile_jvp(fn, arguments, wrt, mode, plain)
+        return compile_jvp(fn, arguments, wrt, mode, plain, backend)
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
     (out,) = _single_output(graph)
@@ -57,13 +62,20 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     verify(graph)
     fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
     arg_names = list(arguments) + (["cotangent"] if mode == "vjp" else [])
+    return _emit_and_load(graph, fname, arg_names, plain, backend)
+
+
+def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
     names = runtime_names(graph)  # custom functions the code calls by name (before emitting)
-    source, constants, _ = emit_function(graph, fname, arg_names, plain=plain)  # NumPy source
-    constants = {**names, **constants}
-    return Compiled(graph, source, load_function(source, fname, constants), fname)
+    emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], plain=plain)  # source
+    constants = {**names, **emitted.constants}
+    function = load_backend(emitted.source, fname, constants, backend)
+    return Compiled(graph, emitted.source, function, fname, backend, emitted.kernels,
+                    constants)
 
 
-def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False) -> Compiled:
+def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False,
+                backend="numpy") -> Compiled:
     """Compile forward mode: ``jvp_f(*args, *tangents) -> (value, tangent)``, one tangent
     parameter ``<name>_dot`` per wrt parameter. ``mode="hvp"`` differentiates the gradient
     instead (forward over reverse): ``hvp_f(*args, *tangents) -> (*grads, *grad_tangents)``,
@@ -86,10 +98,7 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False)
     verify(graph)
     fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
     arg_names = list(arguments) + [d.name for d in dots]
-    names = runtime_names(graph)
-    source, constants, _ = emit_function(graph, fname, arg_names, plain=plain)
-    constants = {**names, **constants}
-    return Compiled(graph, source, load_function(source, fname, constants), fname)
+    return _emit_and_load(graph, fname, arg_names, plain, backend)
 
 
 def lower(fn, arguments: dict):

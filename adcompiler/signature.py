@@ -9,6 +9,7 @@ function itself would raise; only float values (floats, float arrays) can be dif
 from __future__ import annotations
 
 import inspect
+import sys
 
 import numpy as np
 
@@ -56,7 +57,7 @@ def classify(value, name, differentiate: bool):
     """An Aval for a traced argument, or the value itself for a static one."""
     if isinstance(value, float):
         return Aval("float", "float64")
-    if isinstance(value, (np.ndarray, np.generic)) or _is_device_array(value):
+    if isinstance(value, (np.ndarray, np.generic)) or is_device_array(value):
         aval = Aval("array", np.dtype(value.dtype).name, tuple(value.shape))
         if differentiate and not aval.is_float:
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is an array of "
@@ -77,8 +78,34 @@ def classify(value, name, differentiate: bool):
     return value
 
 
-def _is_device_array(value):
+def is_device_array(value) -> bool:
+    """A CuPy array (told by its type's module, so CuPy is not imported to find out)."""
     return type(value).__module__.startswith("cupy") and hasattr(value, "shape")
+
+
+_is_device_array = is_device_array
+
+
+def array_module(value):
+    """``cupy`` for a CuPy array (imported already, since the array exists), else ``numpy``."""
+    return sys.modules["cupy"] if is_device_array(value) else np
+
+
+def check_backend_arguments(arguments: dict, backend: str, what: str):
+    """A TypeError where a NumPy array (or scalar, or list) meets CuPy code, or a CuPy array meets
+    NumPy code. Python floats and static arguments suit both."""
+    for name, value in arguments.items():
+        if backend == "cupy" and (isinstance(value, (np.ndarray, np.generic, list))
+                                  and not isinstance(value, float)):
+            kind = "list" if isinstance(value, list) else f"NumPy {type(value).__name__}"
+            raise TypeError(
+                f"{what} was compiled for CuPy (backend='cupy'), but {name!r} is a {kind}: pass "
+                f"cupy.asarray({name}). The generated code runs on the GPU and does not copy "
+                "inputs there for you")
+        if backend == "numpy" and is_device_array(value):
+            raise TypeError(
+                f"{what} was compiled for NumPy, but {name!r} is a CuPy array: compile it with "
+                f"backend='cupy', or pass {name}.get()")
 
 
 def key_of(arguments: dict) -> tuple:

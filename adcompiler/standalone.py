@@ -1,14 +1,15 @@
 """Build the standalone gradient module of a user's module (what ``adcompiler compile`` writes).
 
-Invariants: the output imports only numpy, math and ``__future__``, never adcompiler, and is
-byte-identical for identical inputs. It holds the user's needed top-level statements verbatim
-(the marked functions without their decorators, and the functions, constants and numpy/math
-imports they read), then for each marked function one compiled body per specialisation and a
+Invariants: the output imports only numpy, math and ``__future__`` (and cupy, cupyx for the CuPy
+backend), never adcompiler, and is byte-identical for identical inputs. It holds the user's
+needed top-level statements verbatim (the marked functions without their decorators, and the
+functions, constants and numpy/math imports they read), then for each marked function one compiled body per specialisation and a
 dispatcher ``<mode>_<name>`` with the decorator's parameters, keyword and results; the
 dispatcher runs the body whose signature (the compiler's key: arrays' dtype and shape, Python
 floats, static values) matches the call, or raises a TypeError naming the compiled and the given
 signatures (helpers: :mod:`adcompiler.runtime.dispatch`, copied in). Arrays the generated code
-reads are the module's own globals where they are, else literals (refused past ``MAX_LITERAL``).
+reads are the module's own globals where they are, else literals (refused past ``MAX_LITERAL``);
+CuPy code reads device copies of them, made once when the module is imported.
 Shape specialisation lives in ``specialise`` (one Compiled per example signature) and in the
 signature table; a shape-polymorphic body replaces both without changing the command line.
 """
@@ -98,10 +99,11 @@ def _key(aval):
 
 
 def build_module(module, functions: list, backend: str = "numpy", command: str = "") -> str:
-    """The standalone module's source for these marked functions of a StaticModule."""
-    if backend != "numpy":
-        raise ValueError(f"the {backend} backend is not available yet")
-    writer = _Writer(module)
+    """The standalone module's source for these marked functions of a StaticModule, whose
+    specialisations were compiled for ``backend``."""
+    if backend not in ("numpy", "cupy"):
+        raise ValueError(f"backend={backend!r}: use 'numpy' or 'cupy'")
+    writer = _Writer(module, backend)
     for fn in functions:
         writer.add(fn)
     return writer.render(command)
@@ -110,8 +112,8 @@ def build_module(module, functions: list, backend: str = "numpy", command: str =
 class _Writer:
     """Collects the parts of the module; ``render`` lays them out."""
 
-    def __init__(self, module):
-        self.module = module
+    def __init__(self, module, backend="numpy"):
+        self.module, self.backend = module, backend
         self.needed: set = set()    # the user's names the primal section must define
         self.helpers: dict = {}     # name -> source, written once
         self.literals: dict = {}    # name -> literal source of a constant
@@ -126,7 +128,8 @@ class _Writer:
             names.append(self.body(fn, spec, f"_{fn.mode}_{fn.name}_{i}"))
         table = f"_{fn.mode.upper()}_{fn.name.upper()}"
         params = _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module))
-        self.blocks += [_table(fn, table, names, params), self.dispatcher(fn, table)]
+        self.blocks += [_table(fn, table, names, params, self.backend == "cupy"),
+                        self.dispatcher(fn, table)]
         self.defined += names + [table, f"{fn.mode}_{fn.name}"]
 
     def body(self, fn, spec, new_name):
@@ -134,13 +137,14 @@ class _Writer:
         compiled = spec.compiled
         tree = ast.parse(compiled.source)
         lines = compiled.source.splitlines(True)
-        texts = {s.name: "".join(lines[s.lineno - 1:s.end_lineno]) for s in tree.body}
+        texts = {_defines(s): "".join(lines[s.lineno - 1:s.end_lineno]) for s in tree.body}
         rename = {compiled.fname: new_name}
         for name, text in texts.items():
             if name != compiled.fname and self.helpers.get(name, text) != text:
                 rename[name] = f"{name}_{new_name}"  # a helper changed: keep both
+        host = getattr(compiled, "constants", {})  # CuPy code's constants, before the copy
         for name, value in constants_of(compiled).items():
-            rename[name] = self.constant(name, value, new_name)
+            rename[name] = self.constant(name, host.get(name, value), new_name)
         for name, text in texts.items():
             if name != compiled.fname:
                 self.helpers.setdefault(rename.get(name, name), _rename(text, rename))
@@ -152,13 +156,19 @@ class _Writer:
         return new_name
 
     def constant(self, name, value, owner):
-        """The module-level name the code reads for a constant: the user's global, or a literal."""
+        """The module-level name the code reads for a constant: the user's global, or a literal
+        (for CuPy code, a device copy of either)."""
+        device = self.backend == "cupy" and isinstance(value, np.ndarray)
         for gname, gvalue in self.module.namespace.items():
             if gvalue is value and isinstance(self.module.definitions.get(gname), ast.Assign):
                 self.needed.add(gname)
-                return gname
+                if not device:
+                    return gname
+                self.literals[f"{gname}_gpu"] = f"cp.asarray({gname})"
+                return f"{gname}_gpu"
         new = f"{owner}_{name}"
-        self.literals[new] = _literal(value, owner)
+        literal = _literal(value, owner)
+        self.literals[new] = f"cp.asarray({literal})" if device else literal
         return new
 
     def dispatcher(self, fn, table):
@@ -183,10 +193,12 @@ class _Writer:
                 f"    \"\"\"{doc}\"\"\"\n" + _package(fn, f"_dispatch({table}, {flat})"))
 
     def render(self, command):
-        header = _header(os.path.basename(self.module.path), command, self.uses_math)
+        cupyx = "cupyx." in "".join(self.blocks)
+        header = _header(os.path.basename(self.module.path), command, self.uses_math,
+                         self.backend, cupyx)
         primal = _primal_section(self.module, self.needed, header.split("\n"))
         _check_collisions(self.module, primal, [*self.helpers, *self.literals, *_RUNTIME_NAMES,
-                                                *self.defined])
+                                                *self.defined], self.backend)
         name = os.path.basename(self.module.path)
         parts = [header, primal,
                  "# ---- generated by adcompiler: do not edit; recompile instead ----",
@@ -197,7 +209,14 @@ class _Writer:
         return "\n\n\n".join(p.rstrip("\n") for p in parts if p.strip()) + "\n"
 
 
-def _table(fn, table, names, params):
+def _defines(stmt) -> str:
+    """The module-level name a generated statement defines (a function, or a kernel)."""
+    if isinstance(stmt, ast.Assign):
+        return stmt.targets[0].id
+    return stmt.name
+
+
+def _table(fn, table, names, params, device=False):
     for s in fn.specialisations:
         if ast.literal_eval(repr(s.signature)) != s.signature:
             raise CompileError(f"{fn.name}: an example argument ({s.signature!r}) cannot be "
@@ -207,7 +226,7 @@ def _table(fn, table, names, params):
                    + ("," if len(s.signature) == 1 else "") + f"): {n},\n"
                    for s, n in zip(fn.specialisations, names))
     return (f"{table} = _Signatures({fn.mode + '_' + fn.name!r}, {tuple(params)!r}, "
-            f"{'example_' + fn.name!r}, {{\n{rows}}})")
+            f"{'example_' + fn.name!r}, {{\n{rows}}}{', device=True' if device else ''})")
 
 
 def _package(fn, call):
@@ -248,13 +267,21 @@ def _hint(name, command):
             f"a list of argument tuples, one per signature) and run `{again}` again")
 
 
-def _header(name, command, uses_math):
-    doc = (f'"""Gradients of {name}, compiled ahead of time by adcompiler: do not edit.\n\n'
-           f"Regenerate with `{command or 'adcompiler compile ' + name}`. Needs only NumPy. "
-           "Each gradient is\ncompiled for the input signatures listed with it; other inputs "
-           'raise a TypeError.\n"""')
+def _header(name, command, uses_math, backend="numpy", cupyx=False):
+    about = (f"Regenerate with `{command or 'adcompiler compile ' + name}`. Needs only NumPy. "
+             "Each gradient is\ncompiled for the input signatures listed with it; other inputs "
+             "raise a TypeError.")
+    if backend == "cupy":
+        about = textwrap.fill(about.replace("\n", " ").replace(
+            "Needs only NumPy.", "Needs NumPy and CuPy, and runs on the GPU: pass CuPy arrays."),
+            92)
+    doc = f'"""Gradients of {name}, compiled ahead of time by adcompiler: do not edit.\n\n' + \
+        about + '\n"""'
     imports = ["from __future__ import annotations", ""] + (["import math"] if uses_math else [])
-    return doc + "\n\n" + "\n".join(imports + ["import numpy as np"])
+    imports.append("import numpy as np")
+    if backend == "cupy":
+        imports += ["import cupy as cp"] + (["import cupyx"] if cupyx else [])
+    return doc + "\n\n" + "\n".join(imports)
 
 
 def _primal_section(module, roots, header_imports) -> str:
@@ -292,19 +319,22 @@ def _imports_adcompiler(stmt) -> bool:
     return any(n.split(".")[0] == "adcompiler" for n in names)
 
 
-def _check_collisions(module, primal, ours):
+def _check_collisions(module, primal, ours, backend="numpy"):
     """The user's copied names must not clash with the generated ones (np and math excepted,
-    when they are numpy and math)."""
+    when they are numpy and math; cp and cupyx for CuPy code, when they are cupy and cupyx)."""
     defined = _names_bound(primal)
     for name in sorted(defined & set(ours)):
         stmt = module.definitions.get(name)
         raise CompileError(f"the standalone module defines `{name}` for the generated code, and "
                            "this module defines it too", module.location(stmt) if stmt else None,
                            f"rename `{name}`")
-    for name, want in (("np", np), ("math", __import__("math"))):
-        if name in defined and module.namespace.get(name) is not want:
+    wanted = [("np", "numpy"), ("math", "math")]
+    wanted += [("cp", "cupy"), ("cupyx", "cupyx")] if backend == "cupy" else []
+    for name, want in wanted:
+        bound = getattr(module.namespace.get(name), "__name__", None)
+        if name in defined and bound != want:
             stmt = module.definitions.get(name)
-            raise CompileError(f"the generated code needs `{name}` to be {want.__name__}",
+            raise CompileError(f"the generated code needs `{name}` to be {want}",
                                module.location(stmt) if stmt else None, f"rename `{name}`")
 
 

@@ -203,6 +203,8 @@ class Emitter(BufferedEmission):
         if acc in self.carried_param and acc not in seen:
             loop, init, nxt = self.carried_param[acc]
             start = self.live.pos[loop]
+            if sum(x is init for x in loop.inputs) > 1:
+                return False  # two slots start from one array (CSE merged two np.zeros)
             nxt_node = self.producer.get(nxt)
             return (nxt_node is not None and nxt_node.prim in ("index_add", "setitem", "add")
                     and acc in nxt_node.inputs[:1 if nxt_node.prim != "add" else 2]

@@ -10,7 +10,8 @@ import ast
 
 import numpy as np
 
-from ..ir.primitives import PRIMS, index_has_arrays
+from ..ir import Literal
+from ..ir.primitives import PRIMS
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow,
            "@": ast.MatMult}
@@ -73,6 +74,8 @@ def node_expr(node, args, xp_name="np"):
     """The expression for ``node`` given its inputs' expressions ``args``."""
     prim, p = node.prim, node.params
     spell = PRIMS[prim].spell
+    if xp_name == "cp":
+        args = _device_args(node, args)
     if p.get("py"):
         return _call(_attr(f"math.{p['py']}", xp_name), args)
     if prim == "negative":
@@ -143,8 +146,35 @@ def _sum_to(node, args, xp_name):
     return out
 
 
+def _broadcast_to(node, args, xp_name):
+    """``np.broadcast_to(x, shape)``; CuPy's takes arrays only, so a scalar is ``cp.full``."""
+    if xp_name == "cp" and _is_scalar(node.inputs[0]):
+        return _call(_attr("np.full", xp_name), [const(node.params["shape"]), args[0]],
+                     {"dtype": dtype_expr(node.out.aval.dtype, xp_name)})
+    return _positional("shape")(node, args, xp_name)
+
+
+# CuPy's functions that are not ufuncs take arrays only (cupy.sum(2.0) raises): the positions
+# where a Python scalar is wrapped as ``cp.asarray(...)`` ("all": every argument).
+_CUPY_ARRAY_ARGS = {**{p: (0,) for p in ("sum", "mean", "prod", "max", "min", "sum_to",
+                                         "transpose", "reshape", "expand_dims", "squeeze",
+                                         "where", "clip", "zeros_like", "ones_like", "copy")},
+                    "dot": (0, 1), "outer": (0, 1), "concatenate": "all", "stack": "all"}
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, Literal) or x.aval.kind != "array"
+
+
+def _device_args(node, args):
+    positions = _CUPY_ARRAY_ARGS.get(node.prim, ())
+    return [_call(_attr("np.asarray", "cp"), [a])
+            if (positions == "all" or i in positions) and _is_scalar(x) else a
+            for i, (x, a) in enumerate(zip(node.inputs, args))]
+
+
 _SPECIAL = {
-    "reshape": _positional("shape"), "broadcast_to": _positional("shape"),
+    "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
     "concatenate": _seq, "stack": _seq, "sum_to": _sum_to,
     "zeros": _creation, "ones": _creation, "full": _creation,
     "zeros_like": _creation, "ones_like": _creation,

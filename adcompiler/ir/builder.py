@@ -63,7 +63,7 @@ class Builder:
         params = dict(params or {})
         atoms = tuple(self.atom(x) for x in inputs)
         avals = [a.aval for a in atoms]
-        if (self.phase == "adjoint" and prim in MATH_NAMES and not params
+        if (self.phase != "forward" and prim in MATH_NAMES and not params
                 and all(a.is_scalar for a in avals)):
             params["py"] = MATH_NAMES[prim]  # derived code on Python floats stays in math
         literals = [a.value if isinstance(a, Literal) else None for a in atoms]

@@ -39,6 +39,7 @@ def _simplify_nodes(nodes, subst, producers):
         if node.regions:
             kept.append(node)
             continue
+        _power_zero(node)
         _negation(node)
         _doubling(node)
         _double_negation_in_products(node, producers)
@@ -97,6 +98,17 @@ def _fold_broadcast_literal(node, producers):
         if isinstance(value, float) and producer.outputs[0].aval == node.out.aval:
             node.prim, node.inputs = "broadcast_to", (Literal(value),)
             node.params = dict(producer.params)
+
+
+def _power_zero(node):
+    """``x ** 0`` is 1 (rewritten in place: a Python 1.0, or ones of x's shape)."""
+    if node.prim != "power" or not isinstance(node.inputs[1], Literal):
+        return
+    if node.inputs[1].value == 0 and type(node.inputs[1].value) is not bool:
+        if node.out.aval.is_scalar:
+            node.prim, node.inputs = "add", (Literal(0.0), Literal(1.0))
+        else:
+            node.prim, node.inputs, node.params = "ones_like", (node.inputs[0],), {}
 
 
 def _negation(node):

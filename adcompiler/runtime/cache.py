@@ -81,8 +81,8 @@ def key_for(fn, mode, wrt, signature, backend=BACKEND):
     parts, live = [], {}
     try:
         _fingerprint_function(fn, "", parts, live, set())
-    except (_Uncachable, OSError, TypeError):
-        return None
+    except (_Uncachable, OSError, TypeError, AttributeError):
+        return None  # not a plain def (a gradient of a gradient, a custom_vjp function...)
     text = "\n".join([compiler_fingerprint(), f"backend {backend}", f"mode {mode}",
                       f"wrt {wrt!r}", f"signature {signature!r}", *parts])
     if " at 0x" in text:  # a static argument whose repr is its identity

@@ -1,7 +1,12 @@
-"""Compile generated source into a function, registering it with ``linecache``.
+"""Compile generated source into a function, registering it with ``linecache``; bind the array
+module of its backend (NumPy, or CuPy imported only here, only for CuPy code).
 
-Invariant: the filename is derived from the source's hash, so a traceback through generated
-code shows the generated line, and identical source maps to the same entry.
+Invariants: the filename is derived from the source's hash, so a traceback through generated
+code shows the generated line, and identical source maps to the same entry. ``np`` is always
+NumPy; CuPy code also sees ``cp`` and ``cupyx``, and its NumPy array constants as device copies
+made once, at load. Where CuPy cannot run (not installed, or no CUDA device) CuPy code still
+loads, against :class:`CuPyUnavailable`, so its source can be read and written out; running it
+raises :class:`BackendUnavailableError` saying why.
 """
 
 from __future__ import annotations
@@ -9,18 +14,96 @@ from __future__ import annotations
 import hashlib
 import linecache
 import math
+import types
+from functools import lru_cache
 
 import numpy as np
 
+BACKENDS = ("numpy", "cupy")
+XP_NAMES = {"numpy": "np", "cupy": "cp"}   # how the generated source spells the array module
+INSTALL_HINT = 'pip install "adcompiler[cuda12]" (or [cuda13]: the cupy-cuda12x/13x wheels)'
 
-def load_function(source: str, fname: str, constants: dict, xp=np):
-    """Exec ``source`` in a fresh namespace holding the array module, math and ``constants``."""
+
+def check_backend(backend) -> str:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: use 'numpy' or 'cupy'")
+    return backend
+
+
+def load_function(source: str, fname: str, constants: dict, xp=np, extra=None):
+    """Exec ``source`` in a fresh namespace holding NumPy (and ``xp`` as ``cp`` where it is not
+    NumPy), math, ``extra`` names and ``constants``."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:10]
     filename = f"<adcompiler {fname} {digest}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"np": xp, "math": math, "__name__": "adcompiler_generated"}
+    namespace = {"np": np, "math": math, "__name__": "adcompiler_generated"}
     if xp is not np:
         namespace["cp"] = xp
+    namespace.update(extra or {})
     namespace.update(constants)
     exec(compile(source, filename, "exec"), namespace)
     return namespace[fname]
+
+
+def load_backend(source: str, fname: str, constants: dict, backend="numpy"):
+    """:func:`load_function` for ``backend``: CuPy code gets ``cp``, ``cupyx``, and device
+    copies of its array constants (or the stand-in, where CuPy cannot run)."""
+    if check_backend(backend) == "numpy":
+        return load_function(source, fname, constants)
+    cp, cupyx = cupy_modules()
+    if not isinstance(cp, CuPyUnavailable):
+        constants = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
+                     for k, v in constants.items()}
+    return load_function(source, fname, constants, cp, {"cupyx": cupyx})
+
+
+@lru_cache(maxsize=1)
+def cupy_modules():
+    """``(cupy, cupyx)``, or a :class:`CuPyUnavailable` for both, saying why."""
+    try:
+        import cupy
+        import cupyx
+    except ImportError as exc:
+        return (CuPyUnavailable(f"the CuPy backend needs CuPy, which cannot be imported ({exc}): "
+                                f"{INSTALL_HINT}"),) * 2
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - CUDARuntimeError, or no driver at all
+        count, why = 0, f"CUDA reports: {exc}"
+    else:
+        why = "CUDA reports no device"
+    if count == 0:
+        return (CuPyUnavailable(f"the CuPy backend needs a CUDA GPU: {why}"),) * 2
+    return cupy, cupyx
+
+
+class BackendUnavailableError(RuntimeError):
+    """CuPy code was run where CuPy cannot run."""
+
+
+class CuPyUnavailable(types.ModuleType):
+    """Stands in for ``cupy`` and ``cupyx`` where they cannot run: kernels can be defined (as
+    :class:`UnavailableKernel`), everything else raises :class:`BackendUnavailableError`."""
+
+    def __init__(self, reason: str):
+        super().__init__("cupy")
+        self.reason = reason
+
+    def ElementwiseKernel(self, in_params, out_params, operation, name="kernel", **_):  # noqa: N802
+        return UnavailableKernel(self.reason, in_params, out_params, operation, name)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise BackendUnavailableError(f"cp.{name}: {self.reason}")
+
+
+class UnavailableKernel:
+    """A kernel defined where CuPy cannot run: it keeps its definition; calling it raises."""
+
+    def __init__(self, reason, in_params, out_params, operation, name):
+        self.reason, self.name = reason, name
+        self.in_params, self.out_params, self.operation = in_params, out_params, operation
+
+    def __call__(self, *args, **kwargs):
+        raise BackendUnavailableError(f"kernel {self.name}: {self.reason}")

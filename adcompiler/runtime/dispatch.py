@@ -4,7 +4,8 @@ Invariant: :mod:`adcompiler.standalone` copies these definitions verbatim (``ins
 into every module ``adcompiler compile`` writes, so they use only NumPy and builtins and read no
 global but ``np`` and ``_HINT``, which each standalone module defines. A signature is what the
 compiler keys a specialisation on (:mod:`adcompiler.signature`): an array's dtype and shape, a
-Python float, or the value of a static argument.
+Python float, or the value of a static argument. A module compiled for CuPy (``device``) refuses
+NumPy arrays, and one compiled for NumPy refuses GPU arrays, before running any code.
 """
 
 import numpy as np
@@ -19,7 +20,7 @@ def _signature(value):
         return ("float",)
     if isinstance(value, list):
         value = np.asarray(value)
-    if isinstance(value, (np.ndarray, np.generic)):
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__"):
         return ("array", value.dtype.name, tuple(value.shape))
     return ("static", type(value).__name__, value)
 
@@ -37,12 +38,25 @@ def _describe(params, signature):
 class _Signatures(dict):
     """The compiled bodies of one gradient, by input signature."""
 
-    def __init__(self, name, params, example, bodies):
+    def __init__(self, name, params, example, bodies, device=False):
         dict.__init__(self, bodies)
         self.name, self.params, self.example = name, params, example
+        self.device = device  # True: CuPy code, for arrays on the GPU
+
+
+def _wrong_array(table, value):
+    """An array of the other kind: host data for GPU code, or GPU data for NumPy code."""
+    if table.device:
+        return isinstance(value, (np.ndarray, np.generic, list)) and not isinstance(value, float)
+    return hasattr(value, "__cuda_array_interface__")
 
 
 def _dispatch(table, args):
+    for p, a in zip(table.params, args):
+        if _wrong_array(table, a):
+            raise TypeError("%s() runs on the %s, but %s is a %s: pass %s" % (
+                table.name, "GPU" if table.device else "CPU", p, type(a).__name__,
+                "cupy.asarray(%s)" % p if table.device else "%s.get()" % p))
     signature = tuple(_signature(a) for a in args)
     try:
         body = table.get(signature)
@@ -67,6 +81,9 @@ def _tangents(tangents, primals, single):
         if isinstance(x, float):
             out.append(float(t))
             continue
+        if hasattr(x, "__cuda_array_interface__"):  # GPU code: _dispatch checks t's kind, shape
+            out.append(t)
+            continue
         t = np.asarray(t, dtype=np.asarray(x).dtype)
         if t.shape != np.shape(x):
             raise ValueError("a tangent has shape %s, its parameter %s" % (t.shape, np.shape(x)))
@@ -74,5 +91,5 @@ def _tangents(tangents, primals, single):
     return tuple(out)
 
 
-HELPERS = (_signature, _describe, _Signatures, _dispatch)   # in every standalone module
-JVP_HELPERS = (_tangents,)                                  # where a jvp is compiled
+HELPERS = (_signature, _describe, _Signatures, _wrong_array, _dispatch)  # in every module
+JVP_HELPERS = (_tangents,)                                              # where a jvp is compiled

@@ -68,7 +68,7 @@ def on_device(array, device):
         import cupy
     except ImportError:
         raise RuntimeError(f"device={device!r} needs CuPy, which is not installed "
-                           "(pip install cupy-cuda12x)") from None
+                           "(pip install 'adcompiler[cuda12]': the cupy-cuda12x wheel)") from None
     index = int(str(device).partition(":")[2] or 0)
     with cupy.cuda.Device(index):
         return cupy.asarray(array)

@@ -259,9 +259,9 @@ def _push_loop(b, node, dot):
 
 
 def _init_tangent(b, dot, init, carried):
-    """The tangent a carried value starts from. A zero is ``zeros_like`` of the initial value
-    (not ``zeros(shape)``): CSE must not merge two carried zeros into one array, since the
-    emitter accumulates into a carried array in place (see the report on backends/emit.py)."""
+    """The tangent a carried value starts from. A zero is ``zeros_like`` of the initial value,
+    not ``zeros(shape)``, which CSE would merge into one array for two carried values: the
+    emitter may update a carried array in place, and two slots must not share one."""
     t = _dot_of(dot, init)
     if t is None and isinstance(init, Value) and init.aval.kind == "array":
         return b.emit("zeros_like", (init,))
