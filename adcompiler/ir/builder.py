@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from .graph import Aval, Graph, Literal, Node, Value
-from .primitives import MATH_NAMES, PRIMS
+from .primitives import MATH_NAMES, PRIMS, split_call
 from .shapes import infer
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
@@ -85,15 +85,9 @@ class Builder:
 
     # ---- the ops namespace for templates ------------------------------------------------------
     def __getattr__(self, prim):
-        spec = PRIMS.get(prim)
-        if spec is None:
+        if prim not in PRIMS:
             raise AttributeError(prim)
-
-        def call(*args, **params):
-            n = len(args) if spec.arity is None else spec.arity
-            params.update(zip(spec.params, args[n:]))
-            return self.emit(prim, args[:n], params)
-        return call
+        return lambda *args, **params: self.emit(prim, *split_call(prim, args, params))
 
     def shape(self, x):
         shape = _aval(x).known_shape

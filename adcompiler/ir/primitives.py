@@ -195,6 +195,14 @@ PY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": opera
                 "less_equal": operator.le, "equal": operator.eq, "not_equal": operator.ne}
 
 
+def split_call(prim: str, args, params):
+    """``(inputs, params)`` of ``prim(*args, **params)`` called NumPy-style, where arguments past
+    the primitive's arity are its static parameters in order (``broadcast_to(g, shape)``)."""
+    spec = PRIMS[prim]
+    n = len(args) if spec.arity is None else spec.arity
+    return tuple(args[:n]), {**params, **dict(zip(spec.params, args[n:]))}
+
+
 def evaluate(prim: str, args, params):
     """Compute one primitive on concrete values (the reference interpreter and the tape use it)."""
     if params.get("py"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.ir.primitives import PRIMS, evaluate
+from adcompiler.ir.primitives import PRIMS, evaluate, split_call
 from adcompiler.templates import has_jvp, tangent
 
 from . import mode
@@ -97,14 +97,11 @@ class TensorOps:
     """Primitive names record through :func:`apply`; shapes are read without recording."""
 
     def __getattr__(self, prim):
-        spec = PRIMS.get(prim)
-        if spec is None:
+        if prim not in PRIMS:
             raise AttributeError(prim)
 
         def call(*args, **params):
-            n = len(args) if spec.arity is None else spec.arity
-            params.update(zip(spec.params, args[n:]))
-            return apply(prim, args[:n], params)
+            return apply(prim, *split_call(prim, args, params))
         call.__name__ = prim
         return call
 

@@ -19,7 +19,7 @@ from ..ir import Literal, Value, walk
 from ..ir.builder import Builder
 from ..ir.primitives import MATH_NAMES, PRIMS
 from adcompiler import templates
-from .reverse import _backward_needs
+from .reverse import active_values
 
 # Not differentiable to reverse mode (no adjoint rule), but linear in their first input: a
 # while loop's residual list read back in its adjoint. Forward-over-reverse pushes through them.
@@ -44,32 +44,6 @@ class TangentBuilder(Builder):
         return super().emit(prim, inputs, params, name)
 
 
-def tangent_activity(graph, wrt) -> set:
-    """Values that depend on a wrt parameter and on which an output depends."""
-    forward = set(wrt)
-    size = -1
-    while size != len(forward):  # until no loop-carried value becomes active on the way round
-        size = len(forward)
-        for node in walk(graph.nodes):
-            _forward_step(node, forward)
-    needed = {v for v in graph.outputs if isinstance(v, Value)}
-    _backward_needs(graph.nodes, needed)
-    return forward & needed
-
-
-def _forward_step(node, forward):
-    reads = [x for n in walk([node]) for x in n.inputs]
-    reads += [x for n in walk([node]) for blk in n.regions for x in blk.outputs]
-    flows = PRIMS[node.prim].differentiable or node.prim in LINEAR_READS
-    if flows and any(isinstance(x, Value) and x in forward for x in reads):
-        forward.update(v for v in node.outputs if v.aval.is_float)
-    if node.prim in ("loop", "while"):
-        body, params, inits = _loop_parts(node)
-        for p, init, nxt in zip(params, inits, body.outputs):
-            if init in forward or nxt in forward:
-                forward.add(p)
-
-
 def _loop_parts(node):
     """(body, carried params, initial values) of a ``loop`` or ``while`` node."""
     body = node.regions[-1]
@@ -82,7 +56,7 @@ def add_tangents(graph, wrt: list, tangents: list) -> list:
     """Insert tangent nodes for the tangents ``tangents`` of the ``wrt`` parameters; return the
     tangent of each graph output (a zero where an output does not depend on ``wrt``)."""
     b = TangentBuilder(graph)
-    b.active = tangent_activity(graph, wrt)
+    b.active = active_values(graph, wrt, flows=LINEAR_READS)
     dot = dict(zip(wrt, tangents))
     with b:
         graph.nodes = b.target = push(b, graph.nodes, dot)

@@ -16,24 +16,25 @@ from ..ir.primitives import PRIMS
 from adcompiler import templates
 
 
-def active_values(graph: Graph, wrt: list) -> set:
-    """Values that depend on a wrt parameter and on which an output depends."""
+def active_values(graph: Graph, wrt: list, flows=frozenset()) -> set:
+    """Values that depend on a wrt parameter and on which an output depends. ``flows`` names
+    non-differentiable primitives that still carry derivatives (forward mode's list reads)."""
     forward = set(wrt)
-    for _ in range(2):  # twice: a loop's carried values can become active on the way round
+    size = -1
+    while size != len(forward):  # until no loop-carried value becomes active on the way round
+        size = len(forward)
         for node in walk(graph.nodes):
-            _forward_activity(node, forward)
+            _forward_activity(node, forward, flows)
     backward = {v for v in graph.outputs if isinstance(v, Value)}
     _backward_needs(graph.nodes, backward)
     return forward & backward
 
 
-def _forward_activity(node, forward):
-    reads = [x for x in node.inputs if isinstance(x, Value)]
-    if node.regions:
-        for block in node.regions:
-            reads += [x for x in block.outputs if isinstance(x, Value)]
-            reads += [x for n in walk(block.nodes) for x in n.inputs if isinstance(x, Value)]
-    if PRIMS[node.prim].differentiable and any(x in forward for x in reads):
+def _forward_activity(node, forward, flows):
+    reads = [x for n in walk([node]) for x in n.inputs]
+    reads += [x for n in walk([node]) for blk in n.regions for x in blk.outputs]
+    differentiable = PRIMS[node.prim].differentiable or node.prim in flows
+    if differentiable and any(isinstance(x, Value) and x in forward for x in reads):
         forward.update(v for v in node.outputs if v.aval.is_float)
     if node.prim in ("loop", "while"):  # carried values are active where their initial or
         body = node.regions[-1]           # next value is
