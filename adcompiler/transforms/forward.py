@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 
 from ..errors import CompileError
-from ..ir import Literal, Value, walk
+from ..ir import Literal, Value
 from ..ir.builder import Builder
 from ..ir.primitives import MATH_NAMES, PRIMS
 from adcompiler import templates
