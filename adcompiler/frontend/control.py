@@ -21,6 +21,8 @@ _MAX_AVAL_ROUNDS = 3
 class ControlLowering:
     """Mixin of the lowering for control-flow statements."""
 
+    loop_depth = 0  # how many loop bodies are being lowered around the current statement
+
     def run_block(self, stmts):
         """Lower function-level statements; the returned value, or NO_RETURN if they fall
         through. An ``if`` containing a ``return`` takes the statements after it as the
@@ -219,7 +221,11 @@ class ControlLowering:
             env0 = dict(self.env)
             params = [self.graph.name_value(Value(a, origin=n), n) for n, a in zip(carried, avals)]
             self.env.update(zip(carried, params))
-            blocks = make_blocks(carried, params)
+            self.loop_depth += 1
+            try:
+                blocks = make_blocks(carried, params)
+            finally:
+                self.loop_depth -= 1
             results = [self.env[name] for name in carried]
             self.env = env0
             new = [self.join(stmt, name, [a, _aval(r)], "loop")

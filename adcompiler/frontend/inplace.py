@@ -103,16 +103,17 @@ class InplaceLowering:
             env[alias] = value
 
     def check_region(self, stmt, changes, target):
-        """Inside an ``if``/``for``/``while`` body only the target itself may change: the
-        control-flow lowering merges and carries the names a block assigns, not their aliases."""
-        if self.b.target is self.graph.nodes:
+        """Inside a ``for``/``while`` body only the target itself may change: a loop carries
+        the names its body assigns, not their aliases. (Branches merge every name whose value
+        changed, aliases included, so they need no such rule.)"""
+        if not self.loop_depth:
             return
         others = [name for env, name, _ in changes
                   if not (env is self.env and name == target)]
         if others:
             raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
                                  f"change `{others[0]}`, which names the same memory; that is "
-                                 "not supported inside `if`, `for` or `while` yet",
+                                 "not supported inside a `for` or `while` body yet",
                                  _rebind_hint(stmt, target))
 
     def stale_error(self, name, stale: Stale, node):
