@@ -158,7 +158,7 @@ class _Writer:
     def constant(self, name, value, owner):
         """The module-level name the code reads for a constant: the user's global, or a literal
         (for CuPy code, a device copy of either)."""
-        device = self.backend == "cupy" and isinstance(value, np.ndarray)
+        device = self.backend == "cupy" and isinstance(value, (np.ndarray, np.generic))
         for gname, gvalue in self.module.namespace.items():
             if gvalue is value and isinstance(self.module.definitions.get(gname), ast.Assign):
                 self.needed.add(gname)

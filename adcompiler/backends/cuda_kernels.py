@@ -58,7 +58,7 @@ def lower_block(block):
 
 def _dtype_of(aval) -> str:
     dtype = {"float": "float64", "int": "int64", "bool": "bool"}.get(aval.kind, aval.dtype)
-    if dtype not in C_TYPES:
+    if aval.kind not in ("array", "float", "int", "bool") or dtype not in C_TYPES:
         raise Unsupported(dtype)
     return dtype
 

@@ -248,9 +248,9 @@ class ControlLowering:
         """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
         carries names, not arrays, so such an alias is refused rather than silently stale."""
         for node in (n for s in stmt.body for n in ast.walk(s)):
-            if not (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)):
+            name = _updated_in_place(node)
+            if name is None:
                 continue
-            name = node.target.id
             value = self.env.get(name)
             if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
                 continue
@@ -258,8 +258,8 @@ class ControlLowering:
             if others:
                 raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
                                      f"`{others[0]}` names the same array",
-                                     f"copy it first ({others[0]} = {name}.copy()), or write "
-                                     f"{name} = {name} {_OPS.get(type(node.op), '+')} ...")
+                                     f"copy it first ({others[0]} = {name}.copy()) so each "
+                                     "name has its own array")
 
     def iteration(self, stmt):
         """The trip count and a function binding the loop target for iteration ``k``."""
@@ -333,7 +333,16 @@ def _returns_inside(stmt) -> bool:
     return any(isinstance(n, ast.Return) for n in ast.walk(stmt))
 
 
-_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+def _updated_in_place(node):
+    """The array name ``node`` writes into in place (``y *= 2``, ``y[i] = v``, ``y[i] += v``)."""
+    targets = (node.targets if isinstance(node, ast.Assign)
+               else [node.target] if isinstance(node, ast.AugAssign) else [])
+    for t in targets:
+        if isinstance(node, ast.AugAssign) and isinstance(t, ast.Name):
+            return t.id
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+    return None
 
 
 def _aval(v) -> Aval:

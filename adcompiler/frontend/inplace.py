@@ -103,13 +103,13 @@ class InplaceLowering:
             env[alias] = value
 
     def check_region(self, stmt, changes, target):
-        """Inside a ``for``/``while`` body only the target itself may change: a loop carries
-        the names its body assigns, not their aliases. (Branches merge every name whose value
-        changed, aliases included, so they need no such rule.)"""
-        if not self.loop_depth:
+        """Inside a block only the target itself may change, with one exception: a branch
+        merges every name of this function whose value changed, aliases included; a loop
+        carries only the names its body assigns, and no block merges a caller's names."""
+        if self.b.target is self.graph.nodes:
             return
         others = [name for env, name, _ in changes
-                  if not (env is self.env and name == target)]
+                  if not (env is self.env and (name == target or not self.loop_depth))]
         if others:
             raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
                                  f"change `{others[0]}`, which names the same memory; that is "

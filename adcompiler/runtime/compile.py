@@ -3,10 +3,10 @@ module of its backend (NumPy, or CuPy imported only here, only for CuPy code).
 
 Invariants: the filename is derived from the source's hash, so a traceback through generated
 code shows the generated line, and identical source maps to the same entry. ``np`` is always
-NumPy; CuPy code also sees ``cp`` and ``cupyx``, and its NumPy array constants as device copies
-made once, at load. Where CuPy cannot run (not installed, or no CUDA device) CuPy code still
-loads, against :class:`CuPyUnavailable`, so its source can be read and written out; running it
-raises :class:`BackendUnavailableError` saying why.
+NumPy; CuPy code also sees ``cp`` and ``cupyx``, and its NumPy array (and NumPy scalar)
+constants as device copies made once, at load. Where CuPy cannot run (not installed, or no CUDA
+device) CuPy code still loads, against :class:`CuPyUnavailable`, so its source can be read and
+written out; running it raises :class:`BackendUnavailableError` saying why.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def load_backend(source: str, fname: str, constants: dict, backend="numpy"):
         return load_function(source, fname, constants)
     cp, cupyx = cupy_modules()
     if not isinstance(cp, CuPyUnavailable):
-        constants = {k: cp.asarray(v) if isinstance(v, np.ndarray) else v
+        constants = {k: cp.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v
                      for k, v in constants.items()}
     return load_function(source, fname, constants, cp, {"cupyx": cupyx})
 
