@@ -29,28 +29,10 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # share the GPU
 OUT = Path(__file__).resolve().parent / "RESULTS_GPU.md"
 
 
-# ---- the workloads, in NumPy (adcompiler compiles these) -----------------------------------------
-def elementwise(x):
-    return np.sum(np.tanh(x) * x + 3.0 * x * x - np.exp(-x))
-
-
-def rosenbrock(x):
-    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
-
-
-def mlp(W1, b1, W2, b2, x, onehot):
-    h = np.tanh(x @ W1 + b1)
-    logits = h @ W2 + b2
-    shifted = logits - np.max(logits, axis=1, keepdims=True)
-    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-    return -np.mean(np.sum(onehot * logp, axis=1))
-
-
-def rnn(Wh, Wx, b, x, h0):
-    h = h0
-    for t in range(x.shape[0]):
-        h = np.tanh(h @ Wh + x[t] @ Wx + b)
-    return np.sum(h * h)
+# ---- the workloads, in NumPy (adcompiler compiles these): the CPU suite's own functions ------
+if __package__ in (None, ""):          # run as a script: python benchmarks/gpu.py
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.workloads import elementwise, mlp, rnn, rosenbrock  # noqa: E402
 
 
 # ---- the same in PyTorch (jax runs the NumPy functions with np bound to jax.numpy) -------------
