@@ -117,6 +117,13 @@ BUFFER_MADE_IN_LOOP = False
 # a temporary of that body, and helper is not called.
 ADD_OF_LOOP_TEMPORARY = False
 
+# Bug (reported): a statement whose value nothing uses, inside a loop body, that reads an
+# outer array (`v7 = z * 2.0`) can make the gradient wrong: the adjoint loop carries z's
+# cotangent, starts it as another cotangent's array (`dz = dv1`), and a later in-place
+# accumulation (`dv1 += 1.0`) then counts in both. Loop bodies (and branches in them) hold no
+# dead statements: they are dropped once the body is drawn.
+DEAD_CODE_IN_LOOP = False
+
 # Bug (reported): `break`/`continue` under a condition on a Python float (`if x > 0.5: break`
 # with x a float argument) fails while compiling: IRError "a cond block yields [..., bool,
 # float], the node declares [...]" (the jump's flag is a Python bool on one path). Jumps test
@@ -231,6 +238,9 @@ def _adds(text, temps) -> bool:
     return False
 
 
+ASSIGN = re.compile(r"(?:([\w, ]+?) [-+*]?= |(\w+)\[.*\] [-+*]?= )")   # what a line binds
+
+
 def _paren(text):
     return f"({text})" if " or " in text else text
 
@@ -305,6 +315,7 @@ class _ControlDrawing(_Drawing):
         self.has_loop = self.has_jump = False
         self.math = True
         self.loop_temps = None      # names bound in the innermost enclosing loop body
+        self.blocks: list = []      # (first line, end line, outputs, a plain statement?)
 
     def child(self, nested=True, top=False, jump=None):
         c = copy.copy(self)
@@ -314,6 +325,7 @@ class _ControlDrawing(_Drawing):
         c.level = self.level + nested
         c.top, c.jump = top, jump
         c.has_loop = c.has_jump = False
+        c.blocks = []
         return c
 
     def branch(self, **kw):
@@ -335,7 +347,7 @@ class _ControlDrawing(_Drawing):
 
     def attempt(self, lines, targets, passing=()):
         block = [Line(0, text) for text in lines[:-1]] + [Line(0, lines[-1], "", tuple(targets))]
-        return self.commit(block, targets)
+        return self.commit(block, targets, plain=True)
 
     def stmt_augmented(self, family):
         """``t = np.tanh(a); t op= b``; the alias of tests/strategies.py only outside blocks
@@ -400,14 +412,15 @@ class _ControlDrawing(_Drawing):
                     return False
         return True
 
-    def commit(self, block, outputs, hypothetical=()):
+    def commit(self, block, outputs, hypothetical=(), plain=False, hint=()):
         """Run ``block``; keep it if everything it binds is safe, its conditions keep their
         margins, and each output has one category on every path (``hypothetical``: the
-        environments of paths not taken here)."""
+        environments of paths not taken here; ``hint``: names a nested block found mixed)."""
         result = self.execute(block)
         if result is None:
             return False
         env, seen, values = result
+        outputs = list(dict.fromkeys(list(outputs) + self.rebound(block)))
         if not self.margins_ok(values) or any(_join(c) is None for c in seen.values()):
             return False
         refs = set(NAME.findall("\n".join(ln.text for ln in block)))
@@ -423,12 +436,36 @@ class _ControlDrawing(_Drawing):
             kind = _join(cats)
             if kind is None:
                 return False
-            if _py(v) and (kind == "mixed" or refs & self.mixed):
+            if _py(v) and (kind == "mixed" or refs & self.mixed or name in hint):
                 mixed.add(name)
-        self.keep(block, outputs, env, refs, mixed)
+        self.keep(block, outputs, env, refs, mixed, plain)
         return True
 
-    def keep(self, block, outputs, env, refs, mixed):
+    def rebound(self, block):
+        """The names of this block that ``block`` binds again (in nested blocks too)."""
+        names = set()
+        for ln in block:
+            m = ASSIGN.match(ln.text)
+            if m:
+                names |= set(re.findall(r"\w+", m.group(1) or m.group(2)))
+        return [n for n in self.names if n in names and n not in self.loopvars]
+
+    def prune(self, keep=()):
+        """Drop the plain statements whose values nothing after them reads (DEAD_CODE_IN_LOOP)."""
+        if DEAD_CODE_IN_LOOP:
+            return
+        dead = []
+        for start, end, outputs, plain in reversed(self.blocks):
+            later = "\n".join(ln.text for k, ln in enumerate(self.lines)
+                              if k >= end and not any(a <= k < b for a, b in dead))
+            read = set(NAME.findall(later)) | set(keep)
+            if plain and not set(outputs) & read:
+                dead.append((start, end))
+        self.lines = [ln for k, ln in enumerate(self.lines)
+                      if not any(a <= k < b for a, b in dead)]
+
+    def keep(self, block, outputs, env, refs, mixed, plain=False):
+        self.blocks.append((len(self.lines), len(self.lines) + len(block), list(outputs), plain))
         if self.loop_temps is not None:
             self.loop_temps |= set(outputs)
         for ln in block:
@@ -607,6 +644,8 @@ class _ControlDrawing(_Drawing):
         then.body()
         if not all(then.fill(o) for o in outputs):
             return False
+        if self.in_loop:
+            then.prune()
         lines = [self.condition_line(cond)] + _shift(then.lines)
         paths = [then.env]
         if new or self.draw(st.booleans()):
@@ -614,9 +653,12 @@ class _ControlDrawing(_Drawing):
             other.body()
             if not all(other.fill(o, like=then.env[o]) for o in outputs):
                 return False
+            if self.in_loop:
+                other.prune()
             lines += [Line(0, "else:")] + _shift(other.lines)
             paths.append(other.env)
-        return self.commit(lines, outputs, paths)
+        return self.commit(lines, outputs, paths,
+                           hint=then.mixed | (other.mixed if len(paths) > 1 else set()))
 
     def stmt_ifexp(self, family):
         cond = self.condition()
@@ -837,13 +879,14 @@ class _ControlDrawing(_Drawing):
         if record is not None and not body.record(record, index, value if buffer is None
                                                   else None):
             return False
+        body.prune()
         self.has_loop = True
         lines = body.lines
         if kind == "while":
             lines = [Line(0, bind[0])] + lines
         block = pre + [head] + _shift(lines)
         outputs = carried + accumulators + ([record] if record else [])
-        return self.commit(block, outputs, [body.env])
+        return self.commit(block, outputs, [body.env], hint=body.mixed)
 
     def record(self, buffer, index, value=None):
         """``buffer[i] = ...`` (or ``+=``, ``-=``, a recurrence on ``buffer[i - 1]``)."""
@@ -904,7 +947,7 @@ class _ControlDrawing(_Drawing):
             steps += bool(getattr(scope, "buffer_" + kind)(b))
             scope.names = [n for n in scope.names if n != b]
             scope.locals = [n for n in scope.locals if n != b]
-        if steps == 0 or not self.commit(scope.lines, [b]):
+        if steps == 0 or not self.commit(scope.lines, [b], hint=scope.mixed):
             return False
         self.has_loop |= scope.has_loop
         return True
@@ -921,14 +964,15 @@ class _ControlDrawing(_Drawing):
         cond = self.condition()
         if cond is None:
             return False
-        lines, paths = [self.condition_line(cond)], []
+        lines, paths, hint = [self.condition_line(cond)], [], set()
         for branch in range(1 + self.draw(st.booleans())):
             c = self.branch()
             if not c.buffer_set(b):
                 return False
             lines += ([Line(0, "else:")] if branch else []) + _shift(c.lines)
             paths.append(c.env)
-        return self.commit(lines, [b], paths)
+            hint |= c.mixed
+        return self.commit(lines, [b], paths, hint=hint)
 
     def subscript_update(self, b):
         """(text, checked text) of one update ``b[index] op= value``, or None."""
