@@ -12,6 +12,7 @@ import inspect
 
 import numpy as np
 
+from . import fastpath
 from .errors import CompileError
 from .pipeline import Compiled, compile_gradient
 from .runtime import cache as disk_cache
@@ -36,6 +37,7 @@ class GradientFunction:
         self._fast: dict = {}  # cheap key of positional arguments -> what to call
         self._last: Compiled | None = None
         functools.update_wrapper(self, fn, updated=())  # not fn.__dict__: grad(grad(f))
+        self._own_class()
 
     def _bind(self, args, kwargs):
         cotangent = kwargs.pop("cotangent", None) if self.mode == "vjp" else None
@@ -65,8 +67,12 @@ class GradientFunction:
         return compiled, arguments
 
     def __call__(self, *args, **kwargs):
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        """The full path: classify the arguments, compile if needed, run (and remember)."""
         key = None
-        if not kwargs:  # the fast path: a dict lookup, then the generated code itself
+        if not kwargs:  # a dict lookup for the signatures the guard chain does not hold
             key = _fast_key(args)
             call = self._fast.get(key)
             if call is not None:
@@ -78,7 +84,26 @@ class GradientFunction:
         result = compiled.function(*arguments.values(), *extra)
         if not kwargs and key is not None and len(args) == len(self._signature.parameters):
             self._fast[key] = self._direct(compiled.function)
+            self._install_fast_path()
         return self._package(result)
+
+    def _own_class(self):
+        """Give this object a class of its own, whose ``__call__`` is the generated guard chain
+        of :mod:`adcompiler.fastpath` (one Python call between the user and the generated
+        code, instead of three). Subclasses with their own ``__call__`` keep it."""
+        cls = type(self)
+        if cls.__call__ is not GradientFunction.__call__:
+            return
+        self.__class__ = type(cls.__name__, (cls,), {"__qualname__": cls.__qualname__,
+                                                     "__module__": cls.__module__,
+                                                     "_fast_class": True})
+        self._install_fast_path()
+
+    def _install_fast_path(self):
+        if type(self).__dict__.get("_fast_class"):
+            chain = fastpath.build(len(self._signature.parameters), list(self._fast.items()),
+                                   self._call)
+            type(self).__call__ = staticmethod(chain)
 
     def _check_arrays(self, values: dict):
         check_backend_arguments(values, self.backend, f"{self.mode} of {self.primal.__name__}")
