@@ -270,8 +270,8 @@ def _check(args) -> int:
                 rows = check_gradient(module, gradient, example, rng, args.rtol,
                                       args.max_entries)
             bad += _report(path, name, gradient, example, rows)
-    print("all gradients agree with finite differences" if not bad else
-          f"FAILED: {bad} gradient(s) disagree with finite differences")
+    print("all gradients agree with finite differences and the dynamic tape" if not bad else
+          f"FAILED: {bad} gradient(s) disagree with finite differences or the dynamic tape")
     return 1 if bad else 0
 
 
@@ -281,8 +281,13 @@ def _report(path, name, gradient, example, rows) -> int:
     for row in rows:
         status = "ok" if row.ok else f"MISMATCH (tolerance {row.tolerance:.0e})"
         extra = f"  ({row.checked})" if row.checked else ""
-        print(f"  {row.name:<10} {row.what:<20} worst relative error {row.error:.1e}  "
+        tape = f"  vs tape {row.tape:.1e}" if row.tape is not None else ""
+        print(f"  {row.name:<10} {row.what:<20} worst relative error {row.error:.1e}{tape}  "
               f"{status}{extra}")
+    note = next((row.tape_note for row in rows if row.tape_note), "")
+    if note:
+        print(f"  (against finite differences only: the dynamic tape could not run {name}: "
+              f"{note})")
     return sum(not row.ok for row in rows)
 
 
