@@ -168,14 +168,24 @@ def _compile(args) -> int:
             continue
         if out:
             written += 1
-            print(f"wrote {out}: " + ", ".join(
-                f"{f.mode}_{f.name} ({len(f.specialisations)} signature"
-                f"{'s' if len(f.specialisations) != 1 else ''})" for f in functions),
-                file=sys.stderr)
+            print(f"wrote {out}: " + ", ".join(map(_summary, functions)), file=sys.stderr)
+            for f in functions:
+                for why in f.per_shape:
+                    print(f"  note: {f.mode}_{f.name} is compiled per shape: {why}",
+                          file=sys.stderr)
     if len(paths) > 1:
         print(f"compiled {written} of {len(paths)} modules ({failed} failed, "
               f"{len(paths) - written - failed} without marked functions)", file=sys.stderr)
     return 2 if failed else 0
+
+
+def _summary(fn) -> str:
+    """``grad_loss (1 signature, any sizes)``, or ``grad_f (2 signatures, per shape)``."""
+    n = len(fn.specialisations)
+    sizes = "per shape" if fn.per_shape else \
+        "any sizes" if any(s.symbols for s in fn.specialisations) else ""
+    return f"{fn.mode}_{fn.name} ({n} signature{'s' if n != 1 else ''}" + \
+        (f", {sizes})" if sizes else ")")
 
 
 def _sources(paths) -> list:
@@ -201,8 +211,9 @@ def _compile_one(path, args, explicit):
         return None, []
     functions = []
     for name, (mode, wrt) in module.marked.items():
-        _, _, specs = _specialised(module, name, args)
-        functions.append(standalone.MarkedFunction(name, mode, wrt, specs))
+        gradient, examples, specs = _specialised(module, name, args)
+        specs, per_shape = standalone.shape_polymorphic(module, gradient, examples, specs)
+        functions.append(standalone.MarkedFunction(name, mode, wrt, specs, per_shape))
     command = " ".join(["adcompiler compile", os.path.basename(path)] +
                        [f"--shape {s}" for s in args.shape] +
                        (["--backend cupy"] if args.backend == "cupy" else []))

@@ -18,7 +18,8 @@ from .errors import CompileError, Location
 from .signature import bind_arguments, classify
 
 SHAPES_HELP = """\
-input shapes (code is specialised to them, as jax.jit's):
+input shapes (code is specialised to them, as jax.jit's; `compile` then makes each gradient
+hold for every size with their dtypes, ranks and sizes of 1):
   --shape x=3,4        x is a float64 array of shape (3, 4); x=3,4:float32 sets the dtype;
                        x=float a Python float; x=() a 0-d array; x=int:5 a static int 5
   example_<FUNC>()     a function in the module returning the example arguments: a tuple, or

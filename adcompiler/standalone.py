@@ -2,16 +2,25 @@
 
 Invariants: the output imports only numpy, math and ``__future__`` (and cupy, cupyx for the CuPy
 backend), never adcompiler, and is byte-identical for identical inputs. It holds the user's
-needed top-level statements verbatim (the marked functions without their decorators, and the
-functions, constants and numpy/math imports they read), then for each marked function one compiled body per specialisation and a
-dispatcher ``<mode>_<name>`` with the decorator's parameters, keyword and results; the
-dispatcher runs the body whose signature (the compiler's key: arrays' dtype and shape, Python
-floats, static values) matches the call, or raises a TypeError naming the compiled and the given
-signatures (helpers: :mod:`adcompiler.runtime.dispatch`, copied in). Arrays the generated code
-reads are the module's own globals where they are, else literals (refused past ``MAX_LITERAL``);
-CuPy code reads device copies of them, made once when the module is imported.
-Shape specialisation lives in ``specialise`` (one Compiled per example signature) and in the
-signature table; a shape-polymorphic body replaces both without changing the command line.
+needed top-level statements verbatim (:mod:`adcompiler.standalone_user`), then for each marked
+function its compiled bodies and a dispatcher ``<mode>_<name>`` with the decorator's parameters,
+keyword and results; the dispatcher runs the body whose signature matches the call, or raises a
+TypeError naming the compiled and the given signatures (helpers: :mod:`adcompiler.runtime.
+dispatch`, copied in). Arrays the generated code reads are the module's own globals where they
+are, else literals (refused past ``MAX_LITERAL``); CuPy code reads device copies of them, made
+once when the module is imported; module-level state of a body (the memory planner's pools) is
+its own.
+
+Shapes: ``specialise`` compiles one body per example signature (dtypes and shapes, as the
+decorator does per call); ``shape_polymorphic`` then replaces each by a body that reads its sizes
+from its arguments, so ``grad_loss(X, y)`` works for any batch size, as the decorator does. How:
+anti-unification (:mod:`adcompiler.polymorphic`): the code compiled for other sizes is merged,
+each number that changes written as a formula of the sizes; chosen over a shape-generic emitter
+because it leaves the compiler, its backends and the decorator's fast path untouched, and checks
+itself (the merge must reproduce every code it came from). Its key is a pattern: the
+dtypes, the ranks, the sizes of 1, and symbols ``d1, d2...`` for the others (the same symbol
+where sizes must be equal). A body that cannot be made so stays per shape, and the module's
+header says why.
 """
 
 from __future__ import annotations
@@ -19,21 +28,19 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
-import io
 import os
 import textwrap
-import tokenize
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import polymorphic
+from . import standalone_user as user
 from .errors import CompileError
 from .examples import cotangent_for
 from .runtime import dispatch
 from .runtime.cache import constants_of
 from .signature import bind_arguments, classify, resolve_wrt
-
-MAX_LITERAL = 10_000
 
 RUNTIME = "\n\n\n".join(inspect.getsource(f).rstrip() for f in dispatch.HELPERS)
 RUNTIME_JVP = "\n\n\n".join(inspect.getsource(f).rstrip() for f in dispatch.JVP_HELPERS)
@@ -45,6 +52,13 @@ _describe = dispatch._describe
 class Specialisation:
     signature: tuple   # the dispatch key: one entry per parameter (then the cotangent's)
     compiled: object   # a pipeline.Compiled
+    least: int = 2     # a shape-polymorphic body's smallest size (its symbols: d1, d2...)
+
+    @property
+    def symbols(self) -> list:
+        """A pattern's size symbols, in order (none for an exact signature)."""
+        return list(dict.fromkeys(d for s in self.signature if s[0] == "array" for d in s[2]
+                                  if isinstance(d, str)))
 
 
 @dataclass
@@ -53,6 +67,7 @@ class MarkedFunction:
     mode: str                  # "grad", "value_and_grad" or "vjp"
     wrt: object                # as the decorator wrote it (None: the first parameter)
     specialisations: list = field(default_factory=list)
+    per_shape: list = field(default_factory=list)   # why bodies stay per shape, if they do
 
 
 def specialise(gradient, examples) -> list:
@@ -65,6 +80,22 @@ def specialise(gradient, examples) -> list:
             seen.add(signature)
             out.append(Specialisation(signature, gradient.specialize(*args, **kwargs)))
     return out
+
+
+def shape_polymorphic(module, gradient, examples, specialisations) -> tuple:
+    """``(specialisations, reasons)``: each body made to hold for every size of its pattern
+    where :func:`adcompiler.polymorphic.generalise` can, one per pattern; the reasons where it
+    cannot."""
+    out, reasons, seen = [], [], set()
+    for args, spec in zip(examples, specialisations):
+        general, why = polymorphic.generalise(module, gradient, args, spec)
+        if why and why not in reasons:
+            reasons.append(why)
+        spec = general or spec
+        if spec.signature not in seen:
+            seen.add(spec.signature)
+            out.append(spec)
+    return out, reasons
 
 
 def signature_of(gradient, args, cotangent=None) -> tuple:
@@ -119,6 +150,7 @@ class _Writer:
         self.literals: dict = {}    # name -> literal source of a constant
         self.blocks: list = []      # generated definitions, in order
         self.defined: list = []     # the module-level names those define
+        self.per_shape: list = []   # (dispatcher, reasons) for bodies kept per shape
         self.uses_math = False
 
     def add(self, fn: MarkedFunction):
@@ -131,6 +163,8 @@ class _Writer:
         self.blocks += [_table(fn, table, names, params, self.backend == "cupy"),
                         self.dispatcher(fn, table)]
         self.defined += names + [table, f"{fn.mode}_{fn.name}"]
+        if fn.per_shape:
+            self.per_shape.append((f"{fn.mode}_{fn.name}", fn.per_shape))
 
     def body(self, fn, spec, new_name):
         """One specialisation's function, renamed; its helpers and constants collected."""
@@ -138,22 +172,32 @@ class _Writer:
         tree = ast.parse(compiled.source)
         lines = compiled.source.splitlines(True)
         texts = {_defines(s): "".join(lines[s.lineno - 1:s.end_lineno]) for s in tree.body}
-        rename = {compiled.fname: new_name}
-        for name, text in texts.items():
-            if name != compiled.fname and self.helpers.get(name, text) != text:
-                rename[name] = f"{name}_{new_name}"  # a helper changed: keep both
+        renames = {compiled.fname: new_name}
+        for stmt in tree.body:
+            name = _defines(stmt)
+            if name != compiled.fname and (self.helpers.get(name, texts[name]) != texts[name]
+                                           or _state(stmt)):
+                renames[name] = f"{name}_{new_name}"  # changed, or the body's own state
         host = getattr(compiled, "constants", {})  # CuPy code's constants, before the copy
         for name, value in constants_of(compiled).items():
-            rename[name] = self.constant(name, host.get(name, value), new_name)
+            renames[name] = self.constant(name, host.get(name, value), new_name)
         for name, text in texts.items():
             if name != compiled.fname:
-                self.helpers.setdefault(rename.get(name, name), _rename(text, rename))
-        self.uses_math |= "math" in _names(compiled.source)
-        params = _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module))
-        comment = textwrap.wrap(f"{fn.mode} of {fn.name} for {_describe(params, spec.signature)}",
-                                96, initial_indent="# ", subsequent_indent="#     ")
-        self.blocks.append("\n".join(comment) + "\n" + _rename(texts[compiled.fname], rename))
+                self.helpers.setdefault(renames.get(name, name), user.rename(text, renames))
+        self.uses_math |= "math" in user.token_names(compiled.source)
+        self.blocks.append(self.comment(fn, spec) + "\n"
+                           + user.rename(texts[compiled.fname], renames))
         return new_name
+
+    def comment(self, fn, spec) -> str:
+        """``# grad of f for (x: float64[d1, 3])``, and what the symbols stand for."""
+        params = _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module))
+        text = f"{fn.mode} of {fn.name} for {_describe(params, spec.signature)}"
+        lines = textwrap.wrap(text, 96, initial_indent="# ", subsequent_indent="#     ")
+        if spec.symbols:
+            lines.append(f"# {', '.join(spec.symbols)}: any size{'s' * (len(spec.symbols) > 1)} "
+                         f"of at least {spec.least}")
+        return "\n".join(lines)
 
     def constant(self, name, value, owner):
         """The module-level name the code reads for a constant: the user's global, or a literal
@@ -167,8 +211,8 @@ class _Writer:
                 self.literals[f"{gname}_gpu"] = f"cp.asarray({gname})"
                 return f"{gname}_gpu"
         new = f"{owner}_{name}"
-        literal = _literal(value, owner)
-        self.literals[new] = f"cp.asarray({literal})" if device else literal
+        text = user.literal(value, owner)
+        self.literals[new] = f"cp.asarray({text})" if device else text
         return new
 
     def dispatcher(self, fn, table):
@@ -193,12 +237,12 @@ class _Writer:
                 f"    \"\"\"{doc}\"\"\"\n" + _package(fn, f"_dispatch({table}, {flat})"))
 
     def render(self, command):
-        cupyx = "cupyx." in "".join(self.blocks)
+        cupyx = "cupyx." in "".join([*self.blocks, *self.helpers.values()])
         header = _header(os.path.basename(self.module.path), command, self.uses_math,
-                         self.backend, cupyx)
-        primal = _primal_section(self.module, self.needed, header.split("\n"))
-        _check_collisions(self.module, primal, [*self.helpers, *self.literals, *_RUNTIME_NAMES,
-                                                *self.defined], self.backend)
+                         self.backend, cupyx, self.per_shape)
+        primal = user.primal_section(self.module, self.needed, header.split("\n"))
+        ours = [*self.helpers, *self.literals, *_RUNTIME_NAMES, *self.defined]
+        user.check_collisions(self.module, primal, ours, self.backend)
         name = os.path.basename(self.module.path)
         parts = [header, primal,
                  "# ---- generated by adcompiler: do not edit; recompile instead ----",
@@ -207,6 +251,11 @@ class _Writer:
                  *self.helpers.values(),
                  "\n".join(f"{k} = {v}" for k, v in self.literals.items()), *self.blocks]
         return "\n\n\n".join(p.rstrip("\n") for p in parts if p.strip()) + "\n"
+
+
+def _state(stmt) -> bool:
+    """A module-level list or dict the code mutates (the memory planner's pools)."""
+    return isinstance(stmt, ast.Assign) and isinstance(stmt.value, (ast.List, ast.Dict))
 
 
 def _defines(stmt) -> str:
@@ -225,8 +274,10 @@ def _table(fn, table, names, params, device=False):
     rows = "".join("    (" + ",\n     ".join(repr(k) for k in s.signature)
                    + ("," if len(s.signature) == 1 else "") + f"): {n},\n"
                    for s, n in zip(fn.specialisations, names))
+    least = max([s.least for s in fn.specialisations if s.symbols] or [2])
+    options = (", device=True" if device else "") + (f", least={least}" if least > 2 else "")
     return (f"{table} = _Signatures({fn.mode + '_' + fn.name!r}, {tuple(params)!r}, "
-            f"{'example_' + fn.name!r}, {{\n{rows}}}{', device=True' if device else ''})")
+            f"{'example_' + fn.name!r}, {{\n{rows}}}{options})")
 
 
 def _package(fn, call):
@@ -267,14 +318,19 @@ def _hint(name, command):
             f"a list of argument tuples, one per signature) and run `{again}` again")
 
 
-def _header(name, command, uses_math, backend="numpy", cupyx=False):
-    about = (f"Regenerate with `{command or 'adcompiler compile ' + name}`. Needs only NumPy. "
-             "Each gradient is\ncompiled for the input signatures listed with it; other inputs "
-             "raise a TypeError.")
-    if backend == "cupy":
-        about = textwrap.fill(about.replace("\n", " ").replace(
-            "Needs only NumPy.", "Needs NumPy and CuPy, and runs on the GPU: pass CuPy arrays."),
-            92)
+def _header(name, command, uses_math, backend="numpy", cupyx=False, per_shape=()):
+    needs = "Needs NumPy and CuPy, and runs on the GPU: pass CuPy arrays." if backend == "cupy" \
+        else "Needs only NumPy."
+    about = textwrap.fill(
+        f"Regenerate with `{command or 'adcompiler compile ' + name}`. {needs} Each gradient "
+        "takes the input signatures listed with it, where a size named d1, d2... is any size of "
+        "at least 2, or as the comment above its body says (the same name, the same size); other "
+        "inputs raise a TypeError.", 92)
+    if per_shape:
+        about += "\n\nCompiled per shape (the code compiled for other sizes could not be merged):"
+        for dispatcher, reasons in per_shape:
+            about += "\n" + textwrap.fill(f"{dispatcher}: {'; '.join(reasons)}.", 92,
+                                          initial_indent="- ", subsequent_indent="  ")
     doc = f'"""Gradients of {name}, compiled ahead of time by adcompiler: do not edit.\n\n' + \
         about + '\n"""'
     imports = ["from __future__ import annotations", ""] + (["import math"] if uses_math else [])
@@ -282,110 +338,3 @@ def _header(name, command, uses_math, backend="numpy", cupyx=False):
     if backend == "cupy":
         imports += ["import cupy as cp"] + (["import cupyx"] if cupyx else [])
     return doc + "\n\n" + "\n".join(imports)
-
-
-def _primal_section(module, roots, header_imports) -> str:
-    """The user's statements defining ``roots`` and what they read, verbatim, in file order."""
-    needed, todo = set(), list(roots)
-    while todo:
-        name = todo.pop()
-        stmt = module.definitions.get(name)
-        if name in needed or stmt is None:
-            continue
-        needed.add(name)
-        parts = ([stmt.args, *stmt.body] if isinstance(stmt, ast.FunctionDef) else [stmt])
-        todo += [n.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Name)]
-    stmts = {id(module.definitions[n]): module.definitions[n] for n in needed}
-    text = "".join(module.lines)
-    out = f"# ---- from {os.path.basename(module.path)}, as written (decorators removed) ----"
-    previous = None
-    for stmt in sorted(stmts.values(), key=lambda s: s.lineno):
-        is_def = isinstance(stmt, ast.FunctionDef)
-        if is_def:
-            piece = "".join(module.lines[stmt.lineno - 1:stmt.end_lineno]).rstrip()
-        else:
-            piece = ast.get_source_segment(text, stmt)
-            if piece in header_imports or (isinstance(stmt, (ast.Import, ast.ImportFrom))
-                                           and _imports_adcompiler(stmt)):
-                continue
-        out += ("\n\n\n" if is_def or previous in (None, True) else "\n") + piece
-        previous = is_def
-    return out
-
-
-def _imports_adcompiler(stmt) -> bool:
-    names = [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) else \
-        [a.name for a in stmt.names]
-    return any(n.split(".")[0] == "adcompiler" for n in names)
-
-
-def _check_collisions(module, primal, ours, backend="numpy"):
-    """The user's copied names must not clash with the generated ones (np and math excepted,
-    when they are numpy and math; cp and cupyx for CuPy code, when they are cupy and cupyx)."""
-    defined = _names_bound(primal)
-    for name in sorted(defined & set(ours)):
-        stmt = module.definitions.get(name)
-        raise CompileError(f"the standalone module defines `{name}` for the generated code, and "
-                           "this module defines it too", module.location(stmt) if stmt else None,
-                           f"rename `{name}`")
-    wanted = [("np", "numpy"), ("math", "math")]
-    wanted += [("cp", "cupy"), ("cupyx", "cupyx")] if backend == "cupy" else []
-    for name, want in wanted:
-        bound = getattr(module.namespace.get(name), "__name__", None)
-        if name in defined and bound != want:
-            stmt = module.definitions.get(name)
-            raise CompileError(f"the generated code needs `{name}` to be {want}",
-                               module.location(stmt) if stmt else None, f"rename `{name}`")
-
-
-def _names_bound(source) -> set:
-    tree = ast.parse(source or "")
-    out = set()
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
-            out.add(stmt.name)
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            out |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
-        else:
-            out |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
-                    and isinstance(n.ctx, ast.Store)}
-    return out
-
-
-def _names(source) -> set:
-    return {t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
-            if t.type == tokenize.NAME}
-
-
-def _rename(source: str, mapping: dict) -> str:
-    """``source`` with the identifiers in ``mapping`` renamed (attribute names left alone)."""
-    lines = source.splitlines(True)
-    edits, previous = [], None
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.NAME and tok.string in mapping and previous != ".":
-            edits.append((tok.start, tok.end, mapping[tok.string]))
-        previous = tok.string if tok.type == tokenize.OP else None
-    for (row, col), (_, end), new in reversed(edits):
-        lines[row - 1] = lines[row - 1][:col] + new + lines[row - 1][end:]
-    return "".join(lines)
-
-
-def _literal(value, owner) -> str:
-    """``np.array([...], dtype="...")`` for a constant array, exactly round-tripping."""
-    array = np.asarray(value)
-    if array.size > MAX_LITERAL or array.dtype.kind not in "biufc":
-        raise CompileError(f"{owner} reads a constant array of shape {array.shape} "
-                           f"({array.size:,} {array.dtype} elements) that is not a module-level "
-                           f"name; the standalone module writes such constants as literals, "
-                           f"up to {MAX_LITERAL:,} elements",
-                           hint="make it a module-level constant (np.zeros(...), np.array(...) "
-                                "of literals): the standalone module copies its definition")
-    return f"np.array({_nested(array.tolist())}, dtype={array.dtype.name!r})"
-
-
-def _nested(x) -> str:
-    if isinstance(x, list):
-        return "[" + ", ".join(_nested(i) for i in x) + "]"
-    if isinstance(x, float) and not np.isfinite(x):
-        return "np.nan" if np.isnan(x) else ("np.inf" if x > 0 else "-np.inf")
-    return repr(x)

@@ -19,7 +19,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler import cli, gradcheck
-from adcompiler.standalone import MAX_LITERAL, _literal
+from adcompiler.standalone_user import MAX_LITERAL, literal as _literal
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -127,17 +127,21 @@ def test_the_standalone_module_defines_the_primal_and_rejects_other_shapes(tmp_p
     out = run_isolated("""
         import numpy as np, out
         print(out.loss(2.0, 3.0, 4.0, np.ones((2, 2))))
+        print(out.grad_loss(2.0, 3.0, 4.0, np.ones((3, 5))))  # any sizes of at least 2
         try:
-            out.grad_loss(2.0, 3.0, 4.0, np.ones((3, 2)))
+            out.grad_loss(2.0, 3.0, 4.0, np.ones((1, 2)))
         except TypeError as exc:
             print(exc)
     """, tmp_path)
+    user = import_path(tmp_path / "seed_graph.py")
     assert out.splitlines() == [
         "40.0",
+        repr(user.loss(2.0, 3.0, 4.0, np.ones((3, 5)))),
         "grad_loss() was compiled for the inputs",
-        "  (w1: float, w2: float, w3: float, inp: float64[2, 2])",
+        "  (w1: float, w2: float, w3: float, inp: float64[d1, d2])",
+        "(a named size is any size of at least 2; the same name, the same size)",
         "but was given",
-        "  (w1: float, w2: float, w3: float, inp: float64[3, 2])",
+        "  (w1: float, w2: float, w3: float, inp: float64[1, 2])",
         "to compile it for these inputs, return them from example_loss() in seed_graph.py (it "
         "may return a list of argument tuples, one per signature) and run `adcompiler compile "
         "seed_graph.py` again"]

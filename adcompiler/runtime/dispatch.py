@@ -4,8 +4,11 @@ Invariant: :mod:`adcompiler.standalone` copies these definitions verbatim (``ins
 into every module ``adcompiler compile`` writes, so they use only NumPy and builtins and read no
 global but ``np`` and ``_HINT``, which each standalone module defines. A signature is what the
 compiler keys a specialisation on (:mod:`adcompiler.signature`): an array's dtype and shape, a
-Python float, or the value of a static argument. A module compiled for CuPy (``device``) refuses
-NumPy arrays, and one compiled for NumPy refuses GPU arrays, before running any code.
+Python float, or the value of a static argument. A shape-polymorphic body's key is a pattern
+(:mod:`adcompiler.polymorphic`): a size named by a symbol (``"d1"``) fits any size of at least
+``least``, the same symbol the same size; the other sizes (1, 0) must be equal. Exact keys are
+looked up first, then patterns in order. A module compiled for CuPy (``device``) refuses NumPy
+arrays, and one compiled for NumPy refuses GPU arrays, before running any code.
 """
 
 import numpy as np
@@ -36,12 +39,35 @@ def _describe(params, signature):
 
 
 class _Signatures(dict):
-    """The compiled bodies of one gradient, by input signature."""
+    """The compiled bodies of one gradient, by input signature (or pattern of signatures)."""
 
-    def __init__(self, name, params, example, bodies, device=False):
+    def __init__(self, name, params, example, bodies, device=False, least=2):
         dict.__init__(self, bodies)
         self.name, self.params, self.example = name, params, example
         self.device = device  # True: CuPy code, for arrays on the GPU
+        self.least = least    # the smallest size a pattern's symbol stands for
+        self.patterns = [(k, v) for k, v in bodies.items()
+                         if any(s[0] == "array" and any(isinstance(d, str) for d in s[2])
+                                for s in k)]
+
+
+def _fits(pattern, signature, least):
+    """Whether a call's signature fits a pattern: ``"d1"`` is any size of at least ``least``,
+    the same in every place it appears."""
+    sizes = {}
+    for want, got in zip(pattern, signature):
+        if want[0] != "array" or got[0] != "array":
+            if want != got:
+                return False
+        elif want[1] != got[1] or len(want[2]) != len(got[2]):
+            return False
+        else:
+            for w, g in zip(want[2], got[2]):
+                if isinstance(w, str) and (g < least or sizes.setdefault(w, g) != g):
+                    return False
+                if not isinstance(w, str) and w != g:
+                    return False
+    return True
 
 
 def _wrong_array(table, value):
@@ -62,8 +88,15 @@ def _dispatch(table, args):
         body = table.get(signature)
     except TypeError:  # an unhashable argument
         body = None
+    for pattern, candidate in table.patterns if body is None else ():
+        if _fits(pattern, signature, table.least):
+            body = candidate
+            break
     if body is None:
         compiled = "\n".join("  " + _describe(table.params, s) for s in table)
+        if table.patterns:
+            compiled += ("\n(a named size is any size of at least %d; the same name, the "
+                         "same size)" % table.least)
         raise TypeError("%s() was compiled for the inputs\n%s\nbut was given\n  %s\n%s"
                         % (table.name, compiled, _describe(table.params, signature),
                            _HINT % table.example))
@@ -91,5 +124,5 @@ def _tangents(tangents, primals, single):
     return tuple(out)
 
 
-HELPERS = (_signature, _describe, _Signatures, _wrong_array, _dispatch)  # in every module
+HELPERS = (_signature, _describe, _Signatures, _fits, _wrong_array, _dispatch)  # every module
 JVP_HELPERS = (_tangents,)                                              # where a jvp is compiled

@@ -1,0 +1,219 @@
+"""Merge the sources compiled for several sizes into one source that reads the sizes.
+
+The sources must agree token for token except in numbers (numbers inside comments included);
+a number that differs becomes a formula of the size symbols (``d1``, ``d2``...) that gives it in
+every source: ``c * d1**a * d2**b`` (``-0.125`` is ``-(1 / d1)``), or, for integers,
+``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). Invariant, checked by
+construction: the merged template, specialised back to each source's sizes, reproduces that source
+byte for byte; otherwise :func:`merge` returns the reason instead of a template.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import tokenize
+from dataclasses import dataclass
+from fractions import Fraction
+
+_OPEN = {"(", "[", ",", "=", ":", "return", "+=", "-=", "*=", "/="}
+_CLOSE = {")", "]", ",", ":", "", "\n", "#"}
+
+
+@dataclass
+class Number:
+    row: int
+    col: int
+    end: int
+    text: str
+    before: str   # the significant token before it ("" at a line's start)
+    after: str    # the one after it ("" at a line's end)
+
+
+@dataclass
+class Fit:
+    expr: str      # Python, in the size symbols: an int for an int literal, else a float
+
+    def literal(self, sizes) -> str:
+        """The literal the compiler writes for these sizes."""
+        return repr(eval(self.expr, {"__builtins__": {"float": float}}, dict(sizes)))  # noqa: S307
+
+    def spelled(self, before, after) -> str:
+        atom = self.expr.isidentifier() or self.expr.isdigit()
+        return self.expr if atom or (before in _OPEN and after in _CLOSE) else f"({self.expr})"
+
+
+@dataclass
+class Template:
+    text: str      # the first source
+    holes: list    # (Number, Fit): the numbers that change with the sizes
+
+    def render(self) -> str:
+        return self._fill(lambda n, f: f.spelled(n.before, n.after))
+
+    def instantiate(self, sizes) -> str:
+        return self._fill(lambda n, f: f.literal(sizes))
+
+    def _fill(self, spell):
+        lines = self.text.splitlines(True)
+        for number, fit in sorted(self.holes, key=lambda h: (h[0].row, h[0].col), reverse=True):
+            line = lines[number.row - 1]
+            lines[number.row - 1] = line[:number.col] + spell(number, fit) + line[number.end:]
+        return "".join(lines)
+
+
+def merge(sources, sizes, base, moves):
+    """A Template for ``sources`` (compiled for the size dicts ``sizes``), or the reason there is
+    none. ``sizes[base]`` is a reference point and ``sizes[moves[d]]`` differs from it in ``d``
+    only: they find each formula; every source checks it."""
+    scanned = [scan(s) for s in sources]
+    if any(s[0] != scanned[0][0] for s in scanned):
+        return "the code compiled for other sizes differs in more than its numbers"
+    holes = []
+    for i, first in enumerate(scanned[0][1]):
+        texts = [s[1][i].text for s in scanned]
+        if len(set(texts)) == 1:
+            continue
+        fit = fit_number([_number(t) for t in texts], sizes, base, moves)
+        if fit is None:
+            return (f"the number {first.text} in `{_line(sources[0], first.row)}` changes with "
+                    "the sizes in a way that is not a product or a sum of sizes")
+        holes.append((first, fit))
+    template = Template(sources[0], holes)
+    for source, size in zip(sources, sizes):
+        if template.instantiate(size) != source:
+            return "the merged code does not reproduce the code compiled for every size"
+    return template
+
+
+def scan(source):
+    """``(skeleton, numbers)``: the token strings with each number as None, and the numbers."""
+    skeleton, numbers = [], []
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
+              if t.type not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT)]
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.COMMENT and any(c.isdigit() for c in tok.string):
+            inner = _scan_comment(tok)
+            if inner is not None:
+                skeleton.append(("#", tuple(inner[0])))
+                numbers += inner[1]
+                continue
+        if tok.type == tokenize.NUMBER:
+            numbers.append(Number(tok.start[0], tok.start[1], tok.end[1], tok.string,
+                                  _text(tokens, i - 1, tok.start[0]),
+                                  _text(tokens, i + 1, tok.start[0])))
+            skeleton.append(None)
+        else:
+            skeleton.append(tok.string)
+    return skeleton, numbers
+
+
+def _scan_comment(tok):
+    body = tok.string[1:]
+    offset = tok.start[1] + 1 + len(body) - len(body.lstrip())
+    try:
+        skeleton, numbers = scan(body.lstrip())
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    for n in numbers:
+        n.row, n.col, n.end = tok.start[0], n.col + offset, n.end + offset
+    return skeleton, numbers
+
+
+def _text(tokens, i, row):
+    if not 0 <= i < len(tokens) or tokens[i].start[0] != row:
+        return ""
+    if tokens[i].type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+        return "\n"
+    return "#" if tokens[i].type == tokenize.COMMENT else tokens[i].string
+
+
+def _number(text):
+    if text.lower().endswith("j"):
+        return complex(text)
+    return float(text) if any(c in text.lower() for c in ".e") else int(text, 0)
+
+
+def _line(source, row):
+    return source.splitlines()[row - 1].strip()
+
+
+# ---- formulas -----------------------------------------------------------------------------------
+def fit_number(values, sizes, base, moves):
+    """A Fit giving ``values[k]`` for ``sizes[k]``, for every k; None if none is found."""
+    kind = type(values[0])
+    if kind not in (int, float) or any(type(v) is not kind for v in values):
+        return None
+    candidates = []
+    if kind is int:
+        candidates += _sums(values, sizes, base, moves)
+    candidates += _products(values, sizes, base, moves, kind)
+    for expr in candidates:
+        fit = Fit(expr)
+        try:
+            if all(fit.literal(s) == repr(v) for s, v in zip(sizes, values)):
+                return fit
+        except (ArithmeticError, TypeError, ValueError):
+            continue
+    return None
+
+
+def _sums(values, sizes, base, moves):
+    """``a1 * d1 + ... + k`` with integer coefficients."""
+    terms, v0 = [], values[base]
+    for d, k in moves.items():
+        step = values[k] - v0
+        width = sizes[k][d] - sizes[base][d]
+        if step % width:
+            return []
+        if step:
+            terms.append((step // width, d))
+    k = v0 - sum(a * sizes[base][d] for a, d in terms)
+    expr = ""
+    for a, d in terms:
+        sign = " - " if a < 0 else " + "
+        term = d if abs(a) == 1 else f"{abs(a)} * {d}"
+        expr = (("-" if a < 0 else "") + term) if not expr else expr + sign + term
+    if not expr:
+        return []
+    return [expr + (f" + {k}" if k > 0 else f" - {-k}" if k < 0 else "")]
+
+
+def _products(values, sizes, base, moves, kind):
+    """``c * d1**a * d2**b`` spelled the ways the compiler may have computed it."""
+    v0 = values[base]
+    if v0 <= 0:  # a number token is never negative
+        return []
+    powers = {}
+    for d, k in moves.items():
+        if values[k] == v0:
+            continue
+        if values[k] <= 0:
+            return []
+        e = math.log(values[k] / v0) / math.log(sizes[k][d] / sizes[base][d])
+        if abs(e - round(e)) > 1e-6 or round(e) == 0 or abs(round(e)) > 3:
+            return []
+        powers[d] = round(e)
+    c = Fraction(v0 / math.prod(sizes[base][d] ** e for d, e in powers.items()))
+    c = c.limit_denominator(10_000)
+    up = [d if e == 1 else f"{d} ** {e}" for d, e in powers.items() if e > 0]
+    down = [d if e == -1 else f"{d} ** {-e}" for d, e in powers.items() if e < 0]
+    return _spellings(c, up, down, kind)
+
+
+def _spellings(c, up, down, kind):
+    num = " * ".join(([str(c.numerator)] if c.numerator != 1 or not up else []) + up)
+    den = " * ".join(([str(c.denominator)] if c.denominator != 1 else []) + down)
+    paren = (lambda s: s if " " not in s else f"({s})")
+    if kind is int:
+        out = [num] if not den else [f"{paren(num)} // {paren(den)}"]
+    elif not down:
+        out = [f"float({num})" if c.denominator == 1 else f"{paren(num)} / {paren(den)}",
+               f"{float(c)!r} * {' * '.join(up)}" if up else repr(float(c))]
+    else:
+        dims = " * ".join(down)
+        up_part = "".join(f" * {u}" for u in up)
+        out = [f"{num} / {paren(den)}", f"{float(c)!r}{up_part} / {paren(dims)}",
+               f"{c.numerator}{up_part} * (1 / {paren(den)})",
+               f"{float(c)!r}{up_part} * (1 / {paren(dims)})"]
+    return out
