@@ -249,9 +249,9 @@ def _like(t, x, name):
     if isinstance(x, float):
         return float(t)
     t = array_module(x).asarray(t, dtype=x.dtype)
-    if t.shape != np.shape(x):
+    if t.shape != x.shape:   # not np.shape: NumPy functions are not for CuPy arrays
         raise ValueError(f"the tangent for {name!r} has shape {t.shape}, but {name} has shape "
-                         f"{np.shape(x)}")
+                         f"{x.shape}")
     return t
 
 

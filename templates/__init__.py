@@ -11,7 +11,9 @@ a NumPy-like namespace, so the same rule runs on three kinds of values:
 
 The ``ops`` protocol: every primitive name (``ops.exp``, ``ops.where``, ``ops.sum``, ...) plus
 ``shape(x)``, ``ndim(x)``, ``size(x)``, ``dtype(x)``, ``unbroadcast(g, x)`` (sum ``g`` back to
-``x``'s shape), ``getitem(x, arrays, index)``, ``scatter_add(g, arrays, shape, index)``.
+``x``'s shape), ``getitem(x, arrays, index)``, ``scatter_add(g, arrays, shape, index)``,
+``last_writes(x, arrays, index)`` (which writes of ``x[index] = v`` stay where an index repeats:
+a bool mask of ``x[index]``'s shape, or None when all of them do).
 Arithmetic uses Python operators. Rules never look at concrete values, only at shapes.
 
 A Jacobian-vector (tangent) rule has the signature ``rule(ops, dx, ans, *args, **params)`` and

@@ -60,10 +60,16 @@ class ArrayOps:
         return x[build_index(index, arrays)]
 
     def setitem(self, x, v, arrays, index):
-        from adcompiler.ir.primitives import build_index
-        out = self.xp.array(x, copy=True)
-        out[build_index(index, arrays)] = v
-        return out
+        from adcompiler.ir.primitives import build_index, store   # repeated indices: the last
+        return store(self.xp, self.xp.array(x, copy=True), build_index(index, arrays), v)
+
+    def last_writes(self, x, arrays, index):
+        """The mask of the writes ``x[index] = v`` keeps (None: all of them, seen on NumPy)."""
+        from adcompiler.ir.primitives import build_index, kept_writes
+        if not arrays:
+            return None
+        kept = kept_writes(self.xp, self.shape(x), build_index(index, arrays))
+        return None if self.xp is numpy and kept.all() else kept
 
     def scatter_add(self, g, arrays, shape, index):
         from adcompiler.ir.primitives import build_index

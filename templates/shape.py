@@ -49,6 +49,25 @@ def _getitem(ops, g, ans, x, *arrays, index):
     return ops.scatter_add(g, arrays, ops.shape(x), index)
 
 
+def _setitem_value(ops, g, ans, x, v, *arrays, index):
+    """``g`` over the region ``v`` was written to; where an index repeats, only the write that
+    stayed (NumPy's last) gets it, the overwritten ones get zero."""
+    region = ops.getitem(g, arrays, index)
+    kept = ops.last_writes(g, arrays, index) if arrays else None
+    if kept is not None:
+        region = ops.where(kept, region, 0.0)
+    return _fit(ops, region, v)
+
+
+def _fit(ops, g, v):
+    """``g`` summed back to the shape of ``v``, which NumPy broadcast into the region; ``v`` may
+    have more dimensions than the region, leading ones (``b[0] = z`` with z of shape (1, 3))."""
+    extra = len(ops.shape(v)) - len(ops.shape(g))
+    if extra > 0:
+        g = ops.reshape(g, (1,) * extra + tuple(ops.shape(g)))
+    return ops.unbroadcast(g, v)
+
+
 # ---- reshaping ------------------------------------------------------------------------------
 defvjp("reshape",      lambda ops, g, ans, x, shape: ops.reshape(g, ops.shape(x)))
 defjvp("reshape",      lambda ops, dx, ans, x, shape: ops.reshape(dx, ops.shape(ans)))
@@ -82,9 +101,9 @@ defjvp("index_add",    lambda ops, dx, ans, acc, x, *arrays, index: dx,
                        ops.scatter_add(dx, arrays, ops.shape(ans), index))
 
 # ---- assignment: x[index] = v overwrites, so x's gradient there is cut and v's gathered ----
+# (x[index] += v is x[index] = x[index] + v: its gather gets only the writes that stayed, too)
 defvjp("setitem",      lambda ops, g, ans, x, v, *arrays, index: ops.setitem(g, 0.0, arrays, index),
-                       lambda ops, g, ans, x, v, *arrays, index:
-                       ops.unbroadcast(ops.getitem(g, arrays, index), v))
+                       _setitem_value)
 defjvp("setitem",      lambda ops, dx, ans, x, v, *arrays, index: ops.setitem(dx, 0.0, arrays, index),
                        lambda ops, dv, ans, x, v, *arrays, index:
                        ops.setitem(ops.zeros_like(ans), dv, arrays, index))
@@ -102,3 +121,14 @@ defvjp("full",         lambda ops, g, ans, fill, shape, dtype=None: ops.unbroadc
 defjvp("full",         lambda ops, dx, ans, fill, shape, dtype=None: ops.broadcast_to(dx, shape))
 defvjp("sum_to",       lambda ops, g, ans, x, shape: ops.broadcast_to(g, ops.shape(x)))
 defjvp("sum_to",       lambda ops, dx, ans, x, shape: ops.unbroadcast(dx, ans))
+
+# ---- a while loop's stack (a list), read by index: its cotangent is an array of one row per
+# element (zeros but for g at k); linear, so its tangent is the same read of the list's tangent
+def _row(k):
+    """``(arrays, index)`` of ``xs[k]``: a traced k is an index input, an int a static one."""
+    return ((k,), (("a", 0),)) if hasattr(k, "aval") else ((), (("i", k),))
+
+
+defvjp("list_get",     lambda ops, g, ans, stack, k: ops.setitem(ops.zeros_like(stack), g, *_row(k)),
+                       None)
+defjvp("list_get",     lambda ops, dx, ans, stack, k: ops.getitem(dx, *_row(k)), None)

@@ -1,5 +1,7 @@
-"""Helpers of tests/test_cupy_backend.py: NumPy playing CuPy, the functions both backends run,
-and compiling one function for both.
+"""Helpers of the CuPy tests (test_cupy_backend, test_cupy_end_to_end, test_tape_cupy): whether
+a GPU is there, the values and primitives kernels are checked on, the functions both backends
+run, compiling one function for both, comparing results on the host or the device, and a light
+NumPy-as-CuPy that evaluates kernels from their trees (tests/fake_cupy.py reads their C).
 
 ``NumPyAsCuPy`` runs generated CuPy source on the CPU: ``cp.*`` is NumPy, made as strict as CuPy
 where CuPy is stricter (functions that take arrays only refuse Python scalars; reductions return
@@ -17,6 +19,23 @@ from adcompiler.pipeline import compile_gradient, compile_jvp
 from adcompiler.runtime.compile import load_function
 from adcompiler.signature import classify
 
+def _has_gpu() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - not installed, no driver, no device
+        return False
+
+
+HAS_GPU = _has_gpu()
+# Values every kernel expression is checked on, and the primitives it is checked for.
+SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 0.5, 1e-300, 3.0, -1.0])
+UNARY = ["negative", "exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan",
+         "tanh", "arctan", "arcsin", "arccos", "sinh", "cosh", "abs", "sign", "reciprocal",
+         "logical_not"]
+BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "greater",
+          "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
+          "logical_or"]
 ARRAY_ONLY = {"sum", "mean", "prod", "max", "min", "transpose", "reshape", "expand_dims",
               "squeeze", "broadcast_to", "where", "clip", "zeros_like", "ones_like", "copy",
               "dot", "outer", "concatenate", "stack"}
@@ -81,10 +100,14 @@ def compile_both(f, args, wrt=(0,), mode="grad", cotangent=None):
 
 
 def assert_close(got, want, rtol):
+    """Results (arrays, floats, nested tuples of them, on the host or the device) agree."""
     got = got if isinstance(got, tuple) else (got,)
     want = want if isinstance(want, tuple) else (want,)
     assert len(got) == len(want)
     for g, w in zip(got, want):
+        if isinstance(g, tuple) or isinstance(w, tuple):
+            assert_close(g, w, rtol)
+            continue
         g, w = _host(g), _host(w)
         assert np.shape(g) == np.shape(w)
         scale = max(float(np.max(np.abs(w))), 1e-300) if np.size(w) else 1.0
@@ -169,6 +192,13 @@ def gather(x):
 def broadcasting(x, w, b):
     h = np.tanh(x * w + b)
     return np.sum(h * h - np.sin(h) * w)
+
+
+def repeated_assignment(v, idx):
+    y = np.zeros(4)
+    y[idx] = v * v                        # idx repeats: NumPy keeps the last write
+    y[np.array([1, 1, 3])] = v[:3] * 2.0
+    return np.sum(y * np.array([1.0, 2.0, 3.0, 4.0]))
 
 
 def newton_sqrt(a):

@@ -6,8 +6,9 @@ NumPy; every function's whole generated CuPy code run with NumPy playing CuPy, k
 from the tree their C body was printed from, against the plain NumPy gradient; the kernel bodies
 compiled by nvcc where it is installed; the errors (NumPy arrays for CuPy code, and the reverse;
 CuPy code run where CuPy cannot run); the command line. With a GPU (skipped unless CuPy sees a
-CUDA device): the same functions on CuPy arrays equal NumPy's gradients to 1e-10 (float64), and
-the dynamic tape runs on CuPy arrays.
+CUDA device): the same functions on CuPy arrays equal NumPy's gradients to 1e-10 (float64).
+The whole code run on a stricter stand-in for CuPy is in test_cupy_end_to_end.py, the tape on
+CuPy arrays in test_tape_cupy.py.
 """
 
 import shutil
@@ -25,23 +26,15 @@ from adcompiler.ir.primitives import PRIMS
 from adcompiler.passes import fuse
 from adcompiler.runtime.compile import BackendUnavailableError, CuPyUnavailable, cupy_modules
 
-from .cupy_helpers import (assert_close, cases, compile_both, cuda_unit, elementwise, emulate,
-                           gather, loop, one_node_block, seed_loss)
+from .cupy_helpers import (BINARY, HAS_GPU, SPECIAL, UNARY, assert_close, cases, compile_both,
+                           cuda_unit, elementwise, emulate, gather, loop, one_node_block,
+                           repeated_assignment, seed_loss)
 from .strategies import load, programs
 
 CASES = cases(np.random.default_rng(8))
 CASE_IDS = [c[0] for c in CASES]
 
 
-def _has_gpu() -> bool:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - not installed, no driver, no device
-        return False
-
-
-HAS_GPU = _has_gpu()
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs CuPy and a CUDA device")
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -110,12 +103,12 @@ def grad_loop(x, n):
     saved_1 = cp.empty((3, 4096), dtype=cp.float64)
     for i in range(3):
         xs[i] = x
-        t2 = cp.tanh(x)
-        t1 = 0.1 * x
-        # x = t2 * 0.9 + t1 * x
-        x = _k0(t1, x, t2)
-        saved[i] = t1
-        saved_1[i] = t2
+        t1 = cp.tanh(x)
+        t2 = 0.1 * x
+        # x = t1 * 0.9 + t2 * x
+        x = _k0(t2, x, t1)
+        saved[i] = t2
+        saved_1[i] = t1
     # grad of: return np.sum(x * x)
     dx_3 = 2.0 * x
     # grad of: for i in range(n):
@@ -151,7 +144,6 @@ def test_cupy_code_never_spells_numpy():
 
 
 # ---- one primitive at a time: the kernel expression against NumPy -------------------------------
-SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.5, 0.5, 1e-300, 3.0, -1.0])
 _OPERATORS = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
               "multiply": lambda a, b: a * b, "divide": lambda a, b: a / b,
               "power": lambda a, b: a ** b, "negative": lambda a: -a}
@@ -165,14 +157,6 @@ def _check_prim(prim, *inputs):
     got = evaluate(root, [x for x in inputs if isinstance(x, np.ndarray)])
     assert got.dtype == want.dtype, (prim, got.dtype, want.dtype)
     np.testing.assert_array_equal(got, want, err_msg=prim)
-
-
-UNARY = ["negative", "exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan",
-         "tanh", "arctan", "arcsin", "arccos", "sinh", "cosh", "abs", "sign", "reciprocal",
-         "logical_not"]
-BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "greater",
-          "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
-          "logical_or"]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -395,17 +379,8 @@ def test_gpu_value_and_grad_returns_a_0d_device_value():
 
 
 @needs_gpu
-def test_gpu_tape_runs_on_cupy_arrays():
+def test_gpu_repeated_indices_in_assignment_keep_numpys_last_write():
     import cupy
-    from adcompiler import tape
-    x = np.random.default_rng(4).standard_normal((64, 8))
-    results = []
-    for data in (x, cupy.asarray(x)):
-        t = tape.tensor(data, requires_grad=True)
-        loss = (np.tanh(t) * t + 3.0 * t * t - np.exp(-t)).sum()
-        loss.backward()
-        assert t.grad.device == ("cpu" if data is x else "cuda:0")
-        results.append(t.grad.numpy())
-    assert_close(results[1], results[0], 1e-10)
-    dyn = tape.dynamic_grad(elementwise)(cupy.asarray(x.ravel()))
-    assert_close(dyn, ad.grad(elementwise)(x.ravel()), 1e-10)
+    v, idx = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.array([0, 0, 2, 1, 2])
+    got = ad.value_and_grad(repeated_assignment, backend="cupy")(cupy.asarray(v), cupy.asarray(idx))
+    assert_close(got, ad.value_and_grad(repeated_assignment)(v, idx), 1e-12)

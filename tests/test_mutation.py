@@ -1,6 +1,7 @@
 """Mutation compiled statically: y[i] = v, y[i] += v, y[a:b] = v, y[mask] = v, in loops too;
-the caller's arrays are never written; and the seeds' in-place scenarios, where PyTorch (and
-our tape, which reproduces it) raises, compile to the correct gradient.
+repeated indices as NumPy has them (the last write stays, ``+=`` adds once), in the compiler and
+on the tape; the caller's arrays are never written; and the seeds' in-place scenarios, where
+PyTorch (and our tape, which reproduces it) raises, compile to the correct gradient.
 """
 
 import numpy as np
@@ -60,7 +61,70 @@ def alias_sees_the_update(x):
     return np.sum(z * x)
 
 
-CASES = [
+# ---- repeated indices: NumPy keeps the last write (`=`), and `+=` is buffered (one add) -------
+I3 = np.array([0, 2, 0])
+W3 = np.array([1.0, 10.0, 100.0])
+
+
+def repeated_assignment(x, v):
+    y = x.copy()
+    y[I3] = v           # y[0] = v[2]: v[0] is overwritten
+    return np.sum(y * W3)
+
+
+def repeated_accumulation(x, v):
+    y = x.copy()
+    y[I3] += v          # y[0] = x[0] + v[2], once
+    return np.sum(y * W3)
+
+
+def repeated_updates(x, v):
+    y = x * 1.0
+    y[[0, 2, 0]] -= np.tanh(v)
+    y[[1, 1, 2]] *= v
+    y[I3] = y[I3] * 0.5 + v * v
+    return np.sum(y * y * x)
+
+
+def repeated_columns(X, v):
+    Y = X * 1.0
+    Y[:, [2, 0, 2, -1]] += v
+    return np.sum(Y * Y)
+
+
+def repeated_traced_index(x, v, idx):
+    y = x.copy()
+    y[idx] = v * v      # idx is an argument: which write stays is found at run time
+    y[idx] += np.sin(v)
+    return np.sum(y * y * x)
+
+
+def repeated_in_loop(x, v):
+    y = x * 0.0
+    for i in range(3):
+        y[I3] += v * (i + 1.0) + x
+    return np.sum(y * y)
+
+
+def leading_ones(X, z):
+    b = X * 0.0
+    b[0] = z            # z of shape (1, 3) into a row of shape (3,)
+    b[1:] += z * X[1]
+    return np.sum(b * b + X * b)
+
+
+NUMPY_SEMANTICS = [
+    (repeated_assignment, (RNG.standard_normal(3), RNG.standard_normal(3)), (0, 1)),
+    (repeated_accumulation, (RNG.standard_normal(3), RNG.standard_normal(3)), (0, 1)),
+    (repeated_updates, (RNG.standard_normal(3), RNG.standard_normal(3)), (0, 1)),
+    (repeated_columns, (RNG.standard_normal((2, 3)), RNG.standard_normal((2, 4))), (0, 1)),
+    (repeated_traced_index, (RNG.standard_normal(3), RNG.standard_normal(4),
+                             np.array([2, 0, 2, -1])), (0, 1)),
+    (repeated_in_loop, (RNG.standard_normal(3), RNG.standard_normal(3)), (0, 1)),
+    (leading_ones, (RNG.standard_normal((3, 3)), RNG.standard_normal((1, 3))), (0, 1)),
+]
+
+CASES = NUMPY_SEMANTICS + [
     (build, (RNG.standard_normal(4), 0.7), (0, 1)),
     (into_param, (RNG.standard_normal(3),), (0,)),
     (masked, (RNG.standard_normal(6),), (0,)),
@@ -78,6 +142,49 @@ def test_mutation_gradients_match_finite_differences_and_leave_inputs_alone(f, a
     for a, b in zip(args, before):
         np.testing.assert_array_equal(a, b)  # the caller's data is untouched
     assert_matches_numerical(f, args, wrt, grads, rtol=1e-5, atol=1e-7)
+
+
+def test_repeated_indices_follow_numpy():
+    """By hand: y . W3 with y[I3] = v reads v[1] (into y[2]) and v[2] (into y[0]), never v[0];
+    x[0] and x[2] are overwritten. With `+=`, x passes through once and v[0] is dropped."""
+    x, v = RNG.standard_normal(3), RNG.standard_normal(3)
+    dx, dv = ad.grad(repeated_assignment, wrt=(0, 1))(x, v)
+    np.testing.assert_array_equal(dx, [0.0, 10.0, 0.0])
+    np.testing.assert_array_equal(dv, [0.0, 100.0, 1.0])
+    dx, dv = ad.grad(repeated_accumulation, wrt=(0, 1))(x, v)
+    np.testing.assert_array_equal(dx, W3)
+    np.testing.assert_array_equal(dv, [0.0, 100.0, 1.0])
+    for f in (repeated_assignment, repeated_accumulation):
+        for got, want in zip(tape.dynamic_grad(f, wrt=(0, 1))(x, v), ad.grad(f, wrt=(0, 1))(x, v)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_the_tape_agrees_on_repeated_indices_and_leading_ones():
+    for f, args, wrt in NUMPY_SEMANTICS:
+        compiled = ad.grad(f, wrt=wrt)(*args)
+        dynamic = tape.dynamic_grad(f, wrt=wrt)(*args)
+        for c, d in zip(compiled, dynamic):
+            assert np.shape(c) == np.shape(d)
+            np.testing.assert_allclose(c, d, rtol=1e-12, atol=1e-14, err_msg=f.__name__)
+
+
+def test_which_write_stays_in_generated_code():
+    """Distinct constant indices need nothing; repeated constant ones a mask found while
+    compiling; an index argument the helper `_last_writes`, run on the call's index."""
+    g = ad.grad(integer_array_assignment, wrt=(0, 1))
+    g(np.ones(4), np.ones(2))
+    assert "np.where" not in g.source and "kept" not in g.source
+    g = ad.grad(repeated_assignment, wrt=1)
+    g(np.ones(3), np.ones(3))
+    assert "dv = np.where(kept_I3, " in g.source and "_last_writes" not in g.source
+    g = ad.grad(repeated_traced_index, wrt=1)
+    args = (np.ones(3), np.ones(4), np.array([2, 0, 2, -1]))
+    g(*args)
+    assert "def _last_writes(" in g.source and "_last_writes((3,), idx)" in g.source
+    # the helper follows NumPy wherever the repeats are, so other index values need no recompile
+    args = (RNG.standard_normal(3), RNG.standard_normal(4), np.array([1, 1, 0, 1]))
+    assert_matches_numerical(repeated_traced_index, args, (1,), (g(*args),), rtol=1e-5,
+                             atol=1e-7)
 
 
 def test_the_tape_agrees_on_mutation():

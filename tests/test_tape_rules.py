@@ -19,9 +19,26 @@ from adcompiler.tape import forward_ad as fwAD
 from adcompiler.tape.record import apply
 from adcompiler.templates.ops import ArrayOps
 
-from .test_templates import CASES
+from .test_templates import CASES, S, _case, check_rule, sample
 
 RTOL, ATOL = 1e-6, 1e-8
+
+# x[index] = v where NumPy keeps one of several writes (the last) or drops v's leading ones:
+# the template cases hold distinct indices only, these run through every check below as well.
+SETITEM_CASES = [
+    _case("setitem", [sample((4, 3)), sample((5, 3)), np.array([0, 2, 0, 3, 0])],
+          {"index": (("a", 0),)}, id="setitem-repeated"),
+    _case("setitem", [sample((4, 3)), sample((3,)), np.array([1, -3, 2])],
+          {"index": (("a", 0),)}, id="setitem-repeated-negative-broadcast"),
+    _case("setitem", [sample((4, 3)), sample((4, 1)), np.array([2, 0, 2, 2])],
+          {"index": (S, ("a", 0))}, id="setitem-repeated-cols"),
+    _case("setitem", [sample((4, 3)), sample((2, 2)), np.array([[1, 1], [0, 1]]),
+                      np.array([2])], {"index": (("a", 0), ("a", 1))}, id="setitem-repeated-2d"),
+    _case("setitem", [sample((4, 3)), sample((1, 3))], {"index": (("i", 1),)},
+          id="setitem-leading-ones"),
+    _case("setitem", [sample((4, 3)), sample((1, 1, 2))],
+          {"index": (("i", 0), ("s", 1, None, None))}, id="setitem-leading-ones-2"),
+]
 
 
 def _checked_argnums(prim, args):
@@ -43,7 +60,12 @@ def _on_tape(prim, args, params, argnums, **kwargs):
     return out, [leaves[i] for i in argnums]
 
 
-@pytest.mark.parametrize("prim, args, params, eps", CASES)
+@pytest.mark.parametrize("prim, args, params, eps", SETITEM_CASES)
+def test_setitem_rules_match_finite_differences(prim, args, params, eps):
+    check_rule(prim, args, params, eps)
+
+
+@pytest.mark.parametrize("prim, args, params, eps", CASES + SETITEM_CASES)
 def test_tape_backward_runs_the_template(prim, args, params, eps):
     argnums = _checked_argnums(prim, args)
     ans = evaluate(prim, list(args), params)
@@ -73,7 +95,7 @@ def _directional(prim, args, params, i, dx, eps):
     return (at(1) - at(-1)) / (2 * eps)
 
 
-@pytest.mark.parametrize("prim, args, params, eps", CASES)
+@pytest.mark.parametrize("prim, args, params, eps", CASES + SETITEM_CASES)
 def test_tangent_rule(prim, args, params, eps):
     ans = evaluate(prim, list(args), params)
     g = _random_like(ans, 5)

@@ -18,6 +18,8 @@ def fresh(node) -> bool:
     if node.regions or node.params.get("py"):
         return False
     out = node.outputs[0].aval
+    if out.kind == "list":  # an array of one row per element of a list (a list's cotangent)
+        return node.prim in _FRESH or node.prim == "add"
     if out.kind != "array" or not out.ndim:
         return False
     return node.prim in _FRESH or PRIMS[node.prim].family == "elementwise"

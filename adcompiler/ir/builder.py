@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from .graph import Aval, Graph, Literal, Node, Value
-from .primitives import MATH_NAMES, PRIMS, split_call
+from .primitives import MATH_NAMES, PRIMS, last_writes, split_call
 from .shapes import infer
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
@@ -118,7 +118,28 @@ class Builder:
         return self.emit("setitem", (x, v, *arrays), {"index": index})
 
     def getitem(self, x, arrays, index):
+        if _aval(x).kind == "list":  # one element of a while loop's stack: index (k,)
+            ((tag, k),) = index
+            return self.emit("list_get", (x, arrays[k] if tag == "a" else k))
         return self.emit("getitem", (x, *arrays), {"index": index})
+
+    def last_writes(self, x, arrays, index):
+        """The mask of the writes ``x[index] = v`` keeps: None where every write stays (scalar
+        indices, constant ones without a repeat), a constant for other constant indices, else
+        a node that finds it at run time."""
+        if all(_aval(a).ndim == 0 for a in arrays):
+            return None
+        shape = _aval(x).known_shape
+        if shape is None or not all(a in self.graph.consts for a in arrays):
+            return self.emit("last_writes", (x, *arrays), {"index": index})
+        values = [self.graph.consts[a] for a in arrays]
+        kept = last_writes(np.broadcast_to(0.0, shape), *values, index=index)
+        if kept.all():
+            return None
+        name = "kept_" + "_".join(a.name or "index" for a in arrays)
+        mask = self.graph.name_value(Value(Aval.of(kept)), name)
+        self.graph.consts[mask] = kept
+        return mask
 
     def concatenate(self, xs, axis=0):
         return self.emit("concatenate", tuple(xs), {"axis": axis})

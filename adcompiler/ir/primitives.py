@@ -125,8 +125,9 @@ _def("zeros", np.zeros, "creation", "np.zeros", 0, False, ("shape", "dtype"))
 _def("ones", np.ones, "creation", "np.ones", 0, False, ("shape", "dtype"))
 _def("full", lambda fill, shape, dtype=None: np.full(shape, fill, dtype=dtype), "creation",
      "np.full", 1, params=("shape", "dtype"))
-_def("astype", lambda x, dtype: np.asarray(x).astype(dtype), "creation", ".astype",
-     params=("dtype",))
+_def("astype", lambda x, dtype: (x if hasattr(x, "__cuda_array_interface__") else
+                                 np.asarray(x)).astype(dtype),   # a CuPy array stays one
+     "creation", ".astype", params=("dtype",))
 _def("copy", np.copy, "creation", "np.copy")
 _def("asarray", np.asarray, "creation", "np.asarray")  # an ndarray (NumPy scalars become 0-d)
 _def("to_float", float, "creation", "float")  # a Python float from a 0-d result
@@ -163,12 +164,50 @@ def index_add(acc, g, *arrays, index):
 
 def setitem(x, v, *arrays, index):
     """``x`` with ``x[index] = v`` applied, as a new array (the SSA form of ``x[i] = v``)."""
-    out = np.array(x, copy=True)
-    out[build_index(index, arrays)] = v
+    return store(np, np.array(x, copy=True), build_index(index, arrays), v)
+
+
+def store(xp, out, index, v):
+    """``out[index] = v`` in place (returns ``out``), meaning what NumPy means where an index
+    repeats, whichever order ``xp`` writes in: CuPy writes repeated indices in no set order, so
+    there each write carries the value of the write NumPy keeps for its element (the last)."""
+    if xp is not np and getattr(v, "ndim", 0) and any(
+            getattr(i, "ndim", 0) for i in (index if isinstance(index, tuple) else (index,))):
+        order, won = _winners(xp, out.shape, index)
+        v = v.reshape(v.shape[max(v.ndim - order.ndim, 0):])   # NumPy drops leading 1s
+        v = xp.broadcast_to(v, order.shape).reshape(-1)[won]
+    out[index] = v
     return out
 
 
+def last_writes(x, *arrays, index):
+    """Which entries of ``x[index] = v`` stay written: where an index repeats, one write to an
+    element overwrites the others (NumPy keeps the last). A bool array of ``x[index]``'s shape."""
+    return kept_writes(np, np.shape(x), build_index(index, arrays))
+
+
+def kept_writes(xp, shape, index):
+    """:func:`last_writes` with the array module ``xp``."""
+    order, won = _winners(xp, shape, index)
+    return won == order
+
+
+def _winners(xp, shape, index):
+    """``(order, won)``: each write of ``x[index] = v`` (x of ``shape``) numbered in NumPy's
+    order, and the number of the write NumPy keeps for its element: the last, which is the
+    largest (``cupyx.scatter_max`` on CuPy, where plain writes land in no set order)."""
+    won = xp.full(shape, -1)
+    order = xp.arange(won[index].size).reshape(won[index].shape)
+    if xp is np:
+        won[index] = order
+    else:
+        import cupyx
+        cupyx.scatter_max(won, index, order)
+    return order, won[index]
+
+
 _def("setitem", setitem, "shape", "setitem", None)
+_def("last_writes", last_writes, "internal", "_last_writes", None, differentiable=False)
 _def("sum_to", sum_to, "internal", "_sum_to", params=("shape",))
 _def("index_add", index_add, "internal", "index_add", None)
 _def("scatter_add", scatter_add, "internal", "_scatter_add", None)
@@ -185,7 +224,9 @@ _def("fused", None, "control", "fused", None, differentiable=False)
 # adcompiler.custom (with an ``abstract`` rule, since NumPy's shape rules do not apply).
 
 # A while loop's residuals go into Python lists (its trip count is unknown on entry).
-_def("list_get", lambda s, k: s[k], "internal", "[]", 2, differentiable=False)
+_def("list_get", lambda s, k: s[k], "internal", "[]", 2)
+# An empty stack (never read): what a branch that runs no while loop yields for the lists of one.
+_def("empty_list", lambda **aval: [], "internal", "[]", 0, differentiable=False)
 
 
 # Operators on Python scalars are Python's (``1.0 + 1.0`` is a float, as the emitted code gives).
@@ -204,7 +245,8 @@ def split_call(prim: str, args, params):
 
 
 def evaluate(prim: str, args, params):
-    """Compute one primitive on concrete values (the reference interpreter and the tape use it)."""
+    """Compute one primitive on concrete values (the reference interpreter and the tape use it),
+    with NumPy: the tape computes CuPy arrays with CuPy (``adcompiler.tape.xp.compute``)."""
     if params.get("py"):
         return MATH_PRIMS[params["py"]](*args)
     if prim in PY_OPERATORS and all(type(a) in (bool, int, float) for a in args):

@@ -134,14 +134,33 @@ def _shape_of(prim, avals, params):
     # Views (transpose, reshape, expand/squeeze, broadcast_to, getitem): run them on
     # zero-strided stand-ins, which allocate nothing.
     args = [_standin(a, empty=False) for a in avals]
-    if prim == "getitem":  # index 0 is valid along any non-empty axis
+    if prim in ("getitem", "last_writes"):  # index 0 is valid along any non-empty axis
         args[1:] = [np.zeros(a.known_shape, dtype=a.dtype if not a.is_scalar else "int64")
                     for a in avals[1:]]
     return tuple(np.shape(evaluate(prim, args, params)))
 
 
+# What may take a list (kind "list": a while loop's stack of unknown length, or an array of one
+# row per element of one, such as its cotangent), and only as the first input (both for add).
+_LIST_PRIMS = ("zeros_like", "copy", "asarray", "add", "setitem", "index_add")
+
+
+def _list_result(prim, avals, params) -> Aval:
+    first, rest = avals[0], avals[1:]
+    if prim == "add" and first.kind == rest[0].kind == "list" and first.shape == rest[0].shape:
+        return Aval("list", np.result_type(first.dtype, rest[0].dtype).name, first.shape)
+    if prim not in _LIST_PRIMS or first.kind != "list" or any(a.kind == "list" for a in rest):
+        raise ValueError(f"`{PRIMS[prim].spell}` cannot take a list (a while loop's stack): it "
+                         "is read by index, xs[k]")
+    if prim == "zeros_like" and params.get("dtype"):
+        return Aval("list", np.dtype(params["dtype"]).name, first.shape)
+    return first
+
+
 def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
     """The aval of ``prim[params](*inputs)``; ``literals`` holds literal values or None."""
+    if prim != "list_get" and any(a.kind == "list" for a in avals):
+        return _list_result(prim, avals, params)
     if params.get("py") or prim == "to_float":
         return Aval("float", "float64")
     if prim == "to_int":
@@ -150,8 +169,12 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
         return PRIMS[prim].abstract(avals, literals)
     if prim == "list_get" and avals[0].kind == "tuple":  # an item of a custom call's tuple
         return avals[0].shape[literals[1]]
+    if prim == "list_get" and avals[0].dtype == "object":  # a list of lists: its item's aval
+        return avals[0].shape[0]
     if prim == "list_get":  # an element of a list stack (kind "list": shape of its elements)
         return Aval("array", avals[0].dtype, avals[0].shape)
+    if prim == "empty_list":
+        return Aval("list", params["dtype"], params["shape"])
     fam = PRIMS[prim].family
     if fam == "elementwise" and all(a.is_scalar for a in avals) and PRIMS[prim].spell[0] != "n":
         # Python operators on Python scalars give Python scalars.

@@ -82,9 +82,9 @@ def _seed(i, t, g, create_graph):
         g = xp.ones_like(t._data)
     elif not isinstance(g, _tensor.Tensor):
         g = xp.asarray(g, dtype=t._data.dtype)
-    if tuple(np.shape(g)) != t.shape:
+    if tuple(g.shape) != t.shape:
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
-                           f"{tuple(np.shape(g))} and output[{i}] has a shape of {t.shape}.")
+                           f"{tuple(g.shape)} and output[{i}] has a shape of {t.shape}.")
     if create_graph:
         return _as_tensor(g)
     return g._data if isinstance(g, _tensor.Tensor) else g

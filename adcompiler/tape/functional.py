@@ -19,8 +19,8 @@ from adcompiler.signature import classify, resolve_wrt
 from . import mode
 from .engine import grad
 from .record import apply
-from .tensor import Tensor
-from .xp import array_module
+from .tensor import Tensor, tensor
+from .xp import array_module, device_of, is_device_array
 
 
 class DynamicGradient:
@@ -39,8 +39,10 @@ class DynamicGradient:
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         originals = [bound.arguments[name] for name in self.wrt]
+        device = _device(bound.arguments.values())
         with mode.enable_grad():
-            bases = [_input_tensor(value, name) for value, name in zip(originals, self.wrt)]
+            bases = [_input_tensor(value, name, device)
+                     for value, name in zip(originals, self.wrt)]
             for name, base in zip(self.wrt, bases):
                 bound.arguments[name] = apply("copy", (base,))   # f may update it in place
             with mode.numpy_inplace():       # NumPy semantics for in-place updates
@@ -62,10 +64,20 @@ class DynamicGradient:
         return f"<adcompiler.tape.dynamic_grad of {self.primal.__qualname__} wrt {self.wrt}>"
 
 
-def _input_tensor(value, name):
+def _device(values):
+    """``"cuda:N"`` where an argument is a CuPy array (or a tensor on it), else None."""
+    for v in values:
+        data = v._data if isinstance(v, Tensor) else v
+        if is_device_array(data):
+            return device_of(data)
+    return None
+
+
+def _input_tensor(value, name, device=None):
     """The tensor to differentiate with respect to: a fresh leaf, or (for a tensor that needs
     grad) a recorded copy that keeps it on the outer graph. Anything else is refused with the
-    compiler's own message (``adcompiler.signature.classify``)."""
+    compiler's own message (``adcompiler.signature.classify``). A Python float is a 0-d leaf
+    on ``device``: beside CuPy arrays, on the GPU."""
     if isinstance(value, Tensor):
         if value._data.dtype.kind not in "fc":
             raise TypeError(f"cannot differentiate with respect to {name!r}: it has dtype "
@@ -74,7 +86,7 @@ def _input_tensor(value, name):
             Tensor(value, requires_grad=True)
     classify(value, name, True)
     if isinstance(value, float):
-        return Tensor(np.float64(value), requires_grad=True)
+        return tensor(np.float64(value), requires_grad=True, device=device)
     return Tensor(value, requires_grad=True)
 
 
@@ -95,7 +107,7 @@ def _like(g, x):
     if isinstance(x, float):
         return 0.0 if data is None else float(data)
     if data is None:
-        return x * 0 if isinstance(x, np.generic) else np.zeros_like(x)
+        return x * 0 if isinstance(x, np.generic) else array_module(x).zeros_like(x)
     if isinstance(x, np.generic):
         return x.dtype.type(data)
     return data.astype(x.dtype, copy=False).reshape(x.shape)

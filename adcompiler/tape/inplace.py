@@ -15,20 +15,30 @@ import weakref
 
 import numpy as np
 
-from adcompiler.ir.primitives import build_index
+from adcompiler.ir.primitives import build_index, store
+from adcompiler.templates import cotangent
 
 from . import mode
 from . import tensor as _tensor
 from .node import Node, Placeholder, _dtype, _shape, node_class
-from .record import TENSOR_OPS, apply
-from .xp import array_module
+from .record import TENSOR_OPS, apply, beside_device
+from .xp import array_module, common_module, is_device_array
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
 # ---- index specs ----------------------------------------------------------------------------
-def index_spec(key):
-    """``key`` as the primitive ``getitem``'s static spec plus its integer index arrays."""
+def index_spec(key, like=None):
+    """``key`` as the primitive ``getitem``'s static spec plus its integer index arrays, on
+    the device of ``like`` (the indexed array: host indices travel, as CuPy and PyTorch let
+    them)."""
+    spec, arrays = _index_spec(key)
+    if is_device_array(like):
+        arrays = [array_module(like).asarray(a) for a in arrays]
+    return spec, tuple(arrays)
+
+
+def _index_spec(key):
     items = key if isinstance(key, tuple) else (key,)
     spec, arrays = [], []
     for item in items:
@@ -81,17 +91,11 @@ class SliceNode(Node):
         if wanted[0]:
             base = ops.copy(g)
             base[index] = 0            # on arrays a write; on tensors a recorded CopySlices
-        if wanted[1]:
-            value = _fit(ops, ops.getitem(g, self.arrays, self.spec), self.input_meta[1][0])
+        if wanted[1]:              # the compiler's rule (templates/shape.py)
+            v = Placeholder(self.input_meta[1][0], ops.dtype(g))
+            value = cotangent(ops, "setitem", 1, g, None, (None, v, *self.arrays),
+                              {"index": self.spec})
         return [base, value]
-
-
-def _fit(ops, g, shape):
-    """The gradient of a value that NumPy broadcast into the region: summed back to its shape."""
-    extra = len(shape) - ops.ndim(g)
-    if extra > 0:
-        g = ops.reshape(g, (1,) * extra + tuple(ops.shape(g)))
-    return ops.unbroadcast(g, Placeholder(shape, ops.dtype(g)))
 
 
 # ---- updates --------------------------------------------------------------------------------
@@ -106,13 +110,16 @@ def _check_leaf(t):
 
 def setitem(t, key, value, name="CopySlices"):
     """``t[key] = value`` in place; records ``CopySlices`` when gradients are involved."""
-    spec, arrays = index_spec(key)
+    spec, arrays = index_spec(key, t._data)
     value = value if isinstance(value, _tensor.Tensor) else _constant(value)
+    if any(isinstance(a, _tensor.Tensor) and type(a._data) is not np.ndarray for a in (t, value)):
+        value = beside_device(name, (t, value))[1]
     recording = mode.is_grad_enabled() and (t._requires_grad or _requires(value))
     node = _slice_node(name, spec, arrays, t, value) if recording else None
     data = value._data if isinstance(value, _tensor.Tensor) else value
+    xp = common_module([t._data, data, *arrays], name)
     t._counter.before_write(t)
-    t._data[build_index(spec, arrays)] = data
+    store(xp, t._data, build_index(spec, arrays), data)   # repeated indices: NumPy's last
     t._counter.bump()
     if node is not None:
         _rebase(t, node)

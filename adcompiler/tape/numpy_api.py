@@ -2,8 +2,9 @@
 
 Invariants: a ufunc or function with a primitive records that primitive; a handful of composite
 functions (``np.linalg.norm``, ``np.var``...) are spelled in primitives; anything else runs on the
-plain values and is allowed only where no gradient is lost (no input requires grad, or the
-result is integer or boolean); otherwise it raises a TypeError naming the function.
+plain values (with CuPy's function of the same name on CuPy arrays) and is allowed only where
+no gradient is lost (no input requires grad, or the result is integer or boolean); otherwise it
+raises a TypeError naming the function.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 from . import mode
 from . import tensor as _tensor
 from .record import apply
+from .xp import common_module
 
 _UFUNCS = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply",
            np.true_divide: "divide", np.power: "power", np.negative: "negative",
@@ -56,10 +58,12 @@ def wrap_plain(result):
 
 
 def run_plain(name, fn, args, kwargs):
-    """``fn`` on the values; refused when that would drop a gradient (a float result)."""
-    result = fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+    """``fn`` on the values (CuPy's function of that name on CuPy arrays); refused when that
+    would drop a gradient (a float result)."""
+    values, kwvalues = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
+    result = on_module(fn, name, [*values, *kwvalues.values()])(*values, **kwvalues)
     if mode.is_grad_enabled() and _any_requires(list(args) + list(kwargs.values())):
-        kinds = {getattr(r, "dtype", np.asarray(r).dtype).kind
+        kinds = {(r.dtype if hasattr(r, "dtype") else np.asarray(r).dtype).kind
                  for r in (result if isinstance(result, tuple) else (result,))}
         if kinds & set("fc"):
             raise TypeError(f"{name} is not differentiable on the tape (it has no derivative "
@@ -68,9 +72,33 @@ def run_plain(name, fn, args, kwargs):
     return wrap_plain(result)
 
 
+def on_module(fn, name, values):
+    """``fn`` (a NumPy function), or CuPy's function of the same name where a value is a CuPy
+    array (NumPy's functions are not handed CuPy arrays)."""
+    flat = [x for v in values for x in (v if isinstance(v, (list, tuple)) else (v,))]
+    xp = common_module(flat, name)
+    if xp is np:
+        return fn
+    owner = xp.linalg if getattr(np.linalg, fn.__name__, None) is fn else xp
+    found = getattr(owner, fn.__name__, None)
+    if found is None:
+        raise TypeError(f"{name} has no CuPy counterpart to run on CuPy arrays")
+    return found
+
+
+def _shape_of(a) -> tuple:
+    a = _unwrap(a)
+    return tuple(a.shape) if hasattr(a, "shape") else np.shape(a)
+
+
+def _dtype_of(a):
+    a = _unwrap(a)
+    return a.dtype if hasattr(a, "dtype") else np.result_type(a)
+
+
 def logical(prim, *args):
     """``&``, ``|``, ``~``: logical on booleans, NumPy's bitwise operators on integers."""
-    if all(np.result_type(_unwrap(a)) == np.bool_ for a in args):
+    if all(_dtype_of(a) == np.bool_ for a in args):
         return apply(prim, args)
     bitwise = {"logical_and": np.bitwise_and, "logical_or": np.bitwise_or,
                "logical_not": np.invert}[prim]
@@ -141,7 +169,8 @@ def _creation(fn):
     """``np.zeros_like`` and friends: only the shape and dtype are read, so no gradient flows
     and none is lost; the result is a tensor that needs no grad."""
     def create(*args, **kwargs):
-        result = fn(*_unwrap(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        values, kwvalues = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
+        result = on_module(fn, fn.__name__, [*values, *kwvalues.values()])(*values, **kwvalues)
         return _tensor.Tensor._make(result)
     return create
 
@@ -159,8 +188,9 @@ FUNCTIONS = {
     np.dot: dot,
     np.outer: lambda a, b, out=None: apply("outer", (a, b)),
     np.copy: lambda a, order="K", subok=False: apply("copy", (a,)),
-    np.shape: lambda a: tuple(np.shape(_unwrap(a))), np.ndim: lambda a: np.ndim(_unwrap(a)),
-    np.size: lambda a, axis=None: np.size(_unwrap(a), axis),
+    np.shape: _shape_of, np.ndim: lambda a: len(_shape_of(a)),
+    np.size: lambda a, axis=None: int(np.prod(_shape_of(a))) if axis is None else
+    _shape_of(a)[axis],
     np.linalg.norm: _norm, np.var: _var, np.std: _std,
     np.ravel: lambda a, order="C": apply("reshape", (a,), {"shape": (-1,)}),
     np.zeros_like: _creation(np.zeros_like), np.ones_like: _creation(np.ones_like),
@@ -181,7 +211,8 @@ class NumpyProtocol:
         name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if out is not None:
             kwargs["out"] = tuple(_unwrap(o) for o in out)
-        return run_plain(name, getattr(ufunc, method), inputs, kwargs)
+        return run_plain(name, ufunc if method == "__call__" else getattr(ufunc, method),
+                         inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         handler = FUNCTIONS.get(func)

@@ -80,7 +80,7 @@ class Operators:
 
     # ---- indexing and in-place updates --------------------------------------------------------
     def __getitem__(self, key):
-        spec, arrays = inplace.index_spec(key)
+        spec, arrays = inplace.index_spec(key, self._data)
         return apply("getitem", (self, *arrays), {"index": spec})
 
     def __setitem__(self, key, value):

@@ -2,24 +2,25 @@
 records its backward node and pushes forward-mode tangents through it.
 
 Invariants: the value is ``adcompiler.ir.primitives.evaluate`` on the arrays (the tape and the
-compiler compute the same thing); a result never shares storage with an input; a result requires
-grad iff grad mode is on, the primitive is differentiable, the result is floating and some input
-requires grad. :class:`TensorOps` is the templates' ``ops`` protocol on tensors: rules run on it
-record their own operations, which is how ``create_graph=True`` and forward mode work.
+compiler compute the same thing), or its CuPy spelling on CuPy arrays (:func:`.xp.compute`);
+a result never shares storage with an input; a result requires grad iff grad mode is on, the
+primitive is differentiable, the result is floating and some input requires grad.
+:class:`TensorOps` is the templates' ``ops`` protocol on tensors: rules run on it record their
+own operations, which is how ``create_graph=True`` and forward mode work.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.ir.primitives import PRIMS, evaluate, split_call
+from adcompiler.ir.primitives import PRIMS, split_call
 from adcompiler.templates import has_jvp, tangent
 
 from . import mode
 from . import tensor as _tensor
 from .names import node_name
 from .node import prim_node
-from .xp import array_module, array_ops
+from .xp import array_module, array_ops, common_module, compute
 
 
 def apply(prim: str, args, params=None, name=None):
@@ -27,6 +28,8 @@ def apply(prim: str, args, params=None, name=None):
     Tensor = _tensor.Tensor
     params = params or {}
     args = tuple(a if isinstance(a, Tensor) else _constant(a) for a in args)
+    if any(isinstance(a, Tensor) and type(a._data) is not np.ndarray for a in args):
+        args = beside_device(prim, args)
     data = [a._data if isinstance(a, Tensor) else a for a in args]
     out = Tensor._make(_forward(prim, data, params))
     spec = PRIMS[prim]
@@ -48,16 +51,24 @@ def _constant(value):
     return value
 
 
+def beside_device(prim, args):
+    """The arguments of an operation on CuPy tensors: a 0-d NumPy constant is a scalar (CuPy
+    takes those); a tensor on the host is refused, as PyTorch refuses a CPU tensor (this tape
+    does not copy gradients back to the host: move it with ``tape.tensor(x, device="cuda")``)."""
+    for a in args:
+        if isinstance(a, _tensor.Tensor) and isinstance(a._data, np.ndarray):
+            devices = {a.device for a in args if isinstance(a, _tensor.Tensor)}
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two "
+                f"devices, {', '.join(sorted(devices))}! ({prim} was given tensors on both: "
+                "nothing is copied implicitly; move them with tape.tensor(x, device='cuda'))")
+    return tuple(a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args)
+
+
 def _forward(prim, data, params):
     """The primitive's value as an array of the inputs' module, never a view of an input."""
-    xp = array_module(*data)
-    if prim == "sum_to":
-        out = array_ops(xp).sum_to(data[0], params["shape"])
-    elif prim == "scatter_add":
-        out = array_ops(xp).scatter_add(data[0], data[1:], params["shape"], params["index"])
-    else:
-        out = evaluate(prim, data, params)
-    out = xp.asarray(out)
+    xp = common_module(data, prim)
+    out = xp.asarray(compute(prim, data, params))
     if PRIMS[prim].family in ("shape", "internal", "creation") and _may_alias(xp, out, data):
         out = out.copy()
     return out
@@ -126,6 +137,11 @@ class TensorOps:
 
     def getitem(self, x, arrays, index):
         return apply("getitem", (x, *arrays), {"index": index})
+
+    def last_writes(self, x, arrays, index):
+        """The mask of the writes ``x[index] = v`` keeps (None: all), as a constant array."""
+        data = x._data if isinstance(x, _tensor.Tensor) else x
+        return array_ops(array_module(data)).last_writes(data, arrays, index)
 
     def scatter_add(self, g, arrays, shape, index):
         return apply("scatter_add", (g, *arrays), {"shape": tuple(shape), "index": index})

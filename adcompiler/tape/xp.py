@@ -1,14 +1,17 @@
 """The array-module seam: NumPy by default, CuPy only for CuPy data (never imported otherwise).
 
-Invariant: every array the tape stores is an ``xp.ndarray`` of the module returned by
+Invariants: every array the tape stores is an ``xp.ndarray`` of the module returned by
 :func:`array_module` for it (0-d arrays, never NumPy scalars), so rules run with
-``ArrayOps(xp)`` on the device where the data already lives.
+``ArrayOps(xp)`` on the device where the data already lives; :func:`compute` runs a primitive
+with the module of its arrays, chosen here (NumPy's functions are never handed CuPy arrays in
+the hope that they dispatch), and refuses NumPy arrays mixed with CuPy ones (no implicit copy).
 """
 
 from __future__ import annotations
 
 import numpy
 
+from adcompiler.ir.primitives import PRIMS, build_index, evaluate, kept_writes, store
 from adcompiler.templates.ops import ArrayOps
 
 _OPS: dict = {}
@@ -72,3 +75,68 @@ def on_device(array, device):
     index = int(str(device).partition(":")[2] or 0)
     with cupy.cuda.Device(index):
         return cupy.asarray(array)
+
+
+# ---- one primitive, computed by its arrays' module ------------------------------------------
+def compute(prim: str, data, params: dict):
+    """``prim[params](*data)`` with NumPy (the compiler's reference, ``evaluate``), or with CuPy
+    when an argument is a CuPy array: then every array argument must be one."""
+    xp = common_module(data, prim)
+    if xp is numpy:
+        return evaluate(prim, data, params)
+    data = [d[()] if isinstance(d, numpy.ndarray) else d for d in data]   # 0-d: a scalar
+    kw = {k: v for k, v in params.items() if k != "py"}
+    special = _ON_DEVICE.get(prim)
+    if special is not None:
+        return special(xp, *data, **kw)
+    if prim not in _MODULE_FREE and PRIMS[prim].family in (
+            "elementwise", "reduction", "linalg", "shape", "creation"):
+        if not is_device_array(data[0]) and prim in _ARRAYS_ONLY:
+            data[0] = xp.asarray(data[0])   # CuPy's functions take arrays; ufuncs take scalars
+        return getattr(xp, prim)(*data, **kw)
+    return evaluate(prim, data, params)     # module-free: getitem, list_get, to_float, custom
+
+
+def common_module(values, what="an operation"):
+    """``cupy`` if any value is a CuPy array, else ``numpy``; a NumPy array of one or more
+    dimensions among CuPy arrays raises PyTorch's error (0-d ones count as scalars)."""
+    device = next((v for v in values if type(v) is not numpy.ndarray and is_device_array(v)),
+                  None)
+    if device is None:
+        return numpy
+    for v in values:
+        if isinstance(v, numpy.ndarray) and v.ndim:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two "
+                f"devices, {device_of(device)} and cpu! ({what} was given a CuPy array and a "
+                f"NumPy array of shape {v.shape}: nothing is copied implicitly; move it with "
+                f"tape.tensor(x, device='cuda') or cupy.asarray(x))")
+    return array_module(device)
+
+
+def _scatter(xp, out, index, g):
+    """``out[index] += g`` where repeated indices add up (``cupyx.scatter_add`` on CuPy)."""
+    import cupyx
+    cupyx.scatter_add(out, index, g)
+    return out
+
+
+_MODULE_FREE = {"getitem", "to_float", "to_int"}   # ``evaluate`` runs them on any array
+_ARRAYS_ONLY = {p for p, spec in PRIMS.items()     # a Python scalar first: a 0-d array
+                if spec.family in ("reduction", "linalg", "shape", "creation")} | {"where", "clip"}
+_ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **params)``
+    "concatenate": lambda xp, *xs, axis=0: xp.concatenate([xp.asarray(x) for x in xs], axis),
+    "stack": lambda xp, *xs, axis=0: xp.stack([xp.asarray(x) for x in xs], axis),
+    "full": lambda xp, fill, shape, dtype=None: xp.full(shape, fill, dtype=dtype),
+    "reshape": lambda xp, x, shape: xp.asarray(x).reshape(shape),   # CuPy's is ``newshape``
+    "astype": lambda xp, x, dtype: xp.asarray(x).astype(dtype),
+    "sum_to": lambda xp, g, shape: array_ops(xp).sum_to(g, shape),
+    "scatter_add": lambda xp, g, *arrays, shape, index:
+        array_ops(xp).scatter_add(g, arrays, shape, index),
+    "index_add": lambda xp, acc, g, *arrays, index:
+        _scatter(xp, xp.array(acc, copy=True), build_index(index, arrays), g),
+    "setitem": lambda xp, x, v, *arrays, index:
+        store(xp, xp.array(x, copy=True), build_index(index, arrays), v),
+    "last_writes": lambda xp, x, *arrays, index:
+        kept_writes(xp, x.shape, build_index(index, arrays)),
+}

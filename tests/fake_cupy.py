@@ -1,0 +1,411 @@
+"""A stand-in for ``cupy`` and ``cupyx`` backed by NumPy, to run generated CuPy code and the
+dynamic tape's CuPy path end to end on a machine without a GPU.
+
+Device arrays are :class:`ndarray`, a wrapper around a NumPy array (not a subclass: CuPy's arrays
+are not NumPy's, and code that confuses them must fail here as it would on a GPU). Where CuPy
+differs from NumPy in ways that matter, the stand-in does what CuPy does:
+
+- no implicit transfer: ``np.asarray(device_array)`` raises TypeError, and so does mixing a NumPy
+  array (or a list) with a device array in an operator, a ufunc or a kernel;
+- NumPy functions never run on device arrays (``np.exp(d)`` raises): CuPy dispatches many of them
+  through ``__array_function__``, not all, and code that works only by that luck is refused;
+- reductions, ``dot`` of vectors and integer indexing give 0-d arrays, never scalars;
+- functions that take arrays only (``cupy.sum(2.0)``, ``cupy.broadcast_to(2.0, s)``...) refuse
+  Python scalars;
+- ``ElementwiseKernel`` reads its C body (tests/fake_cuda_c.py), refuses arrays whose dtype is
+  not the declared one ("Type is mismatched") and a call without arrays ("Loop size is
+  undecided"); every kernel made and every call is counted;
+- ``cupyx.scatter_add`` adds at repeated indices; ``cupyx.scatter_max`` keeps the largest.
+
+Stricter than CuPy (on purpose): a NumPy array stored into a device array raises.
+:func:`install` puts fresh modules in ``sys.modules`` (tests only, through a fixture).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+
+import numpy as np
+
+from .fake_cuda_c import parse_params, run_body, Value
+
+
+def _refuse_host(x, what="an operand"):
+    if isinstance(x, np.ndarray):
+        raise TypeError(f"Unsupported type {type(x)}: a NumPy array as {what} of a CuPy "
+                        "operation (CuPy copies nothing to the device implicitly)")
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"Unsupported type {type(x)} as {what} of a CuPy operation")
+
+
+def _operand(x):
+    """A computation's operand: a device array's data, or a scalar."""
+    if isinstance(x, ndarray):
+        return x._a
+    _refuse_host(x)
+    return x
+
+
+def _static(x):
+    """A further argument: a device array's data; shapes, axes and scalars as they are."""
+    if isinstance(x, np.ndarray):
+        _refuse_host(x)
+    return x._a if isinstance(x, ndarray) else x
+
+
+def _array_arg(x, fn):
+    if not isinstance(x, ndarray):
+        raise TypeError(f"cupy.{fn} takes a cupy.ndarray, not {type(x).__name__}")
+    return x._a
+
+
+def _wrap(x):
+    if isinstance(x, np.ndarray):
+        return ndarray(x)
+    if isinstance(x, np.generic):
+        return ndarray(np.asarray(x))
+    if isinstance(x, tuple):
+        return tuple(_wrap(v) for v in x)
+    return x
+
+
+def _index(key):
+    """An index for NumPy: device index arrays unwrapped (NumPy ones and lists are copied to
+    the device by CuPy, so they are accepted too)."""
+    if isinstance(key, tuple):
+        return tuple(_index(k) for k in key)
+    return key._a if isinstance(key, ndarray) else key
+
+
+def _store_first_wins(a, index, value):
+    """``a[index] = value``, except that where an index repeats the *first* write stays: CuPy
+    writes repeated indices in no set order, and code that counts on NumPy's (the last) must
+    fail here rather than pass by luck."""
+    targets = np.arange(a.size).reshape(a.shape)[index]
+    if not isinstance(targets, np.ndarray) or np.unique(targets).size == targets.size:
+        a[index] = value
+        return
+    value = np.asarray(value)
+    value = value.reshape(value.shape[max(value.ndim - targets.ndim, 0):])
+    values = np.broadcast_to(value, targets.shape).reshape(-1)
+    _, first = np.unique(targets.reshape(-1), return_index=True)
+    a[np.unravel_index(targets.reshape(-1)[first], a.shape)] = values[first]
+
+
+class _Device:
+    def __init__(self, index=0):
+        self.id = index
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def synchronize(self):
+        pass
+
+
+class ndarray:  # noqa: N801 - CuPy's name
+    """A device array: NumPy data that only CuPy operations may touch."""
+
+    __module__ = "cupy"
+    __slots__ = ("_a",)
+    __array_priority__ = 100
+    __array_ufunc__ = None          # NumPy ufuncs refuse it; operators defer to it
+
+    def __init__(self, data):
+        self._a = data
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use "
+                        "`.get()` to construct a NumPy array explicitly.")
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return NotImplemented
+
+    # ---- attributes ----------------------------------------------------------------------------
+    shape = property(lambda self: self._a.shape)
+    dtype = property(lambda self: self._a.dtype)
+    ndim = property(lambda self: self._a.ndim)
+    size = property(lambda self: self._a.size)
+    nbytes = property(lambda self: self._a.nbytes)
+    itemsize = property(lambda self: self._a.itemsize)
+    strides = property(lambda self: self._a.strides)
+    T = property(lambda self: ndarray(self._a.T))
+    device = property(lambda self: _Device(0))
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (self._a.__array_interface__["data"][0], False), "strides": None}
+
+    def get(self):
+        return self._a.copy()
+
+    def nonzero(self):
+        return tuple(ndarray(i) for i in self._a.nonzero())
+
+    def fill(self, value):
+        self._a.fill(_operand(value))
+
+    def dot(self, other):
+        return _wrap(np.asarray(self._a.dot(_array_arg(other, "dot"))))
+
+    def clip(self, lo=None, hi=None):
+        return _wrap(np.clip(self._a, _operand(lo), _operand(hi)))
+
+    def __getitem__(self, key):
+        return _wrap(self._a[_index(key)])
+
+    def __setitem__(self, key, value):
+        _refuse_host(value, "the value stored")
+        _store_first_wins(self._a, _index(key), _operand(value))
+
+
+def _passing(name, wrap):
+    """A method that NumPy's array answers (wrapped as a device array where it gives one)."""
+    def method(self, *args, **kwargs):
+        result = getattr(self._a, name)(*args, **kwargs)
+        return _wrap(result) if wrap else result
+    method.__name__ = name
+    return method
+
+
+for _name in ("item", "tolist", "__repr__", "__len__", "__bool__", "__float__", "__int__",
+              "__complex__"):
+    setattr(ndarray, _name, _passing(_name, wrap=False))
+for _name in ("copy", "astype", "reshape", "transpose", "ravel", "squeeze"):
+    setattr(ndarray, _name, _passing(_name, wrap=True))
+ndarray.__iter__ = lambda self: (_wrap(self._a[i]) for i in range(len(self._a)))
+
+
+def _reduction(name):
+    def method(self, axis=None, dtype=None, out=None, keepdims=False):
+        kw = {"dtype": dtype} if dtype is not None and name in ("sum", "mean", "prod") else {}
+        result = getattr(np, name)(self._a, axis=axis, keepdims=keepdims, **kw)
+        if out is not None:
+            out._a[...] = result
+            return out
+        return _wrap(np.asarray(result))
+    method.__name__ = name
+    return method
+
+
+for _name in ("sum", "mean", "prod", "max", "min"):
+    setattr(ndarray, _name, _reduction(_name))
+
+
+def _operator(fn, reflected=False):
+    def method(self, other):
+        if not isinstance(other, (ndarray, np.ndarray, np.generic, int, float, complex, bool,
+                                  list, tuple)):
+            return NotImplemented     # a tensor, say: its reflected operator decides
+        a, b = self._a, _operand(other)
+        return _wrap(fn(b, a) if reflected else fn(a, b))
+    return method
+
+
+def _inplace(fn):
+    def method(self, other):
+        fn(self._a, _operand(other), out=self._a, casting="same_kind")
+        return self
+    return method
+
+
+_OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
+              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+              "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
+              "xor": np.bitwise_xor}
+for _name, _fn in _OPERATORS.items():
+    setattr(ndarray, f"__{_name}__", _operator(_fn))
+    setattr(ndarray, f"__r{_name}__", _operator(_fn, reflected=True))
+    if _name != "matmul":
+        setattr(ndarray, f"__i{_name}__", _inplace(_fn))
+for _name, _fn in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
+                   "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
+    setattr(ndarray, f"__{_name}__", _operator(_fn))
+ndarray.__hash__ = None
+ndarray.__neg__ = lambda self: ndarray(np.asarray(-self._a))
+ndarray.__pos__ = lambda self: ndarray(self._a.copy())
+ndarray.__abs__ = lambda self: ndarray(np.asarray(np.abs(self._a)))
+ndarray.__invert__ = lambda self: ndarray(np.asarray(~self._a))
+
+
+# ---- module functions ------------------------------------------------------------------------
+class ufunc:  # noqa: N801
+    """A CuPy ufunc: device arrays and scalars in, a device array out (0-d for scalars)."""
+
+    def __init__(self, fn):
+        self.fn, self.__name__ = fn, fn.__name__
+        self.nin = fn.nin
+
+    def __call__(self, *args, out=None, dtype=None):
+        kw = {"dtype": dtype} if dtype is not None else {}
+        if out is not None:
+            self.fn(*[_operand(a) for a in args], out=_array_arg(out, "ufunc out"), **kw)
+            return out
+        return _wrap(np.asarray(self.fn(*[_operand(a) for a in args], **kw)))
+
+
+UFUNCS = ["add", "subtract", "multiply", "divide", "true_divide", "power", "negative",
+          "matmul", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+          "exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
+          "arctan", "arcsin", "arccos", "sinh", "cosh", "absolute", "reciprocal", "sign",
+          "maximum", "minimum", "logical_and", "logical_or", "logical_not", "isnan",
+          "isfinite", "isinf", "floor", "ceil", "bitwise_and", "bitwise_or", "invert",
+          "floor_divide", "remainder", "positive"]
+
+
+def _array_first(name, n_arrays=1):
+    """A CuPy function whose first ``n_arrays`` arguments must be device arrays."""
+    def fn(*args, **kwargs):
+        arrays = [_array_arg(a, name) for a in args[:n_arrays]]
+        rest = [_static(a) for a in args[n_arrays:]]
+        kwargs = {k: _static(v) for k, v in kwargs.items()}
+        result = getattr(np, name)(*arrays, *rest, **kwargs)
+        return _wrap(np.asarray(result) if name != "broadcast_to" else result)
+    fn.__name__ = name
+    return fn
+
+
+ARRAY_FIRST = {"transpose": 1, "reshape": 1, "expand_dims": 1, "squeeze": 1, "ravel": 1,
+               "broadcast_to": 1, "copy": 1, "clip": 1, "zeros_like": 1, "ones_like": 1,
+               "empty_like": 1, "full_like": 1, "where": 1, "dot": 2, "outer": 2,
+               "sum": 1, "mean": 1, "prod": 1, "max": 1, "min": 1, "amax": 1, "amin": 1}
+
+
+def _joined(name):
+    def fn(arrays, axis=0):
+        return ndarray(getattr(np, name)([_array_arg(a, name) for a in arrays], axis=axis))
+    fn.__name__ = name
+    return fn
+
+
+def array(obj, dtype=None, copy=True, **kwargs):
+    """An explicit transfer (or copy): NumPy arrays, lists, scalars, device arrays."""
+    data = obj._a if isinstance(obj, ndarray) else obj
+    return ndarray(np.array(data, dtype=dtype, copy=copy))
+
+
+def asarray(obj, dtype=None, **kwargs):
+    if isinstance(obj, ndarray):
+        return obj if dtype is None or obj.dtype == dtype else obj.astype(dtype)
+    return ndarray(np.asarray(obj, dtype=dtype).copy())
+
+
+def asnumpy(a):
+    return a.get() if isinstance(a, ndarray) else np.asarray(a)
+
+
+def full(shape, fill_value, dtype=None):
+    if isinstance(fill_value, ndarray):
+        if fill_value.shape != ():
+            raise ValueError("non-scalar cupy.ndarray cannot be used for fill")
+        dtype = dtype or fill_value.dtype
+        fill_value = fill_value._a[()]
+    _refuse_host(fill_value, "the fill value")
+    return ndarray(np.full(shape, fill_value, dtype=dtype))
+
+
+def result_type(*args):
+    return np.result_type(*[a.dtype if isinstance(a, ndarray) else a for a in args])
+
+
+def get_array_module(*args):
+    return sys.modules["cupy"] if any(isinstance(a, ndarray) for a in args) else np
+
+
+# ---- cupyx -----------------------------------------------------------------------------------
+def scatter_add(a, slices, value):
+    np.add.at(_array_arg(a, "scatter_add"), _index(slices), _operand(value))
+
+
+def scatter_max(a, slices, value):
+    np.maximum.at(_array_arg(a, "scatter_max"), _index(slices), _operand(value))
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+class ElementwiseKernel:
+    """Runs its C body with NumPy (tests/fake_cuda_c.py), with CuPy's argument checks."""
+
+    def __init__(self, in_params, out_params, operation, name="kernel", **kwargs):
+        self.in_params, self.out_params = parse_params(in_params), parse_params(out_params)
+        self.operation, self.name = operation, name
+        self.calls = 0
+        _STATE["made"].append(self)
+
+    def __call__(self, *args):
+        if len(args) != len(self.in_params):
+            raise TypeError(f"Wrong number of arguments for {self.name!r}")
+        inputs, arrays = {}, []
+        for (pname, dtype), a in zip(self.in_params, args):
+            _refuse_host(a, f"argument {pname} of kernel {self.name}")
+            if isinstance(a, ndarray):
+                if a.dtype != dtype:
+                    raise TypeError(f"Type is mismatched. {pname} {a.dtype} {dtype}")
+                arrays.append(a._a)
+            inputs[pname] = Value(_operand(a), dtype)
+        if not arrays:
+            raise ValueError("Loop size is undecided.")
+        self.calls += 1
+        (out_name, out_dtype), = self.out_params
+        shape = np.broadcast_shapes(*[x.shape for x in arrays])
+        return ndarray(run_body(self.operation, inputs, out_name, out_dtype, shape))
+
+
+_STATE = {"made": []}
+
+
+def _module_dict():
+    names = {n: ufunc(getattr(np, n)) for n in UFUNCS}
+    names["abs"] = names["absolute"]
+    names.update({n: _array_first(n, k) for n, k in ARRAY_FIRST.items()})
+    names.update(concatenate=_joined("concatenate"), stack=_joined("stack"))
+    names.update({n: getattr(np, n) for n in (
+        "float64", "float32", "float16", "int64", "int32", "int8", "uint8", "bool_", "dtype",
+        "pi", "e", "inf", "nan", "newaxis", "can_cast")})
+    names.update(shape=lambda a: tuple(a.shape) if hasattr(a, "shape") else np.shape(a),
+                 ndim=lambda a: a.ndim if hasattr(a, "ndim") else np.ndim(a),
+                 size=lambda a: a.size if hasattr(a, "size") else np.size(a))
+    names.update({n: (lambda fn: lambda *a, **k: ndarray(fn(*a, **k)))(getattr(np, n))
+                  for n in ("zeros", "ones", "empty", "arange", "eye")})
+    names.update(ndarray=ndarray, array=array, asarray=asarray, asnumpy=asnumpy, full=full,
+                 result_type=result_type, get_array_module=get_array_module,
+                 ElementwiseKernel=ElementwiseKernel)
+    runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0)
+    names["cuda"] = types.SimpleNamespace(Device=_Device, runtime=runtime)
+    return names
+
+
+def make_modules():
+    """Fresh ``(cupy, cupyx)`` module objects, with an empty record of kernels made."""
+    _STATE["made"] = []
+    cupy = types.ModuleType("cupy", "NumPy playing CuPy (tests/fake_cupy.py)")
+    cupy.__dict__.update(_module_dict())
+    cupy.kernels_made = _STATE["made"]
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scatter_add, cupyx.scatter_max = scatter_add, scatter_max
+    return cupy, cupyx
+
+
+@contextlib.contextmanager
+def install():
+    """``cupy`` and ``cupyx`` in ``sys.modules`` as the stand-in, for the ``with`` block;
+    adcompiler's cached probe of CuPy is reset on entry and exit."""
+    from adcompiler.runtime.compile import cupy_modules
+    cupy, cupyx = make_modules()
+    saved = {n: sys.modules.get(n) for n in ("cupy", "cupyx")}
+    sys.modules.update(cupy=cupy, cupyx=cupyx)
+    cupy_modules.cache_clear()
+    try:
+        yield cupy
+    finally:
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+        cupy_modules.cache_clear()
