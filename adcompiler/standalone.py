@@ -4,12 +4,13 @@ Invariants: the output imports only numpy, math and ``__future__`` (and cupy, cu
 backend), never adcompiler, and is byte-identical for identical inputs. It holds the user's
 needed top-level statements verbatim (:mod:`adcompiler.standalone_user`), then for each marked
 function its compiled bodies and a dispatcher ``<mode>_<name>`` with the decorator's parameters,
-keyword and results; the dispatcher runs the body whose signature matches the call, or raises a
-TypeError naming the compiled and the given signatures (helpers: :mod:`adcompiler.runtime.
-dispatch`, copied in). Arrays the generated code reads are the module's own globals where they
-are, else literals (refused past ``MAX_LITERAL``); CuPy code reads device copies of them, made
-once when the module is imported; module-level state of a body (the memory planner's pools) is
-its own.
+keyword and results; the dispatcher runs the body whose guard takes the call (generated inline,
+:mod:`adcompiler.standalone_guards`: ``type(x) is np.ndarray and x.dtype is _FLOAT64 ...``), else
+``_dispatch`` classifies the arguments, runs the body that fits or raises a TypeError naming the
+compiled and the given signatures (helpers: :mod:`adcompiler.runtime.dispatch`, copied in).
+Arrays the generated code reads are the module's own globals where they are, else literals
+(refused past ``MAX_LITERAL``); CuPy code reads device copies of them, made once when the module
+is imported; module-level state of a body (the memory planner's pools) is its own.
 
 Shapes: ``specialise`` compiles one body per example signature (dtypes and shapes, as the
 decorator does per call); ``shape_polymorphic`` then replaces each by a body that reads its sizes
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import polymorphic
+from . import polymorphic, standalone_guards
 from . import standalone_user as user
 from .errors import CompileError
 from .examples import cotangent_for
@@ -151,6 +152,7 @@ class _Writer:
         self.blocks: list = []      # generated definitions, in order
         self.defined: list = []     # the module-level names those define
         self.per_shape: list = []   # (dispatcher, reasons) for bodies kept per shape
+        self.dtypes: list = []      # the dtypes the guards compare with (``_FLOAT64``)
         self.uses_math = False
 
     def add(self, fn: MarkedFunction):
@@ -161,7 +163,7 @@ class _Writer:
         table = f"_{fn.mode.upper()}_{fn.name.upper()}"
         params = _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module))
         self.blocks += [_table(fn, table, names, params, self.backend == "cupy"),
-                        self.dispatcher(fn, table)]
+                        self.dispatcher(fn, table, names)]
         self.defined += names + [table, f"{fn.mode}_{fn.name}"]
         if fn.per_shape:
             self.per_shape.append((f"{fn.mode}_{fn.name}", fn.per_shape))
@@ -215,9 +217,11 @@ class _Writer:
         self.literals[new] = f"cp.asarray({text})" if device else text
         return new
 
-    def dispatcher(self, fn, table):
+    def dispatcher(self, fn, table, bodies):
         """``<mode>_<name>`` with the user's parameters (annotations dropped) and the decorator's
-        keyword: ``cotangent`` (vjp) or ``tangents`` (jvp)."""
+        keyword: ``cotangent`` (vjp) or ``tangents`` (jvp). It calls the body whose guard the
+        arguments pass (:mod:`adcompiler.standalone_guards`), else ``_dispatch``, which raises
+        the TypeError."""
         args = copy.deepcopy(self.module.definitions[fn.name].args)
         for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
             if a is not None:
@@ -228,20 +232,28 @@ class _Writer:
         if extra:
             args.kwonlyargs.append(ast.arg(extra))
             args.kw_defaults.append(None)
-        flat = _tuple(names + (["cotangent"] if fn.mode == "vjp" else []))
+        wrt = _wrt(fn, self.module)
+        flat = names + {"vjp": ["cotangent"], "jvp": [f"{w}_dot" for w in wrt]}.get(fn.mode, [])
+        doc = "\n".join(textwrap.wrap(_doc(fn, self.module), 92, subsequent_indent="    "))
+        lines = [f"def {fn.mode}_{fn.name}({ast.unparse(args)}):", f'    """{doc}"""']
         if fn.mode == "jvp":
             single = fn.wrt is None or not isinstance(fn.wrt, (tuple, list))
-            flat += f" + _tangents(tangents, {_tuple(_wrt(fn, self.module))}, {single})"
-        doc = "\n".join(textwrap.wrap(_doc(fn, self.module), 92, subsequent_indent="    "))
-        return (f"def {fn.mode}_{fn.name}({ast.unparse(args)}):\n"
-                f"    \"\"\"{doc}\"\"\"\n" + _package(fn, f"_dispatch({table}, {flat})"))
+            lines.append(f"    {_tuple(flat[len(names):])} = "
+                         f"_tangents(tangents, {_tuple(wrt)}, {single})")
+        guards, dtypes = standalone_guards.render(
+            flat, [(s.signature, b) for s, b in zip(fn.specialisations, bodies)], _least(fn),
+            self.backend == "cupy", _returns(fn), f"_dispatch({table}, {_tuple(flat)})",
+            {extra or "", table, "np", "cp", "_dispatch", "_tangents"})
+        self.dtypes += [d for d in dtypes if d not in self.dtypes]
+        return "\n".join(lines + guards) + "\n"
 
     def render(self, command):
         cupyx = "cupyx." in "".join([*self.blocks, *self.helpers.values()])
         header = _header(os.path.basename(self.module.path), command, self.uses_math,
                          self.backend, cupyx, self.per_shape)
         primal = user.primal_section(self.module, self.needed, header.split("\n"))
-        ours = [*self.helpers, *self.literals, *_RUNTIME_NAMES, *self.defined]
+        dtypes = {standalone_guards.dtype_constant(d): d for d in self.dtypes}
+        ours = [*self.helpers, *self.literals, *_RUNTIME_NAMES, *dtypes, *self.defined]
         user.check_collisions(self.module, primal, ours, self.backend)
         name = os.path.basename(self.module.path)
         parts = [header, primal,
@@ -249,7 +261,8 @@ class _Writer:
                  _string_constant("_HINT", _hint(name, command)), RUNTIME,
                  RUNTIME_JVP if "_tangents" in "".join(self.blocks) else "",
                  *self.helpers.values(),
-                 "\n".join(f"{k} = {v}" for k, v in self.literals.items()), *self.blocks]
+                 "\n".join(f"{k} = {v}" for k, v in self.literals.items()),
+                 _dtype_constants(dtypes), *self.blocks]
         return "\n\n\n".join(p.rstrip("\n") for p in parts if p.strip()) + "\n"
 
 
@@ -274,20 +287,34 @@ def _table(fn, table, names, params, device=False):
     rows = "".join("    (" + ",\n     ".join(repr(k) for k in s.signature)
                    + ("," if len(s.signature) == 1 else "") + f"): {n},\n"
                    for s, n in zip(fn.specialisations, names))
-    least = max([s.least for s in fn.specialisations if s.symbols] or [2])
+    least = _least(fn)
     options = (", device=True" if device else "") + (f", least={least}" if least > 2 else "")
     return (f"{table} = _Signatures({fn.mode + '_' + fn.name!r}, {tuple(params)!r}, "
             f"{'example_' + fn.name!r}, {{\n{rows}}}{options})")
 
 
-def _package(fn, call):
-    """The dispatcher's body: the decorator's result structure from the body's flat tuple."""
+def _least(fn) -> int:
+    """The smallest size a symbol of the function's patterns stands for (one per table)."""
+    return max([s.least for s in fn.specialisations if s.symbols] or [2])
+
+
+def _returns(fn):
+    """``returns(call)``: the lines returning the decorator's result structure from a body's
+    flat tuple."""
     single = fn.wrt is None or not isinstance(fn.wrt, (tuple, list))
     if fn.mode == "value_and_grad" and not single:
-        return f"    value, *grads = {call}\n    return value, tuple(grads)\n"
+        return lambda call: [f"out = {call}", "return out[0], out[1:]"]
     if fn.mode in ("grad", "vjp") and not single and len(fn.wrt) == 1:
-        return f"    return ({call},)\n"
-    return f"    return {call}\n"
+        return lambda call: [f"return ({call},)"]
+    return lambda call: [f"return {call}"]
+
+
+def _dtype_constants(names) -> str:
+    """The dtypes the guards compare with by identity, one line each."""
+    if not names:
+        return ""
+    return ("# the guards compare dtypes by identity (NumPy keeps one object per built-in "
+            "dtype)\n" + "\n".join(f"{k} = np.dtype({v!r})" for k, v in names.items()))
 
 
 def _wrt(fn, module) -> tuple:

@@ -41,6 +41,22 @@ def adcompiler(*args, cwd=None):
                           capture_output=True, text=True, timeout=120)
 
 
+# In the isolated process: count the calls no generated guard takes (they go to ``_dispatch``)
+COUNT_SLOW = textwrap.dedent("""
+    import importlib
+    slow = []
+    def counting(module_name):
+        module = importlib.import_module(module_name)
+        if not hasattr(module, "_real_dispatch"):
+            module._real_dispatch = module._dispatch
+            def _dispatch(table, args):
+                slow.append(table.name)
+                return module._real_dispatch(table, args)
+            module._dispatch = _dispatch
+        return module
+""")
+
+
 def run_isolated(code, directory):
     """Run ``code`` with ``directory`` on sys.path, where adcompiler cannot be imported."""
     script = BLOCKER + textwrap.dedent(code) + textwrap.dedent("""
@@ -72,12 +88,13 @@ def write(tmp_path, name, text):
 
 
 def compare_isolated(out_dir, module_name, call, args, expected):
-    """Call ``module_name.call(*args)`` in the isolated process and compare with ``expected``."""
+    """Call ``module_name.call(*args)`` in the isolated process and compare with ``expected``;
+    the call must take its generated guard, not ``_dispatch``."""
     np.savez(out_dir / "inputs.npz", *[np.asarray(a) for a in args])
     kinds = [type(a).__name__ if isinstance(a, (float, int)) else "array" for a in args]
-    got = run_isolated(f"""
+    got = run_isolated(COUNT_SLOW + textwrap.dedent(f"""
         import json, numpy as np
-        import {module_name} as m
+        m = counting("{module_name}")
         data = np.load("inputs.npz")
         convert = {{"float": float, "int": int, "array": lambda a: a}}
         args = [convert[k](data[f"arr_{{i}}"]) for i, k in enumerate({kinds!r})]
@@ -86,9 +103,11 @@ def compare_isolated(out_dir, module_name, call, args, expected):
             if isinstance(r, tuple):
                 return [flat(x) for x in r]
             return {{"float": isinstance(r, float), "value": np.asarray(r).tolist()}}
-        print(json.dumps(flat(result)))
-    """, out_dir)
-    assert_same(json.loads(got), expected)
+        print(json.dumps([flat(result), slow]))
+    """), out_dir)
+    got, slow = json.loads(got)
+    assert slow == [], f"{module_name}.{call} did not take its guard"
+    assert_same(got, expected)
 
 
 def assert_same(got, expected):
@@ -227,17 +246,21 @@ def test_signatures_modes_and_constants(tmp_path):
              ("value_and_grad_both", (x3[:, 0], y), user.both(x3[:, 0], y))]
     for call, args, expected in cases:
         compare_isolated(tmp_path, "modes_grad", call, args, expected)
-    out = run_isolated("""
-        import numpy as np, modes_grad as m
+    out = run_isolated(COUNT_SLOW + textwrap.dedent("""
+        import numpy as np
+        m = counting("modes_grad")
         print(m.vjp_vector(np.array([0.1, 0.2]), 1.5, cotangent=np.array([0.5, -1.0])).tolist())
-    """, tmp_path)
+        assert slow == [], slow   # the call took its guard
+    """), tmp_path)
     expected = user.vector(np.array([0.1, 0.2]), 1.5, cotangent=c)
     np.testing.assert_allclose(json.loads(out), expected, rtol=1e-14)
-    out = run_isolated("""
-        import numpy as np, modes_grad as m
+    out = run_isolated(COUNT_SLOW + textwrap.dedent("""
+        import numpy as np
+        m = counting("modes_grad")
         value, tangent = m.jvp_tangent(np.array([0.1, 0.2]), 1.5, tangents=[1.0, -2.0])
         print([value.tolist(), tangent.tolist()])
-    """, tmp_path)
+        assert slow == [], slow
+    """), tmp_path)
     expected = user.tangent(np.array([0.1, 0.2]), 1.5, tangents=np.array([1.0, -2.0]))
     np.testing.assert_allclose(json.loads(out), expected, rtol=1e-14)
 

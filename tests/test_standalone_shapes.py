@@ -9,6 +9,7 @@ compiled for one size) and refuses what it cannot write as a formula of the size
 
 import json
 import shutil
+import textwrap
 
 import numpy as np
 import pytest
@@ -16,9 +17,8 @@ import pytest
 import adcompiler as ad
 from adcompiler import antiunify
 from adcompiler.frontend.module import load_module
-from adcompiler.runtime.dispatch import _fits
 from adcompiler.sizedeps import least_size, size_decision
-from tests.test_cli import SAMPLES, adcompiler, import_path, run_isolated, write
+from tests.test_cli import COUNT_SLOW, SAMPLES, adcompiler, import_path, run_isolated, write
 
 RNG = np.random.default_rng(7)
 
@@ -28,27 +28,29 @@ def normal(*shape):
 
 
 def compare_calls(directory, cases):
-    """Run every ``(module, call, args, keywords, expected)`` in one isolated process."""
+    """Run every ``(module, call, args, keywords, expected)`` in one isolated process: each
+    call must take its guard (never ``_dispatch``) and give ``expected``."""
     values = {f"{i}_{j}": a for i, (_, _, args, kw, _) in enumerate(cases)
               for j, a in enumerate(list(args) + list(kw.values()))}
     np.savez(directory / "cases.npz", **values)
     kinds = {k: type(v).__name__ if isinstance(v, (float, int)) else "array"
              for k, v in values.items()}
     spec = [(m, call, len(args), list(kw)) for m, call, args, kw, _ in cases]
-    got = json.loads(run_isolated(f"""
-        import importlib, json, numpy as np
+    got, slow = json.loads(run_isolated(COUNT_SLOW + textwrap.dedent(f"""
+        import json, numpy as np
         data = np.load("cases.npz")
         convert = {{"float": float, "int": int, "array": lambda a: a}}
         out = []
         for i, (module, call, n, keywords) in enumerate({spec!r}):
             keys = [f"{{i}}_{{j}}" for j in range(n + len(keywords))]
             values = [convert[{kinds!r}[k]](data[k]) for k in keys]
-            fn = getattr(importlib.import_module(module), call)
+            fn = getattr(counting(module), call)
             result = fn(*values[:n], **dict(zip(keywords, values[n:])))
             flat = list(result) if isinstance(result, tuple) else [result]
             out.append([np.asarray(r).tolist() for r in flat])
-        print(json.dumps(out))
-    """, directory))
+        print(json.dumps([out, slow]))
+    """), directory))
+    assert slow == [], f"no guard took these calls: {slow}"
     for (module, call, args, _, expected), values in zip(cases, got):
         expected = list(expected) if isinstance(expected, tuple) else [expected]
         assert len(values) == len(expected), call
@@ -98,7 +100,9 @@ def test_sample_gradients_hold_for_other_sizes_without_adcompiler(compiled):
     for n in (3, 17):                                                 # example: 6
         x = normal(n)
         cases.append(("shapes_grad", "grad_window", (x,), {}, shapes.window(x)))
-    compare_calls(directory, cases)
+    x = normal(5)                                                     # per shape: (5,) only
+    cases.append(("shapes_grad", "grad_by_size", (x,), {}, shapes.by_size(x)))
+    compare_calls(directory, cases)   # each call took its guard, none went to _dispatch
 
 
 def test_other_ranks_and_broadcasting_patterns_raise_type_errors(compiled):
@@ -149,6 +153,20 @@ def test_the_module_says_which_gradients_hold_for_any_size_and_why_not(compiled)
            "def _grad_bias_1(W, b, x):\n    d2 = W.shape[1]\n    d3 = x.shape[0]\n" in text
     assert "def _grad_rows_1(x, w):\n    d1, d2 = x.shape\n" in text
     assert "for i in range(d1):" in text and "# grad of by_size for (x: float64[5])" in text
+    # the guards: types and dtypes by identity, each shape read once, then the sizes
+    assert "\n_FLOAT64 = np.dtype('float64')\n" in text
+    assert "\n".join([
+        "    # (W: float64[d1, d2], b: float64[d2], x: float64[d3, d1])",
+        "    if (type(W) is np.ndarray and W.dtype is _FLOAT64 and W.ndim == 2",
+        "            and type(b) is np.ndarray and b.dtype is _FLOAT64 and b.ndim == 1",
+        "            and type(x) is np.ndarray and x.dtype is _FLOAT64 and x.ndim == 2):",
+        "        d1, d2 = W.shape",
+        "        d3, x_1 = x.shape",
+        "        if d1 >= 2 and d2 >= 2 and len(b) == d2 and d3 >= 2 and x_1 == d1:",
+        "            return _grad_bias_1(W, b, x)",
+        "    return _dispatch(_GRAD_BIAS, (W, b, x))"]) in text
+    assert "    if type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (5,):\n" \
+           "        return _grad_by_size_1(x)\n" in text
 
 
 PLANNED = '''
@@ -232,7 +250,7 @@ def test_numbers_that_are_no_formula_of_the_sizes_are_refused():
     assert antiunify.fit_number([5, 5, 6], sizes, 1, {"d1": 2}) is None      # not monotone
 
 
-# ---- decisions on sizes, slices, and the dispatcher's patterns --------------------------------
+# ---- decisions on sizes, slices, and fixed sizes ------------------------------------------------
 DECISIONS = '''
     import numpy as np
 
@@ -271,22 +289,6 @@ def test_decisions_on_sizes_are_found_in_the_function_and_its_helpers(tmp_path):
     assert (found["by_helper"][0].lineno, found["by_helper"][1]) == (13, "helper")  # n % 2
     assert found["fine"] is None
     assert least_size(module, "fine") == 7 and least_size(module, "by_if") == 2
-
-
-def test_patterns_fit_any_size_of_at_least_least_the_same_symbol_the_same_size():
-    pattern = (("array", "float64", ("d1", 1, "d2")), ("array", "float64", ("d2",)), ("float",),
-               ("static", "int", 3))
-    def sig(a, b, c=("float",), k=3):
-        return (("array", "float64", a), ("array", "float64", b), c, ("static", "int", k))
-    assert _fits(pattern, sig((5, 1, 7), (7,)), 2)
-    assert _fits(pattern, sig((4, 1, 4), (4,)), 2)          # sizes may coincide
-    assert not _fits(pattern, sig((5, 1, 7), (6,)), 2)      # d2 twice, two sizes
-    assert not _fits(pattern, sig((5, 2, 7), (7,)), 2)      # a size of 1 is part of the key
-    assert not _fits(pattern, sig((1, 1, 7), (7,)), 2)      # so is a size of 1 for a symbol
-    assert not _fits(pattern, sig((5, 1, 7), (7,), k=4), 2)  # static values are exact
-    assert not _fits(pattern, sig((5, 1), (7,)), 2)         # rank
-    assert not _fits(pattern, sig((2, 1, 7), (7,)), 3)      # least
-    assert not _fits(pattern, sig((5, 1, 7), (7,), c=("array", "float64", ())), 2)
 
 
 def test_a_size_a_constant_fixes_stays_fixed_and_the_others_vary(tmp_path):
@@ -386,6 +388,8 @@ def test_cupy_modules_hold_for_other_sizes_too(tmp_path, monkeypatch):
     user = import_path(tmp_path / "shapes.py")
     with fake_cupy.install() as cp:
         module = import_path(tmp_path / "shapes_gpu.py")
+        slow, dispatch = [], module._dispatch
+        module._dispatch = lambda table, args: slow.append(table.name) or dispatch(table, args)
         for d, h, b in ((2, 5, 11), (7, 7, 7)):
             args = (normal(d, h), normal(h), normal(b, d))
             got = module.grad_bias(*(cp.asarray(a) for a in args))
@@ -394,5 +398,10 @@ def test_cupy_modules_hold_for_other_sizes_too(tmp_path, monkeypatch):
         x = normal(9)
         np.testing.assert_allclose(module.grad_window(cp.asarray(x)).get(), user.window(x),
                                    rtol=1e-12, atol=1e-14)
+        assert slow == []   # every call took its guard
         with pytest.raises(TypeError, match=r"x: float64\[d3, d1\]"):
             module.grad_bias(*(cp.asarray(np.ones(s)) for s in ((4, 3), (3,), (1, 4))))
+        with pytest.raises(TypeError, match=r"runs on the GPU, but b is a ndarray: pass "
+                                            r"cupy.asarray\(b\)"):
+            module.grad_bias(cp.asarray(np.ones((4, 3))), np.ones(3), cp.asarray(np.ones((8, 4))))
+        assert slow == ["grad_bias", "grad_bias"]

@@ -1,5 +1,10 @@
 """The run-time helpers of standalone modules: ``_dispatch`` runs the body compiled for a call.
 
+It is the slow path: each gradient first tests its arguments against each compiled signature with
+generated guards (:mod:`adcompiler.standalone_guards`), and calls ``_dispatch`` only when none
+takes them, to serve what the guards are stricter about (a NumPy scalar for a float, a list, an
+equal dtype that is not NumPy's own object) or to raise the TypeError naming what was compiled.
+
 Invariant: :mod:`adcompiler.standalone` copies these definitions verbatim (``inspect.getsource``)
 into every module ``adcompiler compile`` writes, so they use only NumPy and builtins and read no
 global but ``np`` and ``_HINT``, which each standalone module defines. A signature is what the
