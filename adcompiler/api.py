@@ -112,6 +112,8 @@ class GradientFunction:
         """What a fast call runs: the generated function, packaged only where needed."""
         if self.mode == "grad" and (self._single or len(self.wrt) > 1):
             return function  # it already returns one gradient, or the tuple
+        if self.mode == "value_and_grad" and self._single:
+            return function  # it already returns (value, gradient)
         return lambda *args: self._package(function(*args))
 
     def _package(self, result):
