@@ -16,6 +16,7 @@ from .ir import Aval, Value
 from .ir.verify import verify
 from .passes import optimize
 from .runtime.compile import XP_NAMES, load_backend
+from .transforms.branch_values import bind_on_every_path
 from .transforms.forward import add_tangents
 from .transforms.reverse import add_adjoint
 
@@ -59,6 +60,8 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     grads = add_adjoint(graph, wrt_values, seed)                              # reverse mode
     graph.outputs = ([out] if mode == "value_and_grad" else []) + grads
     graph = optimize(graph, plain)                                            # passes
+    if plain:  # source the frontend reads again: a branch's values bound on both paths
+        graph = bind_on_every_path(graph)
     verify(graph)
     fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
     arg_names = list(arguments) + (["cotangent"] if mode == "vjp" else [])

@@ -98,7 +98,8 @@ defvjp("index_add",    lambda ops, g, ans, acc, x, *arrays, index: g,
                       lambda ops, g, ans, acc, x, *arrays, index: ops.getitem(g, arrays, index))
 defjvp("index_add",    lambda ops, dx, ans, acc, x, *arrays, index: dx,
                        lambda ops, dx, ans, acc, x, *arrays, index:
-                       ops.scatter_add(dx, arrays, ops.shape(ans), index))
+                       ops.setitem(ops.zeros_like(ans), dx, arrays, index) if _rows(ans)
+                       else ops.scatter_add(dx, arrays, ops.shape(ans), index))
 
 # ---- assignment: x[index] = v overwrites, so x's gradient there is cut and v's gathered ----
 # (x[index] += v is x[index] = x[index] + v: its gather gets only the writes that stayed, too)
@@ -124,11 +125,16 @@ defjvp("sum_to",       lambda ops, dx, ans, x, shape: ops.unbroadcast(dx, ans))
 
 # ---- a while loop's stack (a list), read by index: its cotangent is an array of one row per
 # element (zeros but for g at k); linear, so its tangent is the same read of the list's tangent
+def _rows(x) -> bool:
+    """Whether ``x`` is a list's IR value (its length is known only when it runs)."""
+    return getattr(getattr(x, "aval", None), "kind", None) == "list"
+
+
 def _row(k):
     """``(arrays, index)`` of ``xs[k]``: a traced k is an index input, an int a static one."""
     return ((k,), (("a", 0),)) if hasattr(k, "aval") else ((), (("i", k),))
 
 
-defvjp("list_get",     lambda ops, g, ans, stack, k: ops.setitem(ops.zeros_like(stack), g, *_row(k)),
-                       None)
+defvjp("list_get",     lambda ops, g, ans, stack, k:
+                       ops.setitem(ops.zeros_like(stack), g, *_row(k)), None)
 defjvp("list_get",     lambda ops, dx, ans, stack, k: ops.getitem(dx, *_row(k)), None)

@@ -9,12 +9,14 @@ the straight-line statements of :mod:`tests.strategies` (its templates and build
   ``int(np.sum(a > c))``), over an array's rows, ``enumerate``, ``zip``, ``enumerate(zip())``,
   carrying one or two variables (``v = op(v, ...)``, accumulators, ``acc += ...`` in place);
 * ``while cond and n < K:`` and ``while n < K:`` loops with a counter;
-* ``break``/``continue`` under a traced condition inside loop bodies;
-* nested constructs up to two levels: loops in branches, branches in loops, loops in loops;
+* ``break``/``continue`` under a traced condition (on arrays or Python floats) inside loop
+  bodies, a ``for`` over a traced range too (whose bound may read a variable the loop rebinds);
+* nested constructs up to two levels: loops in branches, branches in loops, loops in loops
+  (``while`` loops in ``for`` loops too), loops in bodies with jumps;
 * subscript updates of fresh arrays (``b = np.zeros(...)``, ``np.zeros_like(a)``, ``a.copy()``):
-  ``b[0] = ...``, ``b[1:] += ...``, ``b[J2] -= ...``, ``b[a > c] *= 2.0``, ``b[:, 0] = ...``,
-  straight, in branches, and in loops (``b[i] = h`` recording a carried ``h``, recurrences
-  ``b[i] = 0.5 * b[i - 1] + ...``);
+  ``b[0] = ...``, ``b[1:] += ...``, ``b[J2] -= ...``, ``b[I3] += ...`` (a repeated index),
+  ``b[a > c] *= 2.0``, ``b[:, 0] = ...``, straight, in branches, and in loops (``b[i] = h``
+  recording a carried ``h``, recurrences ``b[i] = 0.5 * b[i - 1] + ...``);
 * early ``return`` inside a branch of a top-level ``if`` (in either branch, nested too).
 
 How every program stays valid (the straight-line strategy's idea, extended): each candidate
@@ -35,11 +37,8 @@ construct is kept only if
 Constructs the compiler rejects by design are not generated: a view (``z = y[:2]``) read after
 an in-place update of ``y`` (fresh buffers are updated only before anything else reads them), an
 in-place update inside a block of an array another name holds (aliases only outside blocks),
-``break`` in a loop with traced ``range`` bounds, ``while`` loops whose condition does not depend
-on the loop, early ``return`` inside a loop, reading with a boolean mask.
-
-Excluded because of compiler bugs (see the constants below): subscript updates with *repeated*
-integer-array indices (``b[I3] = v``, ``b[I3] += v``).
+``while`` loops whose condition does not depend on the loop, early ``return`` inside a loop,
+reading with a boolean mask.
 
 :func:`tape_program` rewrites a program for the dynamic tape (``np.zeros(...)`` buffers become
 ``tape.zeros(...)``, as in PyTorch, where a plain array cannot hold recorded values).
@@ -62,96 +61,6 @@ from .strategies import FAMILIES, HEADER, MAX_ABS, PARAMS, Program, _Drawing, _c
 INPUT_SHAPES = [(), (3,), (2, 3), (1, 3), (2, 1), (4,), (3, 2)]
 MAX_LEVEL = 2          # constructs nest at most this deep (a loop in a branch in ...)
 MAX_RETURNS = 2        # early returns per program
-
-# Bug (reported): a subscript update with repeated integer-array indices differentiates wrong,
-# in the compiler and in the tape alike, which share the template. NumPy's `b[[0, 1, 0]] += v`
-# adds v[2] to b[0] once (buffered: the last write wins), and `b[[0, 1, 0]] = v` stores v[2];
-# the adjoint gives v[0] the cotangent of b[0] too (and `+=` counts b[0]'s cotangent twice
-# for b). Set to True to generate them again once fixed.
-REPEATED_INDEX_UPDATES = False
-
-# Bug (reported): a `while` loop nested in a `for` loop fails at run time when the while loop
-# saves residuals: the for loop stacks the while's list of residuals into a fixed-size array
-# (`saveds[i] = saved`: "setting an array element with a sequence", "invalid index to scalar
-# variable", "int() argument must be ... not 'list'"; with a `break` in the for loop, an IRError
-# "zeros gives list[b1[]]" while compiling). While loops are drawn outside for loops only.
-WHILE_IN_FOR = False
-
-# Bug (reported): a loop nested in a block that may not run -- a branch inside a loop body, or
-# the body of a while loop (or of a for over a traced range, which becomes one) -- and followed
-# there by another statement fails with UnboundLocalError when the block did not run: the
-# adjoint starts the nested loop's cotangent with np.zeros_like of a value bound only inside
-# the block. break and continue are rewritten into such branches, so a loop body with a jump
-# holds no nested loop either.
-LOOP_IN_BLOCK_THAT_MAY_NOT_RUN = False
-
-# Bug (reported): `continue` in a `for` over a traced range makes the compiled gradient loop
-# forever: the loop is rewritten into a counted while, and the continue skips the counter's
-# increment. Traced ranges are drawn without jumps.
-CONTINUE_IN_TRACED_RANGE = False
-
-# Bug (reported): value_and_grad returns a wrong value (the gradients are right) when an array
-# is made twice the same way (`a = np.zeros(3)` ... `b = np.zeros(3)`, or two `z.copy()`), the
-# first is rebound in a branch that is not taken (or a loop that does not run), and the second
-# is then updated in place -- by the program (`b[0] = ...`, `b += ...`) or by the compiler,
-# which makes `b = b + t` in place: the two become one array in the generated code and the
-# update shows in `a`. Each way of making zeros (a shape) or a copy (of a name) is used once.
-DUPLICATE_FRESH_ARRAYS = False
-
-# Bug (reported): a subscript assignment whose value has more dimensions than its target, with
-# leading ones (`b = np.zeros((2, 3)); b[0] = z` for z of shape (1, 3), which NumPy accepts)
-# gets a wrong gradient for z, of the wrong shape ((1,) instead of (1, 3)).
-SETITEM_DROPPING_LEADING_ONES = False
-
-# Bug (reported): an array made inside a loop body and updated there by subscript
-# (`b = np.zeros(3); b[0] = z[0]; s = s + np.sum(b * b)`) gives a NameError in the gradient: the
-# loop stacks the residual under the array's name before the update (`bs[i] = b`), which the
-# generated code never binds (it is `b_1`). Buffers are made outside loops (and filled in them).
-BUFFER_MADE_IN_LOOP = False
-
-# Bug (reported): inside a loop body, a sum whose operand is a temporary of that body read
-# nowhere else (`t = s * 2.0; s = np.sin(t + x)`; helper(a, b), whose `c + a` is one) is
-# computed in place (`t += x`), but the loop stacks the sum for the adjoint under a name the
-# body never binds (`ts[i] = t1`): NameError / UnboundLocalError in the gradient. The stack
-# stores are written before the in-place add takes over the name. In a loop body, nothing adds
-# a temporary of that body, and helper is not called.
-ADD_OF_LOOP_TEMPORARY = False
-
-# Bug (reported): a statement whose value nothing uses, inside a loop body, that reads an
-# outer array (`v7 = z * 2.0`) can make the gradient wrong: the adjoint loop carries z's
-# cotangent, starts it as another cotangent's array (`dz = dv1`), and a later in-place
-# accumulation (`dv1 += 1.0`) then counts in both. Loop bodies (and branches in them) hold no
-# dead statements: they are dropped once the body is drawn.
-DEAD_CODE_IN_LOOP = False
-
-# Bug (reported): `break`/`continue` under a condition on a Python float (`if x > 0.5: break`
-# with x a float argument) fails while compiling: IRError "a cond block yields [..., bool,
-# float], the node declares [...]" (the jump's flag is a Python bool on one path). Jumps test
-# traced arrays only.
-JUMP_ON_PYTHON_FLOAT = False
-
-# Bug (reported): a loop-carried variable updated by addition (`a = a + t`, `helper(a, t)`,
-# which ends in `+ a`) and read again in the same iteration (`b = b + np.sum(a * a)`) gives a
-# NameError in the gradient when `a` starts as a fresh array (`y * 2.0`, `np.zeros(3)`...): the
-# forward loop updates it in place (`a += t`) but stacks the residual under the SSA name
-# (`as_[i] = a_1`), which is never bound. The same for `acc += t` accumulators. A variable a
-# loop updates by addition is read nowhere else in that loop's body.
-READ_AFTER_ADDITIVE_UPDATE = False
-
-# Bug (reported): `for i in range(int(np.sum(v > c)))` evaluates its bound again in every
-# iteration (the counted while it becomes tests `i < <bound>`), where Python evaluates it once:
-# when the loop rebinds `v`, the trip count, the value and the gradient are wrong. A traced
-# bound reads no variable its loop rebinds.
-TRACED_BOUND_OF_A_CARRIED_VARIABLE = False
-
-# Bug (reported): an early return and the final return of the same variable (`if c: return v`
-# ... `return v`) raise KeyError: '<return value>' while compiling: the branch merge sees one
-# value on both paths and merges nothing. An early return returns an expression, not a name.
-SAME_NAME_RETURNED_ON_BOTH_PATHS = False
-
-# Limitation (reported): `break` anywhere inside a `for` over a traced range is refused, also the
-# `break` of a loop nested in it (the check walks into nested loops).
-BREAK_IN_TRACED_RANGE = False
 
 CONTROL_HEADER = HEADER.replace("tests/strategies.py", "tests/control_strategies.py") + \
     "J2 = np.array([2, 0])  # integer-array indices, distinct\n\n"
@@ -195,47 +104,6 @@ def _join(categories):
     if len(categories) <= 1:
         return "same"
     return "mixed" if categories == {"py", ("array", ())} else None
-
-
-COPY = re.compile(r"\b(\w+)\.copy\(\)|np\.copy\((\w+)\)|\b(\w+)\.astype\(np\.float64\)")
-
-
-def _made(init, env):
-    """What makes a fresh array ``init`` the same as another: its kind, and its source or shape."""
-    m = re.fullmatch(r"np\.zeros\((.*)\)", init)
-    if m:
-        return ("zeros", tuple(eval(m.group(1))))
-    m = re.fullmatch(r"np\.zeros_like\((\w+)\)", init)
-    if m:
-        return ("zeros", np.shape(env[m.group(1)]))
-    m = COPY.fullmatch(init)
-    if m:
-        return ("copy", next(g for g in m.groups() if g))
-    return ("other", init)
-
-
-def _additive(stmt, target):
-    """Whether ``stmt`` rebinds ``target`` by adding to it (see READ_AFTER_ADDITIVE_UPDATE)."""
-    rhs = stmt.split(" = ", 1)[1]
-    return rhs.startswith((f"{target} + ", "helper("))
-
-
-def _adds(text, temps) -> bool:
-    """Whether ``text`` adds one of ``temps`` or calls helper (see ADD_OF_LOOP_TEMPORARY)."""
-    def temp(n):
-        return isinstance(n, ast.Name) and n.id in temps
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
-                (temp(node.left) or temp(node.right)):
-            return True
-        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and \
-                (temp(node.target) or temp(node.value)):
-            return True
-        if isinstance(node, ast.Call):
-            func = ast.unparse(node.func)
-            if func == "helper" or (func == "np.add" and any(temp(a) for a in node.args)):
-                return True
-    return False
 
 
 ASSIGN = re.compile(r"(?:([\w, ]+?) [-+*]?= |(\w+)\[.*\] [-+*]?= )")   # what a line binds
@@ -287,7 +155,6 @@ class _Shared:
         self.count = 0
         self.thresholds: dict = {}
         self.returns = 0
-        self.created: set = set()   # how fresh arrays were made (see DUPLICATE_FRESH_ARRAYS)
 
     def key(self, threshold):
         self.thresholds[len(self.thresholds)] = threshold
@@ -309,13 +176,8 @@ class _ControlDrawing(_Drawing):
         self.level = 0
         self.top = True             # an early return may go here
         self.jump = None            # "break", "continue" or "both" inside a loop body
-        self.in_loop = self.in_for = False
-        self.no_loops = False       # no loop may be drawn here (see LOOP_IN_BLOCK_THAT_MAY_NOT_RUN)
-        self.no_break = False       # inside a traced range (see BREAK_IN_TRACED_RANGE)
-        self.has_loop = self.has_jump = False
+        self.in_loop = False
         self.math = True
-        self.loop_temps = None      # names bound in the innermost enclosing loop body
-        self.blocks: list = []      # (first line, end line, outputs, a plain statement?)
 
     def child(self, nested=True, top=False, jump=None):
         c = copy.copy(self)
@@ -324,15 +186,6 @@ class _ControlDrawing(_Drawing):
         c.passing, c.locals, c.lines = set(self.passing), [], []
         c.level = self.level + nested
         c.top, c.jump = top, jump
-        c.has_loop = c.has_jump = False
-        c.blocks = []
-        return c
-
-    def branch(self, **kw):
-        """A child block for a branch: no loops in it inside a loop body (see
-        LOOP_IN_BLOCK_THAT_MAY_NOT_RUN)."""
-        c = self.child(**kw)
-        c.no_loops = self.no_loops or (self.in_loop and not LOOP_IN_BLOCK_THAT_MAY_NOT_RUN)
         return c
 
     # ---- the straight-line machinery of tests/strategies.py, on blocks ----------------------
@@ -347,7 +200,7 @@ class _ControlDrawing(_Drawing):
 
     def attempt(self, lines, targets, passing=()):
         block = [Line(0, text) for text in lines[:-1]] + [Line(0, lines[-1], "", tuple(targets))]
-        return self.commit(block, targets, plain=True)
+        return self.commit(block, targets)
 
     def stmt_augmented(self, family):
         """``t = np.tanh(a); t op= b``; the alias of tests/strategies.py only outside blocks
@@ -361,8 +214,6 @@ class _ControlDrawing(_Drawing):
             lines.append(f"{alias} = {t}")
             targets.append(alias)
         lines.append(f"{t} {op} {b}")
-        if any(self.risky(ln) for ln in lines):
-            return False
         return self.attempt(lines, targets)
 
     def statement(self):
@@ -412,7 +263,7 @@ class _ControlDrawing(_Drawing):
                     return False
         return True
 
-    def commit(self, block, outputs, hypothetical=(), plain=False, hint=()):
+    def commit(self, block, outputs, hypothetical=(), hint=()):
         """Run ``block``; keep it if everything it binds is safe, its conditions keep their
         margins, and each output has one category on every path (``hypothetical``: the
         environments of paths not taken here; ``hint``: names a nested block found mixed)."""
@@ -438,7 +289,7 @@ class _ControlDrawing(_Drawing):
                 return False
             if _py(v) and (kind == "mixed" or refs & self.mixed or name in hint):
                 mixed.add(name)
-        self.keep(block, outputs, env, refs, mixed, plain)
+        self.keep(block, outputs, env, refs, mixed)
         return True
 
     def rebound(self, block):
@@ -450,27 +301,7 @@ class _ControlDrawing(_Drawing):
                 names |= set(re.findall(r"\w+", m.group(1) or m.group(2)))
         return [n for n in self.names if n in names and n not in self.loopvars]
 
-    def prune(self, keep=()):
-        """Drop the plain statements whose values nothing after them reads (DEAD_CODE_IN_LOOP)."""
-        if DEAD_CODE_IN_LOOP:
-            return
-        dead = []
-        for start, end, outputs, plain in reversed(self.blocks):
-            later = "\n".join(ln.text for k, ln in enumerate(self.lines)
-                              if k >= end and not any(a <= k < b for a, b in dead))
-            read = set(NAME.findall(later)) | set(keep)
-            if plain and not set(outputs) & read:
-                dead.append((start, end))
-        self.lines = [ln for k, ln in enumerate(self.lines)
-                      if not any(a <= k < b for a, b in dead)]
-
-    def keep(self, block, outputs, env, refs, mixed, plain=False):
-        self.blocks.append((len(self.lines), len(self.lines) + len(block), list(outputs), plain))
-        if self.loop_temps is not None:
-            self.loop_temps |= set(outputs)
-        for ln in block:
-            self.shared.created |= {("copy", next(g for g in m.groups() if g))
-                                    for m in COPY.finditer(ln.text)}
+    def keep(self, block, outputs, env, refs, mixed):
         self.env, self.lines = env, self.lines + block
         self.names += [n for n in outputs if n not in self.names]
         self.locals += [n for n in outputs if n not in self.locals]
@@ -485,8 +316,6 @@ class _ControlDrawing(_Drawing):
         """The statements that run here, bind a safe ``target`` of ``like``'s category."""
         out = []
         for s in statements:
-            if self.risky(s):
-                continue
             env = self.run([s])
             if env is None or not _safe(env[target]):
                 continue
@@ -495,20 +324,13 @@ class _ControlDrawing(_Drawing):
         return out
 
     # ---- conditions ---------------------------------------------------------------------------
-    def condition(self, about=None, parts=None, arrays=False):
+    def condition(self, about=None, parts=None):
         """A traced condition: 1-3 comparisons of reductions with thresholds drawn away from
-        their values here, joined with and/or, maybe negated; None if none could be drawn.
-        ``arrays``: of NumPy values only, no Python float (see JUMP_ON_PYTHON_FLOAT)."""
+        their values here, joined with and/or, maybe negated; None if none could be drawn."""
         n = parts or self.draw(st.integers(1, 3))
         texts = []
         for j in range(n):
-            if arrays:
-                pool = [m for m in self.names if not _py(self.env[m]) and m not in self.mixed]
-                if not pool:
-                    return None
-                v = self.draw(st.sampled_from(pool))
-            else:
-                v = about if j == 0 and about else self.operands(1)[0]
+            v = about if j == 0 and about else self.operands(1)[0]
             value = self.env[v]
             forms = list(QUANTITIES)
             if np.ndim(value) == 0:
@@ -548,10 +370,9 @@ class _ControlDrawing(_Drawing):
                 pool.append(f"{self.draw(st.sampled_from(arrays))}[{counter}]")
         return list(dict.fromkeys(pool))[:6]
 
-    def rebind(self, target, base=None, like=None, accumulate=False, inplace=False,
-               additive=True):
+    def rebind(self, target, base=None, like=None, accumulate=False, inplace=False):
         """``target = <update of base (default: target)>``, of ``like``'s category (default:
-        target's own, when it exists here); ``additive=False``: not by ``target + ...``."""
+        target's own, when it exists here)."""
         c = base or target
         partners = self.partners()
         if accumulate:
@@ -565,8 +386,6 @@ class _ControlDrawing(_Drawing):
             for counter, _, _ in self.indices[-1:]:
                 exprs += [u.format(c=c, t=t, i=counter) for u in INDEX_UPDATES for t in partners]
             stmts = [f"{target} = {e}" for e in exprs]
-            if not additive:
-                stmts = [st_ for st_ in stmts if not _additive(st_, target)]
         like = like if like is not None else self.env.get(target)
         fits = self.fits(stmts, target, like)
         if not fits:
@@ -594,37 +413,6 @@ class _ControlDrawing(_Drawing):
             self.draw(st.sampled_from(bases))
         return self.rebind(target, base=base, like=like)
 
-    def unique(self, init, env=None) -> bool:
-        """Whether no earlier array was made as ``init`` makes one (DUPLICATE_FRESH_ARRAYS);
-        notes how it is made either way."""
-        key = _made(init, self.env if env is None else env)
-        new = DUPLICATE_FRESH_ARRAYS or key[0] == "other" or key not in self.shared.created
-        self.shared.created.add(key)
-        return new
-
-    def risky(self, text) -> bool:
-        """Whether ``text`` adds a temporary of the loop body it is in (ADD_OF_LOOP_TEMPORARY)."""
-        return (not ADD_OF_LOOP_TEMPORARY and self.loop_temps is not None
-                and _adds(text, self.loop_temps))
-
-    def pick(self, exprs):
-        """tests/strategies.py's pick, without a second copy of one name (see
-        DUPLICATE_FRESH_ARRAYS) or an addition of a loop body's temporary."""
-        exprs = [e for e in exprs if not self.risky(e)]
-        if not DUPLICATE_FRESH_ARRAYS:
-            exprs = [e for e in exprs if not ((m := COPY.fullmatch(e)) and
-                                              _made(e, self.env) in self.shared.created)]
-        return super().pick(exprs)
-
-    def setitem_ok(self, stmt) -> bool:
-        """Whether ``b[index] op= value`` has a value of no more dimensions than its target
-        (see SETITEM_DROPPING_LEADING_ONES)."""
-        if SETITEM_DROPPING_LEADING_ONES:
-            return True
-        m = re.fullmatch(r"(\w+\[.*?\]) [-+*]?= (.*)", stmt)
-        target, value = self.evaluate(m.group(1)), self.evaluate(m.group(2))
-        return target is not None and value is not None and np.ndim(value) <= np.ndim(target)
-
     def hide(self, names):
         self.names = [n for n in self.names if n not in names]
         self.locals = [n for n in self.locals if n not in names]
@@ -640,21 +428,17 @@ class _ControlDrawing(_Drawing):
             return False
         outputs = self.outputs()
         new = [o for o in outputs if o not in self.env]
-        then = self.branch()
+        then = self.child()
         then.body()
         if not all(then.fill(o) for o in outputs):
             return False
-        if self.in_loop:
-            then.prune()
         lines = [self.condition_line(cond)] + _shift(then.lines)
         paths = [then.env]
         if new or self.draw(st.booleans()):
-            other = self.branch()
+            other = self.child()
             other.body()
             if not all(other.fill(o, like=then.env[o]) for o in outputs):
                 return False
-            if self.in_loop:
-                other.prune()
             lines += [Line(0, "else:")] + _shift(other.lines)
             paths.append(other.env)
         return self.commit(lines, outputs, paths,
@@ -684,11 +468,6 @@ class _ControlDrawing(_Drawing):
     def stmt_for_range(self, family):
         return self.loop("range")
 
-    def loops_allowed(self, kind):
-        if self.no_loops or (self.has_jump and not LOOP_IN_BLOCK_THAT_MAY_NOT_RUN):
-            return False
-        return kind != "while" or WHILE_IN_FOR or not self.in_for
-
     def stmt_for_array(self, family):
         return self.loop(self.draw(st.sampled_from(["rows", "enumerate", "zip", "enumerate_zip"])))
 
@@ -714,8 +493,6 @@ class _ControlDrawing(_Drawing):
                     return None
                 a = self.draw(st.sampled_from(arrays))
                 K = self.env[a].shape[0] if form == "len" else self.env[a].size
-            if form == "traced" and self.in_for and not WHILE_IN_FOR:
-                return None   # a traced range becomes a while loop
             if form == "traced":
                 values = self.env[a].reshape(-1)
                 thr = self.threshold_between(values)
@@ -725,9 +502,7 @@ class _ControlDrawing(_Drawing):
                 text = f"range(int(np.sum({a} > {thr!r})))"
                 checked = f"range(int(np.sum(_q({key}, {a}) > {thr!r})))"
                 head = Line(0, f"for {i} in {text}:", f"for {i} in {checked}:")
-                # a traced range is rewritten into a while loop, which may not also break
-                jump = "continue" if CONTINUE_IN_TRACED_RANGE else None
-                return head, [f"{i} = 0"], [], (i, K - 1, 0), K, ("traced", jump, a)
+                return head, [f"{i} = 0"], [], (i, K - 1, 0), K, "both"
             r = {"static": f"range({K})", "start": f"range(1, {K + 1})",
                  "reversed": f"range({K - 1}, -1, -1)", "step": f"range(0, {2 * K}, 2)",
                  "len": f"range(len({a if form == 'len' else ''}))"}[form]
@@ -767,8 +542,6 @@ class _ControlDrawing(_Drawing):
     def loop(self, kind, buffer=None):
         """A loop carrying 1-2 variables (existing names rebound, or new accumulators), maybe
         recording into a fresh buffer ``b[i] = ...``; or, given ``buffer``, filling it."""
-        if not self.loops_allowed(kind):
-            return False
         pre = []
         rows = self.env[buffer].shape[0] if buffer else None
         if kind == "while":
@@ -783,9 +556,6 @@ class _ControlDrawing(_Drawing):
             if spec is None:
                 return False
             head, bind, floats, index, trips, jump = spec
-        traced = isinstance(jump, tuple)
-        if traced:
-            jump, bound = jump[1], jump[2]
         # the carried variables
         carried, accumulators, inplace = [], [], set()
         existing = self.rebindable()
@@ -801,13 +571,9 @@ class _ControlDrawing(_Drawing):
             init = self.draw(st.sampled_from(inits))
             pre.append(Line(0, f"{acc} = {init}", "", (acc,)))
             accumulators.append(acc)
-            if not self.unique(init):
-                return False
             if ("zeros" in init or "copy" in init) and self.draw(st.booleans()):
                 inplace.add(acc)  # acc += ... : not read elsewhere in the body
         carried = list(dict.fromkeys(carried))
-        if traced and bound in carried and not TRACED_BOUND_OF_A_CARRIED_VARIABLE:
-            return False
         # a buffer recording one carried value per iteration
         record = buffer
         if record is None and index is not None and self.draw(st.integers(0, 2)) == 0:
@@ -828,23 +594,14 @@ class _ControlDrawing(_Drawing):
                 Line(0, f"while {_paren(cond.text)} and {test}:",
                      f"while {_paren(cond.checked)} and {test}:")
         # the body, drawn on the first iteration's bindings
-        may_not_run = kind == "while" or traced
-        if jump is not None and self.no_break and not BREAK_IN_TRACED_RANGE:
-            jump = "continue"
         body = self.child(jump=jump)
-        body.loop_temps = set()
-        body.no_loops = self.no_loops or (may_not_run and not LOOP_IN_BLOCK_THAT_MAY_NOT_RUN)
         body.in_loop = True
-        body.in_for = self.in_for or kind != "while"
-        body.no_break = self.no_break or traced
         body.env = body.run([ln.text for ln in pre] + bind)
         if body.env is None:
             return False
-        # in-place accumulators, and (READ_AFTER_ADDITIVE_UPDATE) variables the loop updates by
-        # addition, are read nowhere else in the body
-        additive = {c for c in carried if self.draw(st.booleans())}
-        hidden = set(inplace) if READ_AFTER_ADDITIVE_UPDATE else \
-            set(accumulators) | additive
+        # in-place accumulators are read nowhere else in the body: a view of one read after
+        # `acc += t` sees the update in NumPy, which the compiler does not track in loops
+        hidden = set(inplace)
         body.names += floats + [a for a in accumulators if a not in hidden]
         body.names = [n for n in body.names if n not in hidden]
         body.locals += floats
@@ -858,8 +615,6 @@ class _ControlDrawing(_Drawing):
         if record is not None and buffer is None:
             value = self.draw(st.sampled_from(readable))
             shape = (trips,) + np.shape(body.env[value])
-            if not self.unique(f"np.zeros({shape!r})"):
-                return False
             pre.append(Line(0, f"{record} = np.zeros({shape!r})", "", (record,)))
             body.env[record] = np.zeros(shape)
         early_jump = self.draw(st.integers(0, 3))   # 0: a jump before the body, 1: after it
@@ -869,7 +624,7 @@ class _ControlDrawing(_Drawing):
         if early_jump == 1:
             body.stmt_jump("jump")
         for name in carried:
-            if not body.rebind(name, additive=name in hidden or READ_AFTER_ADDITIVE_UPDATE):
+            if not body.rebind(name):
                 return False
             body.hide(hidden)
         for name in accumulators:
@@ -879,8 +634,6 @@ class _ControlDrawing(_Drawing):
         if record is not None and not body.record(record, index, value if buffer is None
                                                   else None):
             return False
-        body.prune()
-        self.has_loop = True
         lines = body.lines
         if kind == "while":
             lines = [Line(0, bind[0])] + lines
@@ -901,31 +654,25 @@ class _ControlDrawing(_Drawing):
             stmts += [f"{buffer}[{counter}, 0] = np.sum({t})" for t in sources]
         if lowest >= 1:   # a recurrence on the row before
             stmts += [f"{buffer}[{counter}] = 0.5 * {buffer}[{counter} - 1] + {e}" for e in exprs]
-        fits = [s for s in stmts if not self.risky(s) and (env := self.run([s])) is not None
-                and _safe(env[buffer]) and self.setitem_ok(s)]
+        fits = [s for s in stmts if (env := self.run([s])) is not None
+                and _safe(env[buffer])]
         if not fits:
             return False
         return self.commit([Line(0, self.draw(st.sampled_from(fits)), "", (buffer,))], [buffer])
 
     # ---- break / continue -----------------------------------------------------------------------
     def stmt_jump(self, family):
-        if self.jump is None or (self.has_loop and not LOOP_IN_BLOCK_THAT_MAY_NOT_RUN):
+        if self.jump is None:
             return False
         kinds = ["break", "continue"] if self.jump == "both" else [self.jump]
         kw = self.draw(st.sampled_from(kinds))
-        cond = self.condition(parts=self.draw(st.integers(1, 2)),
-                              arrays=not JUMP_ON_PYTHON_FLOAT)
+        cond = self.condition(parts=self.draw(st.integers(1, 2)))
         if cond is None:
             return False
-        if not self.commit([self.condition_line(cond), Line(1, kw)], []):
-            return False
-        self.has_jump = True
-        return True
+        return self.commit([self.condition_line(cond), Line(1, kw)], [])
 
     # ---- subscript updates of a fresh array -----------------------------------------------------
     def stmt_buffer(self, family):
-        if self.in_loop and not BUFFER_MADE_IN_LOOP:
-            return False
         arrays = self.arrays()
         if not arrays:
             return False
@@ -933,10 +680,7 @@ class _ControlDrawing(_Drawing):
         b = self.fresh()
         init = self.draw(st.sampled_from([f"np.zeros({self.env[a].shape!r})",
                                           f"np.zeros_like({a})", f"{a}.copy()", f"np.copy({a})"]))
-        if not self.unique(init):
-            return False
         scope = self.child(nested=False)
-        scope.has_jump = self.has_jump
         if not scope.commit([Line(0, f"{b} = {init}", "", (b,))], [b]):
             return False
         scope.names.remove(b)   # nothing reads it (or views it) until its updates are done
@@ -949,7 +693,6 @@ class _ControlDrawing(_Drawing):
             scope.locals = [n for n in scope.locals if n != b]
         if steps == 0 or not self.commit(scope.lines, [b], hint=scope.mixed):
             return False
-        self.has_loop |= scope.has_loop
         return True
 
     def buffer_set(self, b):
@@ -966,7 +709,7 @@ class _ControlDrawing(_Drawing):
             return False
         lines, paths, hint = [self.condition_line(cond)], [], set()
         for branch in range(1 + self.draw(st.booleans())):
-            c = self.branch()
+            c = self.child()
             if not c.buffer_set(b):
                 return False
             lines += ([Line(0, "else:")] if branch else []) + _shift(c.lines)
@@ -980,9 +723,7 @@ class _ControlDrawing(_Drawing):
         s = arr.shape
         indices = ["0", "-1", "1:", ":-1", "::2", "...", ":"]
         if s[0] >= 3:
-            indices += ["J2"] * 3
-            if REPEATED_INDEX_UPDATES:
-                indices += ["I3", "[0, 2, 0]"]
+            indices += ["J2"] * 3 + ["I3", "[0, 2, 0]"]   # distinct, and repeated
         if len(s) >= 2:
             indices += [":, 0", "0, 1:", "..., -1", ":, ::2", "1:, :"]
         masks = [m for m in self.names + [b] if np.shape(self.env[m]) == s]
@@ -1009,8 +750,8 @@ class _ControlDrawing(_Drawing):
         for t in self.partners():
             exprs += [t, f"np.tanh({t})", f"{t} * 2.0", f"np.sum({t})", f"np.mean({t}) * 0.5"]
         stmts = [f"{b}[{index}] {op} {e}" for e in exprs for op in ("=", "+=", "-=", "*=")]
-        fits = [s for s in stmts if not self.risky(s) and (env := self.run([s])) is not None
-                and _safe(env[b]) and self.setitem_ok(s)]
+        fits = [s for s in stmts if (env := self.run([s])) is not None
+                and _safe(env[b])]
         if not fits:
             return None
         return self.draw(st.sampled_from(fits)), ""
@@ -1027,8 +768,6 @@ class _ControlDrawing(_Drawing):
         returning = self.child(top=True)
         returning.body()
         expr = returning.result()
-        if NAME.fullmatch(expr) and not SAME_NAME_RETURNED_ON_BOTH_PATHS:
-            expr = f"np.sum({expr})"
         value = returning.evaluate(expr)
         if value is None or np.ndim(value) != 0 or not abs(float(value)) < 64 * MAX_ABS:
             return False

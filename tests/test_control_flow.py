@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
+from adcompiler import tape
 from tests.helpers import assert_matches_numerical
 
 RNG = np.random.default_rng(7)
@@ -214,16 +215,66 @@ def nested_early_return(x, a):
     return np.sum(y * y)
 
 
+def same_name_returned_on_both_paths(x):
+    """Both paths return the value ``v`` had before the ``if``: nothing to merge."""
+    v = np.sum(np.sin(x))
+    if v > 0.5:
+        return v
+    return v
+
+
+def same_name_returned_from_a_nested_branch(x, a):
+    v = np.sum(np.sin(x)) * a
+    if a > 0.0:
+        if np.max(x) > 1.0:
+            return v
+        v = v * v
+    return v
+
+
+def same_value_bound_in_both_branches(x):
+    """Both branches bind ``y`` to the one value ``b``: ``y`` is ``b`` after the ``if``."""
+    y = x
+    b = np.sin(x)
+    if np.sum(x) > 0:
+        y = b
+    else:
+        y = b
+    return np.sum(y * y)
+
+
 @pytest.mark.parametrize("f, args, wrt", [
     (early_return, (np.abs(RNG.standard_normal(3)),), (0,)),
     (early_return, (-np.abs(RNG.standard_normal(3)),), (0,)),
     (nested_early_return, (np.array([2.0, 0.5, 0.1]), 0.7), (0, 1)),
     (nested_early_return, (np.array([0.2, 0.5, 0.1]), 0.7), (0, 1)),
     (nested_early_return, (np.array([0.2, 0.5, 0.1]), -0.7), (0, 1)),
+    (same_name_returned_on_both_paths, (np.array([0.5, -1.0, 2.0]),), (0,)),
+    (same_name_returned_on_both_paths, (np.array([-0.5, 1.0, -2.0]),), (0,)),
+    (same_name_returned_from_a_nested_branch, (np.array([2.0, 0.5, 0.1]), 0.7), (0, 1)),
+    (same_name_returned_from_a_nested_branch, (np.array([0.2, 0.5, 0.1]), 0.7), (0, 1)),
+    (same_name_returned_from_a_nested_branch, (np.array([0.2, 0.5, 0.1]), -0.7), (0, 1)),
+    (same_value_bound_in_both_branches, (np.array([0.5, -1.0, 2.0]),), (0,)),
 ])
 def test_early_return(f, args, wrt):
-    grads = ad.grad(f, wrt=wrt)(*args)
+    value, grads = ad.value_and_grad(f, wrt=wrt)(*args)
+    assert float(value) == pytest.approx(float(f(*args)), rel=1e-12, abs=1e-12)
     assert_matches_numerical(f, args, wrt, grads, rtol=1e-5, atol=1e-7)
+    for c, d in zip(grads, tape.dynamic_grad(f, wrt=wrt)(*args)):
+        np.testing.assert_allclose(c, d, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("f, args", [
+    (same_name_returned_on_both_paths, (np.array([0.5, -1.0, 2.0]),)),
+    (same_name_returned_from_a_nested_branch, (np.array([0.2, 0.5, 0.1]), 0.7)),
+    (same_value_bound_in_both_branches, (np.array([0.5, -1.0, 2.0]),)),
+])
+def test_jvp_of_one_value_on_both_paths(f, args):
+    tangent = np.array([0.3, -1.2, 0.7])
+    value, derivative = ad.jvp(f)(*args, tangents=tangent)
+    assert float(value) == pytest.approx(float(f(*args)), rel=1e-12)
+    assert float(derivative) == pytest.approx(float(np.sum(ad.grad(f)(*args) * tangent)),
+                                              rel=1e-10, abs=1e-12)
 
 
 def test_early_return_source_reads_as_a_branch():

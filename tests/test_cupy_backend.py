@@ -93,7 +93,7 @@ _k0 = cp.ElementwiseKernel(
 
 _k1 = cp.ElementwiseKernel(
     "float64 x0, float64 x1, float64 x2, float64 x3", "float64 out",
-    "out = fma(x1 * 0.9, fma(-x0, x0, 1.0), fma(x1, x3, (x1 * x2) * 0.1));",
+    "out = x1 * fma(-0.9, x0 * x0, fma(0.1, x2, x3) + 0.9);",
     "grad_loop_k1")
 
 
@@ -117,7 +117,7 @@ def grad_loop(x, n):
         x_1 = xs[i_1]
         t3 = saved[i_1]
         t4 = saved_1[i_1]
-        # dx_1 = dx_1 * t3 + dx_1 * x_1 * 0.1 + dx_1 * 0.9 * (1 - t4 * t4)
+        # dx_1 = dx_1 * (0.1 * x_1 + t3 + 0.9 - 0.9 * t4 ** 2)
         dx_1 = _k1(t4, dx_1, x_1, t3)
     return dx_1
 '''

@@ -266,6 +266,10 @@ def _getitem_cases():
                 id="index_add-repeated")
     yield _case("index_add", [sample((4, 3)), sample((3,)), np.array(2)],
                 {"index": (("a", 0),)}, id="index_add-loop-counter")
+    # a while loop's stack, read by index: its cotangent has one row per element (the runtime
+    # form of a list's cotangent); k an int (generated code) or a 0-d counter
+    yield _case("list_get", [sample((4, 3)), 2], id="list_get-row")
+    yield _case("list_get", [sample((5,)), np.array(1)], id="list_get-counter")
     # x[index] = v: rows, a broadcast row, distinct index arrays, a Python float.
     for name, v, arrays, index in [("rows", sample((2, 3)), (), (("s", 1, 3, None),)),
                                    ("broadcast", sample((3,)), (), (("s", None, None, 2),)),

@@ -29,4 +29,6 @@ def is_view(node) -> bool:
     """Whether NumPy may return a view of the first input (basic indexing, reshapes...)."""
     if node.prim == "getitem":
         return all(not x.aval.ndim for x in node.inputs[1:])  # no 1-D+ index array: basic
+    if node.prim == "list_get":  # the very array a list holds, or a row of an array of rows
+        return bool(node.outputs[0].aval.ndim)
     return node.prim in _VIEWS

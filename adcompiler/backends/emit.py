@@ -15,14 +15,13 @@ from dataclasses import dataclass
 import astor
 
 from ..ir import Literal, Value, walk
-from .aliasing import fresh as _fresh, is_view as _is_view
-from .expressions import (accumulate_statements, assign_statements, const, dtype_expr,
-                          node_expr, scatter_statements)
 from .buffered import BufferedEmission
+from .expressions import const, dtype_expr, node_expr, scatter_statements
+from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
 from .planner import Pool, buffered_chains, plannable_nodes
 
-RESERVED = {"np", "cp", "cupyx", "math", "float", "_sum_to"}
+RESERVED = {"np", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
 
 _HELPERS = {"_sum_to": '''
 def _sum_to(g, shape):
@@ -31,10 +30,17 @@ def _sum_to(g, shape):
     axes = tuple(range(lead)) + tuple(
         i + lead for i, d in enumerate(shape) if d == 1 and g.shape[i + lead] != 1)
     return g.sum(axis=axes, keepdims=True).reshape(shape)
+''', "_last_writes": '''
+def _last_writes(shape, index):
+    """Which writes of `x[index] = v` (x of `shape`) stay: where an index repeats, the last."""
+    won = np.full(shape, -1)
+    order = np.arange(won[index].size).reshape(won[index].shape)
+    won[index] = order
+    return won[index] == order
 '''}
 
 
-class Emitter(BufferedEmission):
+class Emitter(BufferedEmission, InPlaceEmission):
     """Names values and writes statements; see the module docstring for what it guarantees."""
 
     def __init__(self, graph, xp_name="np", plain=False):
@@ -49,18 +55,7 @@ class Emitter(BufferedEmission):
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
-        self.views = {}            # value -> values that may share its memory (NumPy views)
-        for n in walk(graph.nodes):
-            if _is_view(n):
-                self.views.setdefault(n.inputs[0], []).append(n.outputs[0])
-        self.carried_param = {}    # loop body param -> (loop node, initial value, next value)
-        for n in walk(graph.nodes):
-            if n.prim in ("loop", "while"):
-                body = n.regions[-1]
-                params = body.params[1:] if n.prim == "loop" else body.params
-                inits = n.inputs[1:] if n.prim == "loop" else n.inputs
-                for p, init, nxt in zip(params, inits, body.outputs):
-                    self.carried_param[p] = (n, init, nxt)
+        self.sharing = Sharing(graph)  # which values may hold one array (for in-place updates)
 
     # ---- names --------------------------------------------------------------------------------
     def name(self, v: Value, at=None, path=()) -> str:
@@ -81,8 +76,9 @@ class Emitter(BufferedEmission):
         base = _base(v.name)
         if keyword.iskeyword(base) or base in RESERVED or not base.isidentifier():
             base = base + "_"
-        if at is not None and base in self.holders and not self._conflict(base, at, path, {v}):
-            return self._bind(v, base)
+        if (at is not None and base in self.holders and not self._conflict(base, at, path, {v})
+                and not (self.plain and any(h.aval != v.aval for h in self.holders[base]))):
+            return self._bind(v, base)  # (plain code, read again, keeps one aval per name)
         n, k = base, 0
         while n in self.taken:
             k += 1
@@ -160,66 +156,6 @@ class Emitter(BufferedEmission):
             return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
         return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
 
-    def add_in_place(self, node, args, at, path):
-        """``acc += g`` where ``acc`` is an array this code owns, of the sum's own shape and
-        dtype, never read again: accumulating a gradient without a new array."""
-        out = node.outputs[0]
-        for k in (0, 1):
-            acc = node.inputs[k]
-            if (isinstance(acc, Value) and acc.aval == out.aval and acc in self.names
-                    and self._owned(acc, at, path)):
-                target = self._bind(out, self.names[acc])
-                return [self.render(ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(),
-                                                  args[1 - k]))]
-        return None
-
-    def update(self, node, args, at, path):
-        """``acc[idx] = v`` / ``acc[idx] += g`` in place when this code owns ``acc`` and never
-        reads it again; on a copy otherwise (so a caller's array is never written)."""
-        acc = node.inputs[0]
-        lines = []
-        if self._owned(acc, at, path):
-            target = self._bind(node.outputs[0], self.names[acc])
-        else:
-            target = self.name(node.outputs[0], at, path)
-            # np.array copies, and gives a writable array even where acc is a NumPy scalar
-            lines.append(f"{target} = {self.xp}.array({_expr(args[0])})")
-        if node.prim == "setitem":
-            stmts = assign_statements(node, target, args)
-        else:
-            stmts = accumulate_statements(node, target, args, self.xp)
-        return lines + [_render(s) for s in stmts]
-
-    def _owned(self, acc, at, path, seen=()) -> bool:
-        """Whether ``acc`` is an array this function created, that nothing reads after ``at``
-        and no other name holds: updating it in place is then invisible."""
-        if self.plain or not isinstance(acc, Value) or acc.aval.kind != "array":
-            return False
-        if any(self.live.read_after(v, at, path) for v in self._views(acc)):
-            return False
-        producer = self.producer.get(acc)
-        if producer is not None:  # a planned buffer belongs to the pool, never to one value
-            return _fresh(producer) and producer not in self.planned
-        if acc in self.carried_param and acc not in seen:
-            loop, init, nxt = self.carried_param[acc]
-            start = self.live.pos[loop]
-            if sum(x is init for x in loop.inputs) > 1:
-                return False  # two slots start from one array (CSE merged two np.zeros)
-            nxt_node = self.producer.get(nxt)
-            return (nxt_node is not None and nxt_node.prim in ("index_add", "setitem", "add")
-                    and acc in nxt_node.inputs[:1 if nxt_node.prim != "add" else 2]
-                    and self._owned(init, start, self.live.path[loop], seen + (acc,)))
-        return False
-
-    def _views(self, v) -> list:
-        """``v`` and every value that may view its memory, transitively."""
-        out, todo = [], [v]
-        while todo:
-            x = todo.pop()
-            out.append(x)
-            todo.extend(self.views.get(x, ()))
-        return out
-
     def cond(self, node, args):
         end, path = self.live.end[node], self.live.path[node]
         slots = [self.name(v, end, path) for v in node.outputs]
@@ -249,7 +185,7 @@ class Emitter(BufferedEmission):
         lines = self.assign_slots(slots, inits)
         for s in stacked:
             lines.append(_render(ast.Assign([_store(self.name(s, pos, path))],
-                                            _empty(s, self.xp))))
+                                            _empty(s, self.xp, self.plain))))
         k, *params = body.params
         for slot, p, v, x in zip(slots, params, carried, body.outputs):
             self._bind(p, slot)
@@ -257,8 +193,9 @@ class Emitter(BufferedEmission):
                 self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
         rng = f"range({_expr(n_expr)})"
         header = f"for {self.name(k)} in {'reversed(' + rng + ')' if node.params.get('reverse') else rng}:"
-        stores_top, stores_end = self.stack_stores(body, stacked, len(carried))
-        inner = stores_top + self.statements(body.nodes) + stores_end
+        inner = self.stack_stores(body, stacked, len(carried), top=True)
+        inner += self.statements(body.nodes)
+        inner += self.stack_stores(body, stacked, len(carried), top=False)
         inner += self.assign_slots(slots, body.outputs[:len(carried)])
         return lines + [header] + _indent(inner or ["pass"])
 
@@ -281,8 +218,9 @@ class Emitter(BufferedEmission):
                 self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
         check = [] if self._inline_test(test) else self.statements(test.nodes)
         pred = _expr(self.atom(test.outputs[0]))
-        top, end = self.stack_stores(body, stacked, len(carried))
-        inner = top + self.statements(body.nodes) + end
+        inner = self.stack_stores(body, stacked, len(carried), top=True)
+        inner += self.statements(body.nodes)
+        inner += self.stack_stores(body, stacked, len(carried), top=False)
         inner += self.assign_slots(slots, body.outputs[:len(carried)])
         if check:
             head = ["while True:"] + _indent(check + [f"if not {pred}:", "    break"])
@@ -302,11 +240,14 @@ class Emitter(BufferedEmission):
             self.inline[n.outputs[0]] = node_expr(n, [self.atom(x) for x in n.inputs], self.xp)
         return True
 
-    def stack_stores(self, body, stacked, first):
-        """``S[k] = value`` (or ``S.append(value)`` for lists) for each stacked yield: block
-        params first, others at the end."""
-        top, end = [], []
+    def stack_stores(self, body, stacked, first, top):
+        """``S[k] = value`` (or ``S.append(value)`` for lists) for the stacked yields that are
+        block params (``top``: written first in the body) or the others (written at its end,
+        once the body's statements have named them: an in-place update may take over a name)."""
+        stores = []
         for s, x in zip(stacked, body.outputs[first:]):
+            if (x in body.params) != top:
+                continue
             stack = ast.Name(self.names[s], ast.Load())
             if s.aval.kind == "list":
                 stmt = _render(ast.Expr(ast.Call(ast.Attribute(stack, "append", ast.Load()),
@@ -314,8 +255,8 @@ class Emitter(BufferedEmission):
             else:
                 k = ast.Name(self.names[body.params[0]], ast.Load())
                 stmt = _render(ast.Assign([ast.Subscript(stack, k, ast.Store())], self.atom(x)))
-            (top if x in body.params else end).append(stmt)
-        return top, end
+            stores.append(stmt)
+        return stores
 
     def assign_slots(self, slots, values):
         """``slot = value`` wherever the value is not already stored under the slot's name.
@@ -336,7 +277,10 @@ class Emitter(BufferedEmission):
     def helpers(self):
         shapes_unknown = any(n.prim == "sum_to" and n.inputs[0].aval.known_shape is None
                              for n in walk(self.graph.nodes))
-        return [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
+        out = [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
+        if any(n.prim == "last_writes" for n in walk(self.graph.nodes)):
+            out.append(_HELPERS["_last_writes"].strip("\n").replace("np.", f"{self.xp}."))
+        return out
 
 
 def _store(name):
@@ -351,9 +295,13 @@ def _indent(lines):
     return ["    " + ln for ln in lines]
 
 
-def _empty(v, xp_name):
-    """A preallocated stack: ``np.empty((n, ...), dtype=...)``."""
-    return ast.Call(ast.Attribute(ast.Name(xp_name, ast.Load()), "empty", ast.Load()),
+def _empty(v, xp_name, plain=False):
+    """A preallocated stack: ``np.empty((n, ...), dtype=...)``; ``[]`` for a list of lists.
+    ``np.zeros`` in plain code, which the frontend reads again (it takes no np.empty)."""
+    if v.aval.kind == "list":
+        return ast.List([], ast.Load())
+    alloc = "zeros" if plain else "empty"
+    return ast.Call(ast.Attribute(ast.Name(xp_name, ast.Load()), alloc, ast.Load()),
                     [const(tuple(v.aval.shape))],
                     [ast.keyword("dtype", dtype_expr(v.aval.dtype, xp_name))])
 

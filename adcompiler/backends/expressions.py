@@ -46,7 +46,10 @@ def _call(func, args, keywords=None):
 
 
 def dtype_expr(dtype: str, xp_name: str):
-    return _attr(f"np.{np.dtype(dtype).name}", xp_name)
+    name = np.dtype(dtype).name
+    if name == "bool" and xp_name == "cp":
+        name = "bool_"   # CuPy before v14 has no cupy.bool (NumPy 2's name), only bool_
+    return _attr(f"np.{name}", xp_name)
 
 
 def index_expr(spec, arrays, in_call=False):
@@ -80,6 +83,8 @@ def node_expr(node, args, xp_name="np"):
         return _call(_attr(f"math.{p['py']}", xp_name), args)
     if prim == "negative":
         return ast.UnaryOp(ast.USub(), args[0])
+    if prim == "add" and node.outputs[0].aval.kind == "list":  # `+` would concatenate lists
+        return _call(_attr("np.add", xp_name), args)
     if spell in _BINOPS:
         return ast.BinOp(args[0], _BINOPS[spell](), args[1])
     if spell in _CMPOPS:
@@ -88,6 +93,8 @@ def node_expr(node, args, xp_name="np"):
         return ast.Subscript(args[0], index_expr(p["index"], args[1:]), ast.Load())
     if prim == "list_get":
         return ast.Subscript(args[0], args[1], ast.Load())
+    if prim == "empty_list":
+        return ast.List([], ast.Load())
     if prim == "transpose" and p.get("axes") is None:
         return ast.Attribute(args[0], "T", ast.Load())
     if prim == "astype":
@@ -146,6 +153,14 @@ def _sum_to(node, args, xp_name):
     return out
 
 
+def _last_writes(node, args, xp_name):
+    """``_last_writes(shape, index)``: the helper (see :mod:`.emit`) takes the indexed shape."""
+    shape = node.inputs[0].aval.known_shape
+    shape = const(shape) if shape is not None else ast.Attribute(args[0], "shape", ast.Load())
+    return _call(_name("_last_writes"), [shape, index_expr(node.params["index"], args[1:],
+                                                           in_call=True)])
+
+
 def _broadcast_to(node, args, xp_name):
     """``np.broadcast_to(x, shape)``; CuPy's takes arrays only, so a scalar is ``cp.full``."""
     if xp_name == "cp" and _is_scalar(node.inputs[0]):
@@ -175,7 +190,7 @@ def _device_args(node, args):
 
 _SPECIAL = {
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
-    "concatenate": _seq, "stack": _seq, "sum_to": _sum_to,
+    "concatenate": _seq, "stack": _seq, "sum_to": _sum_to, "last_writes": _last_writes,
     "zeros": _creation, "ones": _creation, "full": _creation,
     "zeros_like": _creation, "ones_like": _creation,
 }

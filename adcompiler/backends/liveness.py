@@ -47,6 +47,9 @@ class Liveness:
                     # a loop stores its params' stacked values first thing in the body
                     at = p if _stored_at_top(node, block, i, x) else self._counter
                     self._read(x, None, at, inner_path, inner_loops)
+                if node.prim == "loop" and node.params.get("stacked"):
+                    # the stores ``S[k] = v`` at the body's end read its counter ``k`` there
+                    self._read(block.params[0], None, self._counter, inner_path, inner_loops)
                 self._counter += 1
             self.end[node] = self._counter - 1
             for v in node.outputs:

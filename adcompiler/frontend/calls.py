@@ -340,6 +340,9 @@ def _len(b, args, kwargs):
     (x,) = _positional(args, 1)
     if not isinstance(x, Value):
         return len(x)
+    if x.aval.kind == "list":
+        raise CallError("of a list built by a while loop is known only when it runs",
+                        "count the iterations in the loop (n = n + 1)")
     if not x.shape:
         raise CallError(f"of a scalar: a {x.aval} value has no length",
                         "use len() on arrays with at least one dimension")

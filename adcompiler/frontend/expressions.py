@@ -109,6 +109,8 @@ class ExpressionLowering:
     def expr_Attribute(self, node):
         base = self.expr(node.value)
         if isinstance(base, Value):
+            if base.aval.kind == "list":  # a while loop's stack (see .lists)
+                raise self.list_attribute_error(node)
             if node.attr in ATTRIBUTES:
                 return ATTRIBUTES[node.attr](self.b, base)
             if node.attr in METHODS:

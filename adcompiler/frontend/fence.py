@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 
+from .lists import is_append
+from .setitem import is_add_at
 from .source import FunctionSource
 
 ALLOWED = (
@@ -86,8 +88,10 @@ def check(src: FunctionSource) -> None:
                 f"`{type(node).__name__}` syntax is not supported in a compiled function",
                 "write straight-line NumPy code: assignments, arithmetic, NumPy calls"))
             raise src.error(node, message, hint)
-        if isinstance(stmt, ast.Expr) and not _is_docstring(stmt):
-            raise _bare_expression(src, stmt)
+        for node in ast.walk(stmt):  # in blocks too; xs.append, np.add.at are lowered
+            if isinstance(node, ast.Expr) and not (_is_constant(node) or is_append(node)
+                                                   or is_add_at(node)):
+                raise _bare_expression(src, node)
 
 
 def _bare_expression(src, stmt):
@@ -100,5 +104,7 @@ def _bare_expression(src, stmt):
                      "assign it to a name, or remove it")
 
 
-def _is_docstring(stmt) -> bool:
-    return isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+def _is_constant(stmt) -> bool:
+    """A docstring, or ``...`` standing for ``pass``: no effect, nothing to lower."""
+    return isinstance(stmt.value, ast.Constant) and (isinstance(stmt.value.value, str)
+                                                     or stmt.value.value is Ellipsis)

@@ -22,7 +22,8 @@ import numpy as np
 from ..ir import Value
 from ..ir.primitives import index_has_arrays
 
-VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to"}
+# list_get: an element of a list is the very array the list holds (see .lists)
+VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "list_get"}
 
 
 @dataclass(frozen=True)

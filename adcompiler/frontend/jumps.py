@@ -68,17 +68,33 @@ def _without_jumps(stmts, flag, loop):
 
 
 def rewrite_traced_range(loop, counter):
-    """``for i in range(a, b[, s])`` (s a positive constant) as a counted ``while``."""
+    """``for i in range(a, b[, s])`` (s a positive constant) as a counted ``while``. The bound
+    ``b`` is evaluated once, before the loop, as Python evaluates it (the body may rebind what it
+    reads); the counter advances before the body runs, so a ``continue`` cannot skip it."""
     args = loop.iter.args
     start, stop = (args[0], args[1]) if len(args) > 1 else (ast.Constant(0), args[0])
     step = args[2] if len(args) > 2 else ast.Constant(1)
-    init = _at(ast.Assign([_name(counter, ast.Store())], start), loop)
+    before = [_at(ast.Assign([_name(counter, ast.Store())], start), loop)]
+    if not _fixed(stop, loop.body):
+        bound = f"loop{loop.lineno}_stop"
+        before.append(_at(ast.Assign([_name(bound, ast.Store())], stop), loop))
+        stop = _name(bound)
     test = _at(ast.Compare(_name(counter), [ast.Lt()], [stop]), loop)
     bind = _at(ast.Assign([loop.target], _name(counter)), loop)
     advance = _at(ast.Assign([_name(counter, ast.Store())],
                              ast.BinOp(_name(counter), ast.Add(), step)), loop)
-    body = [bind] + loop.body + [advance]
-    return [init], _at(ast.While(test, body, []), loop)
+    body = [bind, advance] + loop.body
+    return before, _at(ast.While(test, body, []), loop)
+
+
+def _fixed(expr, body) -> bool:
+    """Whether ``expr`` is a constant, or a name ``body`` does not rebind: the same value in
+    every iteration, read directly rather than bound again."""
+    if isinstance(expr, ast.Constant):
+        return True
+    stored = {n.id for s in body for n in ast.walk(s)
+              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return isinstance(expr, ast.Name) and expr.id not in stored
 
 
 def _copy(node, **fields):

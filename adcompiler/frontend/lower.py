@@ -25,15 +25,16 @@ from .control import NO_RETURN, ControlLowering
 from .expressions import ExpressionLowering
 from .indexing import IndexLowering
 from .inplace import InplaceLowering, Stale
-from .setitem import SetitemLowering
+from .lists import ListLowering, is_append
+from .setitem import SetitemLowering, is_add_at
 from .source import read_function
 
 _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, SetitemLowering,
-               ControlLowering):
+class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
+               SetitemLowering, ControlLowering):
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
         self.src = read_function(fn)
@@ -130,7 +131,11 @@ class Lowering(ExpressionLowering, IndexLowering, InplaceLowering, SetitemLoweri
             self.lower_if(stmt)
         elif isinstance(stmt, (ast.For, ast.While)):
             self.lower_loop(stmt)
-        # Pass and docstrings do nothing.
+        elif is_append(stmt):
+            self.lower_append(stmt)
+        elif is_add_at(stmt):
+            self.lower_add_at(stmt)
+        # Pass and docstrings do nothing (the fence refuses other expression statements).
 
     # ---- calls to the user's own functions ----------------------------------------------------
     def is_user_function(self, func):

@@ -1,4 +1,5 @@
-"""Lower ``y[idx] = v`` and ``y[idx] op= v`` into functional ``setitem`` updates in SSA.
+"""Lower ``y[idx] = v``, ``y[idx] op= v`` and ``np.add.at(y, idx, v)`` into functional updates
+(``setitem``, ``index_add``: repeated indices add up) in SSA.
 
 NumPy writes into ``y``'s memory, so every name for that array sees the change: the update
 goes through the same alias tracking as ``y *= v`` (:mod:`.inplace`). A boolean mask becomes
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..ir import Value
-from .indexing import IndexLowering
 
 _OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
         ast.Pow: "power"}
@@ -43,12 +45,39 @@ class SetitemLowering:
         self.update_aliases(stmt, old, new, name)
         self.bind(target.value, new, stmt)
 
+    def lower_add_at(self, stmt):
+        """``np.add.at(y, idx, v)`` (what generated adjoint code writes where indices repeat):
+        ``y`` with ``v`` added at ``idx``, every repeat counted, as an update of ``y``."""
+        call = stmt.value
+        if self.expr(call.func) != np.add.at:
+            raise self.src.error(call.func, f"`{self.src.text(call.func)}(...)` is not "
+                                 "np.add.at: its result would be dropped",
+                                 "assign the result to a name")
+        if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], ast.Name):
+            raise self.src.error(call, "np.add.at compiles as np.add.at(y, index, values) on a "
+                                 "named array y", "name the array first")
+        target = call.args[0]
+        old = self.lookup(target.id, target)
+        if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
+            raise self.src.error(target, f"`{target.id}` is not an array that can be updated",
+                                 "update arrays made with np.zeros, .copy() and the like")
+        index = self.expr(call.args[1])
+        items = index if isinstance(index, tuple) else (index,)
+        arrays = []
+        spec = tuple(self.index_item(item, arrays, call.args[1]) for item in items)
+        value = self.operand(self.expr(call.args[2]), call.args[2])
+        new = self.b.emit("index_add", (old, value, *arrays), {"index": spec})
+        if new.aval.dtype != old.aval.dtype:
+            new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+        self.update_aliases(stmt, old, new, target.id)
+        self.bind(target, new, stmt)
+
     def subscript_read(self, base, items, node):
         mask = _mask(items)
         if mask is not None:
             return base  # combined elementwise, then selected by the mask in store()
         arrays = []
-        spec = tuple(IndexLowering.index_item(self, item, arrays, node) for item in items)
+        spec = tuple(self.index_item(item, arrays, node) for item in items)
         return self.b.getitem(base, arrays, spec)
 
     def store(self, old, items, value, node):
@@ -61,8 +90,23 @@ class SetitemLowering:
                                      "use a mask of the array's own shape")
             return new
         arrays = []
-        spec = tuple(IndexLowering.index_item(self, item, arrays, node) for item in items)
+        spec = tuple(self.index_item(item, arrays, node) for item in items)
         return self.b.setitem(old, value, arrays, spec)
+
+
+def is_add_at(stmt) -> bool:
+    """Whether a statement is a call ``<something>.add.at(...)`` (syntax only)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    func = call.func if isinstance(call, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr == "at"
+            and isinstance(func.value, ast.Attribute) and func.value.attr == "add")
+
+
+def add_at_target(stmt):
+    """``y`` of a statement ``<module>.add.at(y, ...)``, else None (syntax only)."""
+    if is_add_at(stmt) and stmt.value.args and isinstance(stmt.value.args[0], ast.Name):
+        return stmt.value.args[0].id
+    return None
 
 
 def _mask(items):

@@ -37,7 +37,8 @@ printed indented under it::
 - ``cond`` takes a predicate; each of its two blocks yields one value per node output (a phi).
 - ``loop`` takes ``start stop step`` and the initial carried values; its body block has params
   ``(i, *carried)`` and yields the next carried values followed by ``stacked`` per-iteration
-  values, which the node returns stacked along a new first axis (as JAX's ``scan``). With
+  values, which the node returns stacked along a new first axis (as JAX's ``scan``; a nested
+  while loop's lists go into a list of lists, printed ``list[list[f64[3]]]``). With
   ``reverse=True`` it runs its iterations backwards: the adjoint of a loop.
 - ``while`` takes the initial carried values; its ``test`` block (params: the carried values)
   yields the predicate, its ``body`` block (same params) yields the next carried values and then

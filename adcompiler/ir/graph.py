@@ -22,11 +22,13 @@ class Aval:
 
     ``kind`` is ``"array"`` for NumPy arrays (and NumPy scalars) or one of ``"float"``, ``"int"``,
     ``"bool"`` for Python scalars, or ``"list"`` for a Python list of arrays of ``shape`` (the
-    residual stack of a while loop). ``shape`` is None where unknown. ``dtype`` is a NumPy dtype
-    name (Python scalars use their NumPy equivalent). A ``custom_vjp`` call (see
-    :mod:`adcompiler.custom`) adds two kinds, of dtype ``"object"``: ``"tuple"``, a Python tuple
-    whose ``shape`` holds its items' avals, and ``"opaque"``, residuals the compiler only passes
-    along, whose ``shape`` records the avals of the call's inputs.
+    residual stack of a while loop; a list of such lists, which a loop around a while loop
+    stacks, has dtype ``"object"`` and its items' aval as ``shape[0]``). ``shape`` is None
+    where unknown. ``dtype`` is a NumPy dtype name (Python scalars use their NumPy equivalent).
+    A ``custom_vjp`` call (see :mod:`adcompiler.custom`) adds two kinds, of dtype ``"object"``:
+    ``"tuple"``, a Python tuple whose ``shape`` holds its items' avals, and ``"opaque"``,
+    residuals the compiler only passes along, whose ``shape`` records the avals of the call's
+    inputs.
     """
 
     kind: str
@@ -49,6 +51,8 @@ class Aval:
 
     @property
     def is_float(self) -> bool:
+        if self.kind == "list" and self.dtype == "object":  # a list of lists: as its items
+            return self.shape[0].is_float
         return np.dtype(self.dtype).kind in "fc"
 
     def __str__(self):
@@ -59,6 +63,8 @@ class Aval:
         if self.kind == "opaque":
             return "opaque"
         short = _SHORT_DTYPES.get(self.dtype, self.dtype)
+        if self.kind == "list" and self.dtype == "object":
+            return f"list[{self.shape[0]}]"
         if self.kind == "list":
             return f"list[{short}[{','.join(str(d) for d in self.shape)}]]"
         if self.shape is None:

@@ -3,6 +3,7 @@
 Each pass is a function ``Graph -> Graph`` in its own module, named by a verb.
 """
 
+from .algebra import simplify_fused_symbolically
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fuse import fuse_elementwise
@@ -13,8 +14,11 @@ PIPELINE = (
     eliminate_common_subexpressions,  # after simplify, so that x * 1.0 and x meet as the same x
     simplify,                         # again: CSE makes a + a (the two halves of d(x*x)) meet
     eliminate_dead_code,              # the passes above leave unused nodes behind
-    fuse_elementwise,                 # last: it needs final use counts (a value read twice is
+    fuse_elementwise,                 # it needs final use counts (a value read twice is
                                       # materialised), so after CSE and DCE
+    simplify_fused_symbolically,      # SymPy on whole fused expressions: after fusion made them
+    eliminate_dead_code,              # an input a simpler expression no longer reads (a seed of
+                                      # ones) leaves its producer unused
 )
 
 

@@ -2,7 +2,9 @@
 
 Invariant: every primitive is pure, so two nodes with the same key compute the same value. Scoped
 by regions: a block may reuse what was computed before it, never what a sibling block computed.
-Nodes owning regions are never merged.
+Nodes owning regions are never merged, nor two creations of an array (``np.zeros(3)`` twice,
+two ``x.copy()``): each is a distinct array the emitter may update in place, and one name for
+both would turn the first such update into a copy.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from ..ir import Literal
 from .rewrite import resolve, substitute
 
 
+_CREATIONS = {"zeros", "ones", "full", "zeros_like", "ones_like", "copy", "astype"}
 _COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "equal", "not_equal", "logical_and",
                 "logical_or"}
 
@@ -23,6 +26,11 @@ def _key(node):
     return node.prim, inputs, repr(sorted(node.params.items()))
 
 
+def _creates_array(node) -> bool:
+    out = node.outputs[0].aval
+    return node.prim in _CREATIONS and out.kind == "array" and out.ndim != 0
+
+
 def eliminate_common_subexpressions(graph):
     subst = {}
     graph.nodes = _cse_nodes(graph.nodes, {}, subst)
@@ -33,7 +41,7 @@ def _cse_nodes(nodes, seen, subst):
     kept = []
     for node in nodes:
         node.inputs = tuple(resolve(subst, x) for x in node.inputs)
-        if node.regions:
+        if node.regions or _creates_array(node):
             for block in node.regions:
                 block.nodes = _cse_nodes(block.nodes, dict(seen), subst)
                 block.outputs = [resolve(subst, x) for x in block.outputs]

@@ -32,6 +32,8 @@ def _coerce(b, c, x: Value):
         return b.emit("broadcast_to", (float(value),), {"shape": want.shape})
     if want.is_scalar and not c.aval.is_scalar:
         return b.emit("to_float", (c,))
+    if want.kind == "array" and c.aval.is_scalar:  # a Python float where x is a 0-d array
+        c = b.emit("asarray", (c,))
     if not want.is_scalar and c.aval.dtype != want.dtype:
         c = b.emit("astype", (c,), {"dtype": want.dtype})
     if not want.is_scalar and c.aval.known_shape != want.shape:
@@ -48,10 +50,13 @@ def _merge(b, old, c, x):
 
 
 def _defined_in(blocks) -> set:
+    """Values ``blocks`` define: their params, node outputs, and those of nested blocks."""
     inside = set()
     for block in blocks:
         inside.update(block.params)
-        inside.update(v for n in walk(block.nodes) for v in n.outputs)
+        for n in walk(block.nodes):
+            inside.update(n.outputs)
+            inside.update(p for region in n.regions for p in region.params)
     return inside
 
 
@@ -93,6 +98,11 @@ def backprop_cond(b, node, ct):
             backprop(b, block.nodes, local)
             adj.outputs = [_merge(b, ct.get(f), local.get(f), f) for f in free]
         adjoint_blocks.append(adj)
+    then, orelse = (adj.outputs for adj in adjoint_blocks)
+    if not any(adj.nodes for adj in adjoint_blocks) and all(
+            t is e or (isinstance(t, Literal) and t == e) for t, e in zip(then, orelse)):
+        ct.update(zip(free, then))  # both branches pass the same cotangents on: no `if`
+        return
     b.source = node.source
     outs = tuple(_new_value(b, f) for f in free)
     b.target.append(Node("cond", (pred,), {}, outs, node.source, "adjoint",
@@ -108,8 +118,22 @@ def _loop_parts(b, node):
         (body,) = node.regions
         return body, body.params[0], body.params[1:], list(node.inputs[1:]), node.inputs[0]
     test, body = node.regions
-    count = _add_counter(b, node)
+    count = _counter_of(node) or _add_counter(b, node)
     return body, None, body.params, list(node.inputs), count
+
+
+def _counter_of(node):
+    """The result of a carried ``n = n + 1`` from 0 the while loop already has (generated code
+    read back), else None."""
+    body = node.regions[1]
+    adds = {n.outputs[0]: n for n in body.nodes if n.prim == "add"}
+    for p, init, nxt, out in zip(body.params, node.inputs, body.outputs, node.outputs):
+        step = adds.get(nxt)
+        if (p.aval.kind == "int" and isinstance(init, Literal) and init.value == 0
+                and step is not None and step.inputs[0] is p
+                and isinstance(step.inputs[1], Literal) and step.inputs[1].value == 1):
+            return out
+    return None
 
 
 def _add_counter(b, node) -> Value:
@@ -127,8 +151,7 @@ def _add_counter(b, node) -> Value:
 
 
 def backprop_loop(b, node, ct):
-    if node.params.get("stacked"):
-        raise CompileError("a loop that already stacks values cannot be differentiated again")
+    stacked = _stacked(node)  # before _loop_parts gives a while loop its counter
     body, k, carried_in, inits, n = _loop_parts(b, node)
     diff = [j for j, c in enumerate(carried_in) if c.aval.is_float]
     free = [f for f in _active_free(b, node.regions) if f not in carried_in]
@@ -142,6 +165,7 @@ def backprop_loop(b, node, ct):
             x = body.outputs[j]
             if isinstance(x, Value) and x in b.active:
                 accumulate(b, local, x, d)
+        _read_stacked(b, local, stacked, ct, k_adj)
         backprop(b, body.nodes, local)
         adj.outputs = ([_coerce(b, local.get(carried_in[j]) or _zero(b, carried_in[j]),
                                 carried_in[j]) for j in diff]
@@ -160,6 +184,22 @@ def backprop_loop(b, node, ct):
     for j, o in zip(diff, outs):
         if isinstance(inits[j], Value) and inits[j] in b.active:
             accumulate(b, ct, inits[j], o)
+
+
+def _stacked(node) -> list:
+    """(stacked output, the body value it keeps per iteration) of a loop (generated code read
+    back by the frontend: ``grad(grad(f))``)."""
+    m = node.params.get("stacked", 0)
+    body = node.regions[-1]
+    return list(zip(node.outputs[len(node.outputs) - m:], body.outputs[len(body.outputs) - m:]))
+
+
+def _read_stacked(b, local, stacked, ct, k_adj):
+    """A value kept per iteration gets row ``k`` of its stack's cotangent."""
+    for s, r in stacked:
+        g = ct.get(s)
+        if g is not None and isinstance(r, Value) and r in b.active:
+            accumulate(b, local, r, _coerce(b, b.getitem(g, (k_adj,), (("a", 0),)), r))
 
 
 def _stack_residuals(b, node, body, adj, k, k_adj):
@@ -222,19 +262,26 @@ def _lift(b, block, r: Value) -> Value:
 
 def _placeholder(block, like: Value):
     """A zero of ``like``'s aval, made in ``block`` (for the branch that does not compute it)."""
-    if like.aval.is_scalar:
-        return Literal(0 if like.aval.kind == "int" else 0.0)
+    if like.aval.is_scalar:  # a Python bool (a jump's condition on a float) stays a bool
+        return Literal({"int": 0, "float": 0.0, "bool": False}[like.aval.kind])
     zeros = Value(like.aval)
-    block.nodes.append(Node("zeros", (), {"shape": like.aval.shape, "dtype": like.aval.dtype},
+    prim = "empty_list" if like.aval.kind == "list" else "zeros"  # a while loop's stack
+    block.nodes.append(Node(prim, (), {"shape": like.aval.shape, "dtype": like.aval.dtype},
                             (zeros,), None, "forward"))
     return zeros
 
 
 def _stack_output(b, node, body, r: Value) -> Value:
     """A new stacked output of the forward loop holding ``r`` of every iteration: an array
-    preallocated from the trip count (``loop``), or a list (``while``)."""
+    preallocated from the trip count (``loop``), or a list (``while``, or where ``r`` is
+    itself the list a nested while loop stacks into: a list of lists)."""
+    for stack, kept in _stacked(node):
+        if kept is r:  # already kept (a list the code appends to: grad of generated code)
+            return stack
     shape = () if r.aval.is_scalar else tuple(r.aval.shape)
-    if node.prim == "loop":
+    if r.aval.kind == "list":
+        aval = Aval("list", "object", (r.aval,))
+    elif node.prim == "loop":
         aval = Aval("array", r.aval.dtype, (node.inputs[0].value,) + shape)
     else:
         aval = Aval("list", r.aval.dtype, shape)

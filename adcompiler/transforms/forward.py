@@ -77,7 +77,9 @@ def push(b, nodes, dot) -> list:
                 _push_loop(b, node, dot)
             else:
                 b.target.append(node)
-                if node.outputs and node.outputs[0] in b.active:
+                if node.prim == "empty_list":  # a branch's stand-in for a while loop's stack
+                    dot[node.outputs[0]] = b.emit("empty_list", (), node.params)
+                elif node.outputs and node.outputs[0] in b.active:
                     _push_node(b, node, dot)
     return out
 
@@ -153,8 +155,8 @@ def tangent_value(b, x: Value) -> Value:
 def _zero(b, x):
     if x.aval.is_scalar:
         return Literal(0.0)
-    if x.aval.kind == "list":
-        raise CompileError("a tangent of a list that nothing initialised is not supported")
+    if x.aval.kind == "list":  # one row per element, known when it runs (see frontend.lists)
+        return b.emit("zeros_like", (x,))
     return b.emit("zeros", (), {"shape": x.aval.shape, "dtype": x.aval.dtype})
 
 
@@ -237,7 +239,7 @@ def _init_tangent(b, dot, init, carried):
     not ``zeros(shape)``, which CSE would merge into one array for two carried values: the
     emitter may update a carried array in place, and two slots must not share one."""
     t = _dot_of(dot, init)
-    if t is None and isinstance(init, Value) and init.aval.kind == "array":
+    if t is None and isinstance(init, Value) and init.aval.kind in ("array", "list"):
         return b.emit("zeros_like", (init,))
     return _conform(b, t, carried)
 

@@ -136,6 +136,10 @@ def accumulate(b: Builder, ct: dict, x: Value, c):
     if old is not None and _fresh_scatter(b, c):
         scatter = b.target.pop()  # old + scatter(g) is old with g added at the index
         c = b.emit("index_add", (old, *scatter.inputs), {"index": scatter.params["index"]})
+    elif old is not None and _fresh_row(b, c):
+        row = b.target.pop()  # old + (zeros with g at row k) is old with g added at row k
+        b.target.pop()
+        c = b.emit("index_add", (old, *row.inputs[1:]), {"index": row.params["index"]})
     elif old is not None:
         c = b.emit("add", (old, c))
     if isinstance(c, Value) and c.name is None:
@@ -148,6 +152,16 @@ def _fresh_scatter(b: Builder, c) -> bool:
     last = b.target[-1] if b.target else None
     return (last is not None and last.prim == "scatter_add" and last.outputs[0] is c
             and c.name is None)  # a named one is already some value's cotangent
+
+
+def _fresh_row(b: Builder, c) -> bool:
+    """Whether ``c`` is a list's cotangent just emitted for one read ``xs[k]``:
+    ``setitem(zeros_like(xs), g, k)``, which nothing else can have read yet."""
+    if len(b.target) < 2 or c is None or getattr(c, "name", 1) is not None:
+        return False
+    zeros, row = b.target[-2:]
+    return (row.prim == "setitem" and row.outputs[0] is c and zeros.prim == "zeros_like"
+            and row.inputs[0] is zeros.outputs[0] and c.aval.kind == "list")
 
 
 def cotangent_name(b: Builder, x: Value) -> str:

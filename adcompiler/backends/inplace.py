@@ -1,0 +1,145 @@
+"""In-place updates for the emitter: which arrays the generated code may overwrite, and how.
+
+An update ``acc[i] = v``, ``acc[i] += g`` or a sum ``acc + g`` may be written in place on
+``acc``'s array only if this code made that array (a fresh node: never a caller's array or a
+constant, never a planned buffer) and no value that may hold the same array is read afterwards.
+Values hold one array through views (``y = x.T``) and through slots, which are plain Python
+names: a branch's yield and the ``if``'s result; a loop's initial value, its body's param, its
+next value and its result; a residual appended to a list (the list keeps the array itself,
+where an array stack copies it). Invariant: an update is written in place only when none of
+those values is read after it; otherwise it works on a copy, so no other name sees the change.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..ir import Value, walk
+from .aliasing import fresh, is_view
+from .expressions import accumulate_statements, assign_statements
+
+_UPDATES = {"index_add", "setitem"}   # update their first input; ``add`` either input
+
+
+class Sharing:
+    """May-alias facts of a graph: :meth:`aliases`, :meth:`slots`, and each loop body's
+    carried params."""
+
+    def __init__(self, graph):
+        self.copied: dict = {}   # value -> the slots it is stored under (phi: the same array)
+        self.kept: dict = {}     # value -> views of it, and lists it is appended to
+        self.carried: dict = {}  # body param -> (loop node, initial value, next value, slot)
+        for node in walk(graph.nodes):
+            if is_view(node):
+                _add(self.kept, node.inputs[0], [node.outputs[0]])
+            if node.prim == "cond":
+                for block in node.regions:
+                    for x, out in zip(block.outputs, node.outputs):
+                        _add(self.copied, x, [out])
+            elif node.prim in ("loop", "while"):
+                self._loop(node)
+
+    def _loop(self, node):
+        """A carried slot is one name for the initial value, the params of the body (and of
+        a while's test), each next value and the result; an appended residual stays shared."""
+        body = node.regions[-1]
+        params = body.params[1:] if node.prim == "loop" else body.params
+        inits = node.inputs[1:] if node.prim == "loop" else node.inputs
+        tests = node.regions[0].params if node.prim == "while" else [None] * len(params)
+        for p, t, init, nxt, out in zip(params, tests, inits, body.outputs, node.outputs):
+            slot = frozenset(v for v in (p, t, out) if v is not None)
+            self.carried[p] = (node, init, nxt, slot)
+            _add(self.copied, init, slot)
+            _add(self.copied, nxt, slot)
+        carried = len(node.outputs) - node.params.get("stacked", 0)
+        for x, stack in zip(body.outputs[carried:], node.outputs[carried:]):
+            if stack.aval.kind == "list":
+                _add(self.kept, x, [stack])
+
+    def aliases(self, v, skip=frozenset()) -> list:
+        """``v`` and every value that may hold its array, transitively, except those in
+        ``skip`` (and what only they lead to)."""
+        return _closure(v, skip, (self.copied, self.kept))
+
+    def slots(self, v) -> list:
+        """``v`` and the slots it is stored under, transitively: names that, read after ``v``
+        is made, hold ``v`` (or a later value of the same slot)."""
+        return _closure(v, frozenset(), (self.copied,))
+
+
+def _add(edges, x, holders):
+    if isinstance(x, Value):
+        edges.setdefault(x, []).extend(h for h in holders if h is not x)
+
+
+def _closure(v, skip, edge_maps) -> list:
+    out, todo = [], [v]
+    while todo:
+        x = todo.pop()
+        if x in out or (x in skip and x is not v):
+            continue
+        out.append(x)
+        for edges in edge_maps:
+            todo.extend(edges.get(x, ()))
+    return out
+
+
+class InPlaceEmission:
+    """Mixin of the Emitter: sums and subscript updates written in place where it owns them."""
+
+    def add_in_place(self, node, args, at, path):
+        """``acc += g`` where ``acc`` is an array this code owns, of the sum's own shape and
+        dtype, never read again: accumulating a gradient without a new array."""
+        out = node.outputs[0]
+        for k in (0, 1):
+            acc = node.inputs[k]
+            if (isinstance(acc, Value) and acc.aval == out.aval and acc in self.names
+                    and self.owned(acc, at, path, out)):
+                target = self._bind(out, self.names[acc])
+                return [self.render(ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(),
+                                                  args[1 - k]))]
+        return None
+
+    def update(self, node, args, at, path):
+        """``acc[idx] = v`` / ``acc[idx] += g`` in place when this code owns ``acc`` and never
+        reads it again; on a copy otherwise (so a caller's array is never written)."""
+        acc = node.inputs[0]
+        lines = []
+        if acc in self.names and self.owned(acc, at, path, node.outputs[0]):
+            target = self._bind(node.outputs[0], self.names[acc])
+        else:
+            target = self.name(node.outputs[0], at, path)
+            # np.array copies, and gives a writable array even where acc is a NumPy scalar
+            lines.append(f"{target} = {self.xp}.array({self.render(ast.Expr(args[0]))})")
+        if node.prim == "setitem":
+            stmts = assign_statements(node, target, args)
+        else:
+            stmts = accumulate_statements(node, target, args, self.xp)
+        return lines + [self.render(s) for s in stmts]
+
+    def owned(self, acc, at, path, result) -> bool:
+        """Whether updating ``acc`` into ``result`` at statement ``at`` may overwrite ``acc``'s
+        array: this function made it, and nothing holding it reads it after ``at``, except the
+        slots ``result`` flows into, which hold the updated array from then on."""
+        return self._owned(acc, at, path, frozenset(self.sharing.slots(result)))
+
+    def _owned(self, acc, at, path, skip) -> bool:
+        """``owned`` with ``skip``, the values holding the result. A loop's carried param is
+        owned when its initial value is, at the loop, and the body's next value is the update
+        of it (so one array runs through the loop)."""
+        if self.plain or not isinstance(acc, Value) or acc.aval.kind not in ("array", "list"):
+            return False
+        if any(self.live.read_after(v, at, path) for v in self.sharing.aliases(acc, skip)):
+            return False
+        producer = self.producer.get(acc)
+        if producer is not None:  # a planned buffer belongs to the pool, never to one value
+            return fresh(producer) and producer not in self.planned
+        if acc not in self.sharing.carried:
+            return False
+        loop, init, nxt, slot = self.sharing.carried[acc]
+        updater = self.producer.get(nxt)
+        updated = updater is not None and (
+            (updater.prim in _UPDATES and updater.inputs[0] is acc)
+            or (updater.prim == "add" and acc in updater.inputs))
+        return updated and self._owned(init, self.live.pos[loop], self.live.path[loop],
+                                      skip | slot)

@@ -1,0 +1,243 @@
+"""Lower ``for`` and ``while`` into ``loop`` and ``while`` nodes with explicit carried values.
+
+A ``for`` over ``range(...)`` (static bounds), over an array's first axis, or over
+``enumerate``/``zip`` of those becomes a ``loop`` over ``k in range(n)`` carrying every variable
+the body rebinds; ``break``/``continue``, ``reversed(range(...))`` and ranges with traced bounds
+are first rewritten on the AST (:mod:`.jumps`, :mod:`.reversed_range`). Invariant: a carried
+variable has one abstract value on every iteration (a Python float meeting a 0-d array becomes
+the array), else a located error says which variable disagrees.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from . import jumps, reversed_range
+from .setitem import add_at_target
+from ..ir import Aval, Block, Literal, Node, Value
+
+_MAX_AVAL_ROUNDS = 3
+
+
+class LoopLowering:
+    """Mixin of the lowering for loops (uses ``join``, ``coerce``, ``run_statements`` of
+    :class:`.control.ControlLowering`)."""
+
+    loop_depth = 0  # how many loop bodies are being lowered around the current statement
+
+    def lower_loop(self, stmt):
+        """A ``for``/``while``, after rewriting break/continue and traced range bounds."""
+        if isinstance(stmt, ast.For) and reversed_range.is_reversed(stmt.iter):
+            before, stmt = reversed_range.rewrite(self, stmt)
+            self.run_statements(before)
+        if isinstance(stmt, ast.For) and self.traced_range(stmt.iter):
+            if stmt.orelse:
+                raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
+            before, stmt = jumps.rewrite_traced_range(stmt, f"loop{stmt.lineno}_i")
+            self.run_statements(before)
+        before, stmt = jumps.rewrite_loop(stmt)
+        self.run_statements(before)
+        if isinstance(stmt, ast.For):
+            self.lower_for(stmt)
+        else:
+            self.lower_while(stmt)
+
+    def traced_range(self, node) -> bool:
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and self.env.get(node.func.id, self.lookup(node.func.id, node.func)) is range):
+            return False
+        env0 = dict(self.env)
+        with self.b.into(Block()):  # only to look: the loop evaluates its bounds itself
+            bounds = [self.expr(a) for a in node.args]
+        self.env = env0
+        if len(bounds) == 3 and isinstance(bounds[2], Value):
+            raise self.src.error(node.args[2], "a traced range step is not supported",
+                                 "use a constant step")
+        return any(isinstance(b, Value) for b in bounds)
+
+    def lower_for(self, stmt: ast.For):
+        if stmt.orelse:
+            raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
+        header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
+        self.b.source = header
+        n, bind_target = self.iteration(stmt)
+
+        def blocks(carried, params):
+            k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
+            body = Block(params=[k, *params])
+            with self.b.into(body):
+                bind_target(k)
+                self.run_statements(stmt.body)
+            return (body,)
+        self.carried_loop(stmt, header, "loop", (Literal(n),), blocks)
+
+    def lower_while(self, stmt: ast.While):
+        if stmt.orelse:
+            raise self.src.error(stmt, "`while ... else` is not supported", "drop the else")
+        header = f"while {self.src.text(stmt.test)}:"
+        self.b.source = header
+
+        def blocks(carried, params):
+            test = Block(params=[self.graph.name_value(Value(p.aval), p.name) for p in params])
+            self.env.update(zip(carried, test.params))
+            with self.b.into(test):
+                pred = self.expr(stmt.test)
+                if not isinstance(pred, Value):
+                    raise self.src.error(stmt.test, "this loop condition does not depend on "
+                                         "anything the loop changes", "use a for loop")
+                self.check_condition(stmt.test, pred)
+                test.outputs = [pred]
+            self.env.update(zip(carried, params))
+            body = Block(params=list(params))
+            with self.b.into(body):
+                self.run_statements(stmt.body)
+            return test, body
+        self.carried_loop(stmt, header, "while", (), blocks)
+
+    def carried_loop(self, stmt, header, prim, inputs, make_blocks):
+        """Lower a loop whose body rebinds ``carried`` variables: find one aval per variable
+        (re-lowering until they agree), then emit the node and rebind the variables."""
+        carried = [name for name in _assigned(stmt.body) if name in self.env
+                   and _traceable(self.env[name])]
+        self.check_loop_aliases(stmt, carried)
+        avals = [_aval(self.env[name]) for name in carried]
+        for _ in range(_MAX_AVAL_ROUNDS):
+            env0 = dict(self.env)
+            params = [self.graph.name_value(Value(a, origin=n), n) for n, a in zip(carried, avals)]
+            self.env.update(zip(carried, params))
+            self.loop_depth += 1
+            try:
+                blocks = make_blocks(carried, params)
+            finally:
+                self.loop_depth -= 1
+            results = [self.env[name] for name in carried]
+            self.env = env0
+            new = [self.join(stmt, name, [a, _aval(r)], "loop")
+                   for name, a, r in zip(carried, avals, results)]
+            if new == avals:
+                break
+            avals = new
+        body = blocks[-1]
+        with self.b.into(body):
+            body.outputs = [self.coerce(r, a) for r, a in zip(results, avals)]
+        inits = [self.coerce(self.env[name], a) for name, a in zip(carried, avals)]
+        outs = tuple(self.graph.name_value(Value(a, origin=name), name)
+                     for name, a in zip(carried, avals))
+        self.b.source = header
+        self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
+                                  "forward", tuple(blocks)))
+        self.env.update(zip(carried, outs))
+
+    def check_loop_aliases(self, stmt, carried):
+        """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
+        carries names, not arrays, so such an alias is refused rather than silently stale."""
+        for node in (n for s in stmt.body for n in ast.walk(s)):
+            name = _updated_in_place(node)
+            if name is None:
+                continue
+            value = self.env.get(name)
+            if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
+                continue
+            if _rebound_first(stmt.body, name):  # y = y.copy(); y[i] = v: a new array each time
+                continue
+            others = [n for n, v in self.env.items() if v is value and n != name]
+            if others:
+                raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
+                                     f"`{others[0]}` names the same array",
+                                     f"copy it first ({others[0]} = {name}.copy()) so each "
+                                     "name has its own array")
+
+    def iteration(self, stmt):
+        """The trip count and a function binding the loop target for iteration ``k``."""
+        spec = self.iterable(stmt.iter)
+        n = spec[0]
+
+        def bind_target(k):
+            self.bind(stmt.target, spec[1](k), stmt)
+        return n, bind_target
+
+    def iterable(self, node):
+        """(n, k -> value) for range, arrays, enumerate and zip."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            func = self.lookup(node.func.id, node.func)
+            if func is range:
+                args = [self.expr(a) for a in node.args]
+                r = range(*args)
+                return len(r), lambda k: _affine(self.b, k, r.start, r.step)
+            if func is enumerate:
+                n, item = self.iterable(node.args[0])
+                return n, lambda k: (k, item(k))
+            if func is zip:
+                parts = [self.iterable(a) for a in node.args]
+                return min(p[0] for p in parts), lambda k: tuple(p[1](k) for p in parts)
+        seq = self.expr(node)
+        if isinstance(seq, Value) and seq.aval.kind == "array" and seq.aval.ndim:
+            return seq.aval.shape[0], lambda k: self.b.getitem(seq, (k,), (("a", 0),))
+        raise self.src.error(node, "only range(...), arrays, enumerate and zip can be looped "
+                             "over", "loop over range(len(x)) and index x[i]")
+
+
+def _updated_in_place(node):
+    """The array name ``node`` writes into in place (``y *= 2``, ``y[i] = v``, ``y[i] += v``,
+    ``np.add.at(y, i, v)``)."""
+    if add_at_target(node):
+        return add_at_target(node)
+    targets = (node.targets if isinstance(node, ast.Assign)
+               else [node.target] if isinstance(node, ast.AugAssign) else [])
+    for t in targets:
+        if isinstance(node, ast.AugAssign) and isinstance(t, ast.Name):
+            return t.id
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+    return None
+
+
+def _rebound_first(body, name) -> bool:
+    """Whether the first statement of ``body`` that writes ``name`` is ``name = ...`` at the top
+    level: later in-place updates then write that new array. (Were it another name's array, the
+    update would change that name too, which a loop body refuses: see ``check_region``.)"""
+    for stmt in body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name):
+            return True
+        if any(_updated_in_place(n) == name or name in _assigned([n])
+               for n in ast.walk(stmt) if isinstance(n, ast.stmt)):
+            return False
+    return False
+
+
+def _aval(v) -> Aval:
+    return v.aval if isinstance(v, (Value, Literal)) else Aval.of(v)
+
+
+def _traceable(v) -> bool:
+    return isinstance(v, (Value, float, int))  # bools too: a break flag is carried
+
+
+def _affine(b, k, start, step):
+    i = k if step == 1 else b.emit("multiply", (k, step))
+    return i if start == 0 else b.emit("add", (i, start))
+
+
+def _index_name(stmt) -> str:
+    """The iteration counter reads as the user's variable in ``for i in range(n)``."""
+    call = stmt.iter
+    if (isinstance(stmt.target, ast.Name) and isinstance(call, ast.Call)
+            and getattr(call.func, "id", None) == "range" and len(call.args) == 1):
+        return stmt.target.id
+    return "k"
+
+
+def _assigned(stmts) -> list:
+    """Names (re)bound anywhere in ``stmts``, in order of first assignment."""
+    names = {}
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.setdefault(node.id, None)
+            elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name)):  # y[i] = v rebinds y in SSA
+                names.setdefault(node.value.id, None)
+            elif add_at_target(node):  # so does np.add.at(y, i, v)
+                names.setdefault(add_at_target(node), None)
+    return list(names)

@@ -1,0 +1,218 @@
+"""Simplify fused elementwise expressions with SymPy, keeping a rewrite only when it does less work.
+
+Each ``fused`` node's block (made by :mod:`.fuse`) is a tree of elementwise operations on the
+node's inputs. It becomes one SymPy expression (a symbol per input); SymPy's canonical form
+already merges like terms (``t + t + t`` is ``3*t``) and folds constants; then a fixed list of
+rewrites (factoring out common factors, one fraction, collecting on each input) is tried, also
+after using what the forward part already computed: an input ``s`` computed as ``1/t`` from
+another input ``t`` lets ``t`` be replaced by ``1/s`` (``-(-2*s)*s/t*e`` becomes ``2*s**3*e``),
+and an input that is a broadcast constant (a seed of ones) is that constant. The cheapest
+candidate wins, by cost (transcendental calls, then operations); the block is replaced only
+when it costs less than before. Invariants: the node keeps its inputs, its output aval and its
+place; the new block is again a tree (each inner value read once); the result is the same up to
+floating-point rounding; the outcome depends only on the expression (deterministic, cached per
+process), and expressions over ``MAX_NODES`` operations are left alone, which bounds the time.
+"""
+
+from __future__ import annotations
+
+from ..ir import Block, Literal, Value, walk
+from ..ir.builder import Builder
+
+MAX_NODES = 24          # larger expressions are left as they are (SymPy's time grows fast)
+MIN_NODES = 3           # one or two operations cannot get cheaper in a way that pays
+_TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
+                   "arctan", "arcsin", "arccos", "sinh", "cosh"}
+_ARITHMETIC = {"add", "subtract", "multiply", "divide", "negative", "power", "square",
+               "reciprocal"}
+_CACHE: dict = {}       # (expression, relations) -> the best expression found, or None
+
+
+def simplify_fused_symbolically(graph):
+    """Replace each fused block by a cheaper equivalent one, where SymPy finds one."""
+    producers = {v: n for n in walk(graph.nodes) for v in n.outputs}
+    for node in list(walk(graph.nodes)):
+        if node.prim == "fused" and _eligible(node):
+            _simplify(node, producers, graph)
+    return graph
+
+
+def _eligible(node) -> bool:
+    (block,) = node.regions
+    values = list(node.inputs) + list(node.outputs)
+    return (MIN_NODES <= len(block.nodes) <= MAX_NODES
+            and all(n.prim in _ARITHMETIC | _TRANSCENDENTAL and not n.params.get("py")
+                    for n in block.nodes)
+            and all(not isinstance(v, Value) or v.aval.is_float for v in values))
+
+
+def cost(nodes) -> tuple:
+    """(transcendental calls, operations): what a rewrite must lower."""
+    return (sum(n.prim in _TRANSCENDENTAL for n in nodes), len(nodes))
+
+
+def _simplify(node, producers, graph):
+    (block,) = node.regions
+    links = _links(node, producers)
+    if not promising(block, links):
+        return  # SymPy is imported only where it may pay (its import alone takes ~0.2 s)
+    from . import algebra_sympy as sy
+    symbols = sy.symbols_for(len(block.params))
+    expr = sy.to_sympy(block, dict(zip(block.params, symbols)))
+    if expr is None:
+        return
+    relations = _relations(node, links, symbols)
+    key = (sy.key(expr), tuple((sy.key(s), sy.key(f)) for s, f in relations))
+    if key not in _CACHE:
+        _CACHE[key] = sy.best(expr, relations, symbols, _cost_of)
+    best = _CACHE[key]
+    new = None if best is None else _build(best, node, graph)
+    if new is None or cost(new.nodes) >= cost(block.nodes):
+        return
+    read = {x for n in new.nodes for x in n.inputs}
+    kept = [i for i, p in enumerate(new.params) if p in read]  # a constant input may drop out
+    new.params = [new.params[i] for i in kept]
+    node.inputs = tuple(node.inputs[i] for i in kept)
+    node.regions = (new,)
+
+
+def _links(node, producers) -> list:
+    """(input position, its producer) for each input the forward part computed from the node's
+    other inputs and constants (elementwise), or that is a broadcast constant."""
+    out = []
+    for i, x in enumerate(node.inputs):
+        p = producers.get(x)
+        if p is None or len(p.outputs) != 1 or p.params.get("py"):
+            continue
+        if p.prim in ("broadcast_to", "full") and isinstance(p.inputs[0], Literal):
+            out.append((i, p))
+        elif p.prim in _ARITHMETIC | _TRANSCENDENTAL and all(
+                isinstance(a, Literal) or a in node.inputs for a in p.inputs):
+            out.append((i, p))
+    return out
+
+
+def _relations(node, links, symbols) -> list:
+    """(symbol, SymPy expression) of each link: ``s = f(other inputs)``, or ``s = constant``."""
+    from . import algebra_sympy as sy
+    sym_of = dict(zip(node.inputs, symbols))
+    out = []
+    for i, p in links:
+        args = [sy.number(a.value) if isinstance(a, Literal) else sym_of[a] for a in p.inputs]
+        f = args[0] if p.prim in ("broadcast_to", "full") else sy.apply(p.prim, args)
+        if f is not None:
+            out.append((symbols[i], f))
+    return out
+
+
+# ---- where SymPy may pay ----------------------------------------------------------------------
+_SUMS, _PRODUCTS = {"add", "subtract"}, {"multiply", "divide"}
+
+
+def promising(block, links) -> bool:
+    """Whether the block has something SymPy's canonical form or rewrites remove: a sign or a
+    constant to fold into a product, two constants in one sum or product, a term three times
+    or a factor shared by two products in one sum, ``(1/a)*b``, ``sinh(a)`` with ``cosh(a)``,
+    a constant input, or an input that is the reciprocal of another (reuse). Cheap, no SymPy."""
+    made = {n.outputs[0]: n for n in block.nodes}
+    inner = lambda x, prims: x in made and made[x].prim in prims  # noqa: E731
+    for n in block.nodes:
+        ins = n.inputs
+        if n.prim == "negative" and inner(ins[0], _PRODUCTS | {"negative"}):
+            return True
+        if n.prim in _PRODUCTS and any(inner(x, {"negative"}) for x in ins):
+            return True
+        if n.prim == "multiply" and any(inner(x, {"divide"}) and _unit(made[x].inputs[0])
+                                        for x in ins):
+            return True
+        for family in (_SUMS, _PRODUCTS):
+            if n.prim in family and not any(n.outputs[0] in m.inputs for m in block.nodes
+                                            if m.prim in family):
+                if _cluster_pays(n, family, made):
+                    return True
+    calls = {(n.prim, n.inputs[0]) for n in block.nodes if n.prim in _TRANSCENDENTAL}
+    if any((a, x) in calls and (b, x) in calls for a, b in (("sinh", "cosh"), ("sin", "cos"))
+           for _, x in calls):
+        return True
+    return any(p.prim in ("broadcast_to", "full") or (p.prim == "divide" and isinstance(
+        p.inputs[0], Literal)) for _, p in links)
+
+
+def _unit(x) -> bool:
+    return isinstance(x, Literal) and x.value in (1, -1)
+
+
+def _leaves(n, family, made) -> list:
+    """The operands of the maximal sum (or product) tree under ``n``."""
+    out = []
+    for x in n.inputs:
+        if x in made and made[x].prim in family:
+            out += _leaves(made[x], family, made)
+        else:
+            out.append(x)
+    return out
+
+
+def _cluster_pays(root, family, made) -> bool:
+    leaves = _leaves(root, family, made)
+    if sum(isinstance(x, Literal) for x in leaves) >= 2:
+        return True
+    if family is _PRODUCTS:
+        return False
+    terms = [x for x in leaves if not isinstance(x, Literal)]
+    if any(terms.count(t) >= 3 for t in terms):
+        return True
+    factors = [set(_leaves(made[t], _PRODUCTS, made)) if t in made and made[t].prim
+               in _PRODUCTS else None for t in terms]
+    shared = [f for f in factors if f is not None and len(f) >= 2]
+    return any(x in g for i, f in enumerate(shared) for g in shared[i + 1:] for x in f
+               if not isinstance(x, Literal))
+
+
+class _Counter:
+    """Stands in for the Builder while pricing a candidate: counts what would be emitted."""
+
+    def __init__(self):
+        self.nodes = []
+
+    def emit(self, prim, inputs, params=None):
+        self.nodes.append(_Priced(prim))
+        return self.nodes[-1]
+
+
+class _Priced:
+    def __init__(self, prim):
+        self.prim = prim
+
+
+def _cost_of(expr):
+    from . import algebra_sympy as sy
+    counter = _Counter()
+    out = sy.emit(expr, counter, _Symbols())
+    return cost(counter.nodes) if isinstance(out, _Priced) else None
+
+
+class _Symbols(dict):
+    """Every symbol reads as an input."""
+
+    def __missing__(self, symbol):
+        return symbol
+
+
+def _build(expr, node, graph):
+    """A block computing ``expr`` from fresh params standing for the node's inputs, or None
+    where it cannot (an unsupported function) or would not keep the node's output aval."""
+    from . import algebra_sympy as sy
+    (old,) = node.regions
+    params = [Value(p.aval) for p in old.params]
+    block = Block(params=params)
+    b = Builder(graph)
+    b.phase, b.source = node.phase, node.source
+    with b, b.into(block):
+        out = sy.emit(expr, b, dict(zip(sy.symbols_for(len(params)), params)))
+    if not isinstance(out, Value) or out.aval != node.outputs[0].aval or not block.nodes:
+        return None
+    if out is not block.nodes[-1].outputs[0]:
+        return None
+    block.outputs = [out]
+    return block

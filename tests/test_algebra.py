@@ -1,0 +1,148 @@
+"""The SymPy pass on fused elementwise expressions (adcompiler/passes/algebra.py): real fused
+adjoints it makes cheaper, operation counts before and after, gradients unchanged (against
+central differences and against the gradient compiled without the pass), and its bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler.ir import walk
+from adcompiler.passes import algebra
+
+N = 5000   # above fusion's MIN_SIZE
+
+
+@pytest.fixture(autouse=True)
+def _compile_every_time(monkeypatch):
+    monkeypatch.setenv("ADCOMPILER_CACHE", "0")   # the disk cache would skip the passes
+
+
+def sigmoid_loss(x):
+    s = 1.0 / (1.0 + np.exp(-x))
+    return np.sum(s * s)
+
+
+def logcosh(x):
+    return np.sum(np.log(np.cosh(x)))
+
+
+def softplus(x):
+    return np.sum(np.log(1.0 + np.exp(x)))
+
+
+def poly(x):
+    return np.sum(x * x * x + x * x)
+
+
+def swish(x):
+    return np.sum(x / (1.0 + np.exp(-x)))
+
+
+def rosenbrock(x):   # the benchmark workload
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def fused_costs(fn, x):
+    """(transcendental calls, operations) of each fused block of ``grad(fn)``, sorted."""
+    graph = ad.grad(fn).specialize(x).graph
+    return sorted(algebra.cost(n.regions[0].nodes) for n in walk(graph.nodes)
+                  if n.prim == "fused")
+
+
+@pytest.fixture
+def without_pass(monkeypatch):
+    """Compile with the pass turned off (it leaves every fused node alone)."""
+    def off():
+        monkeypatch.setattr(algebra, "_eligible", lambda node: False)
+    return off
+
+
+# fn, its fused blocks' costs without the pass, with it, and what the adjoint now reads
+CASES = [
+    # -(-(2*s)*s/t2*t1), with s = 1/t2 computed forward: 2*t1*s**3 (t2 is no longer kept)
+    (sigmoid_loss, [(0, 6), (1, 2)], [(0, 3), (1, 2)], "dx = 2 * (t1 * s ** 3)"),
+    (logcosh, [(2, 4)], [(1, 1)], "dx = np.tanh(x)"),            # sinh(x)/cosh(x)
+    (softplus, [(0, 3)], [(0, 2)], "dx = t1 / (t1 + 1)"),          # 1/(1+t1)*t1
+    (poly, [(0, 4)], [(0, 3)], "dx = 2 * x + 3 * t1"),             # t1 + t1 + t1 + 2x
+    (swish, [(0, 8), (1, 2)], [(0, 4), (1, 2)], "dx = (x * t1 / t2 + 1) / t2"),  # seed 1
+    (rosenbrock, [(0, 3), (0, 3), (0, 3)], [(0, 2), (0, 2), (0, 3)], "dt3 = 2 * t2 - 2"),
+]
+
+
+@pytest.mark.parametrize("fn, before, after, line", CASES, ids=[c[0].__name__ for c in CASES])
+def test_fused_adjoints_get_cheaper_and_keep_their_values(fn, before, after, line, without_pass):
+    x = np.linspace(-1.5, 1.3, N)
+    assert fused_costs(fn, x) == after
+    g = ad.grad(fn)(x)
+    assert line in ad.grad(fn).specialize(x).source
+    without_pass()
+    assert fused_costs(fn, x) == before
+    np.testing.assert_allclose(g, ad.grad(fn)(x), rtol=1e-12, atol=1e-12)
+    eps, k = 1e-6, np.arange(0, N, 997)          # central differences at a few entries
+    for j in k:
+        up, down = x.copy(), x.copy()
+        up[j] += eps
+        down[j] -= eps
+        assert g[j] == pytest.approx((fn(up) - fn(down)) / (2 * eps), rel=1e-5, abs=1e-7)
+
+
+def test_float32_stays_float32():
+    x = np.linspace(-1, 1, N).astype(np.float32)
+    g = ad.grad(sigmoid_loss)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, ad.grad(sigmoid_loss)(x.astype(np.float64)), rtol=1e-5)
+
+
+def test_same_source_every_time():
+    x = np.linspace(-1, 1, N)
+    first = ad.grad(swish).specialize(x).source
+    algebra._CACHE.clear()
+    assert ad.grad(swish).specialize(x).source == first
+
+
+def many_terms(x):
+    return np.sum(np.sin(x) * x * 0.5 + np.cos(x) * x * 0.25 + np.exp(x) * x * 0.125
+                  + np.tanh(x) * x * 0.0625 + np.sinh(x) * x * 0.03125 + x * x * x * x)
+
+
+def test_large_expressions_are_left_alone(without_pass):
+    """A block over MAX_NODES operations is not given to SymPy (its time grows fast)."""
+    x = np.linspace(-1, 1, N)
+    algebra._CACHE.clear()
+    with_pass = fused_costs(many_terms, x)
+    assert max(ops for _, ops in with_pass) > algebra.MAX_NODES and not algebra._CACHE
+    without_pass()
+    assert fused_costs(many_terms, x) == with_pass
+
+
+def test_each_expression_is_simplified_once_per_process():
+    algebra._CACHE.clear()
+    x = np.linspace(-1, 1, N)
+    ad.grad(softplus).specialize(x)
+    assert len(algebra._CACHE) == 1
+    ad.grad(softplus).specialize(x + 1.0)   # a new compilation of the same expression
+    assert len(algebra._CACHE) == 1
+
+
+def elementwise(x):   # the benchmark workload: its adjoint has nothing SymPy removes
+    return np.sum(np.tanh(x) * x + 3.0 * x * x - np.exp(-x))
+
+
+def tanh_layer(x):
+    h = np.tanh(x * 0.5)
+    return np.sum(h * x)
+
+
+def test_sympy_is_asked_only_where_it_may_pay():
+    """A cheap look at the block decides (SymPy's import alone takes a few hundred ms): the
+    benchmark's elementwise adjoint and ``dh * (1 - h*h)`` are never handed to SymPy."""
+    x = np.linspace(-1, 1, N)
+    algebra._CACHE.clear()
+    for fn in (elementwise, tanh_layer):
+        graph = ad.grad(fn).specialize(x).graph
+        assert any(n.prim == "fused" and algebra._eligible(n) for n in walk(graph.nodes))
+    assert not algebra._CACHE
+    ad.grad(rosenbrock).specialize(x)
+    assert algebra._CACHE
