@@ -542,3 +542,20 @@ def test_cuda_device_needs_cupy():
     else:
         x = tape.randn(2, requires_grad=True, device="cuda")
         assert x.device == "cuda:0" and repr(x).endswith("device='cuda:0', requires_grad=True)")
+
+
+# ---- NumPy functions that write in place ----------------------------------------------------
+def test_ufunc_at_with_a_value_that_requires_grad_is_refused():
+    """``np.add.at`` writes in place and returns None: on the tape it would drop the gradient
+    (into a plain array) or change a tensor unrecorded, so it is refused, as other NumPy
+    functions without a derivative rule are. (The compiler takes ``np.add.at``.)"""
+    x = leaf(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(TypeError, match="np.add.at is not differentiable on the tape"):
+        np.add.at(np.zeros(3), np.array([0, 0, 2]), x * 2.0)
+    y = tape.zeros(3, requires_grad=True)
+    with pytest.raises(TypeError, match="np.add.at is not differentiable on the tape"):
+        np.add.at(y, np.array([0, 0]), np.ones(2))
+    plain = np.zeros(3)
+    with tape.no_grad():
+        np.add.at(plain, np.array([0, 0, 2]), x * 2.0)   # values only, on purpose
+    np.testing.assert_array_equal(plain, [6.0, 0.0, 6.0])

@@ -65,7 +65,7 @@ def run_plain(name, fn, args, kwargs):
     if mode.is_grad_enabled() and _any_requires(list(args) + list(kwargs.values())):
         kinds = {(r.dtype if hasattr(r, "dtype") else np.asarray(r).dtype).kind
                  for r in (result if isinstance(result, tuple) else (result,))}
-        if kinds & set("fc"):
+        if kinds & set("fc") or result is None:   # None: it wrote in place (np.add.at)
             raise TypeError(f"{name} is not differentiable on the tape (it has no derivative "
                             "rule) and its input requires grad; use .detach() to drop the "
                             "gradient on purpose")
