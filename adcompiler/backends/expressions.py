@@ -226,6 +226,14 @@ def scatter_statements(node, target: str, args, xp_name="np"):
     basic = _is_basic(p["index"], [x.aval for x in node.inputs[1:]])
     idx = index_expr(p["index"], args[1:], in_call=not basic)
     first = ast.Assign([ast.Name(target, ast.Store())], zeros)
+    rest = _complement(p["index"], p["shape"]) if basic else None
+    if rest is not None:  # np.empty, and zeros only where the slice does not write
+        first.value.func = _attr("np.empty", xp_name)
+        return [first, ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[0])] + [
+            ast.Assign([ast.Subscript(_name(target), ast.Slice(const(a) if a else None,
+                                                               const(b) if b < n else None),
+                                      ast.Store())], const(0.0))
+            for a, b, n in rest]
     if not basic:
         adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
         second = ast.Expr(_call(_attr(adder, xp_name),
@@ -233,3 +241,15 @@ def scatter_statements(node, target: str, args, xp_name="np"):
     else:
         second = ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[0])
     return [first, second]
+
+
+def _complement(spec, shape):
+    """For a scatter into one unit-step slice of axis 0 (``x[:-1]``, ``x[1:]``): the (start,
+    stop, size) ranges of axis 0 it leaves unwritten, else None."""
+    if len(spec) != 1 or spec[0][0] != "s" or spec[0][3] not in (None, 1) or not shape:
+        return None
+    n = shape[0]
+    start, stop, _ = slice(spec[0][1], spec[0][2]).indices(n)
+    if stop <= start:
+        return None
+    return [(a, b, n) for a, b in ((0, start), (stop, n)) if b > a]

@@ -113,7 +113,8 @@ def promising(block, links) -> bool:
     """Whether the block has something SymPy's canonical form or rewrites remove: a sign or a
     constant to fold into a product, two constants in one sum or product, a term three times
     or a factor shared by two products in one sum, ``(1/a)*b``, ``sinh(a)`` with ``cosh(a)``,
-    a constant input, or an input that is the reciprocal of another (reuse). Cheap, no SymPy."""
+    a constant input, an input that is the reciprocal of another (reuse), or an input that is a
+    constant times another (inlining it may collect terms). Cheap, no SymPy."""
     made = {n.outputs[0]: n for n in block.nodes}
     inner = lambda x, prims: x in made and made[x].prim in prims  # noqa: E731
     for n in block.nodes:
@@ -135,7 +136,13 @@ def promising(block, links) -> bool:
            for _, x in calls):
         return True
     return any(p.prim in ("broadcast_to", "full") or (p.prim == "divide" and isinstance(
-        p.inputs[0], Literal)) for _, p in links)
+        p.inputs[0], Literal)) or _scaled_twin(p, block) for _, p in links)
+
+
+def _scaled_twin(p, block) -> bool:
+    """A link ``s = c * x``, with ``x`` another input of the node (``_links`` checks that):
+    inlining ``s`` lets ``c * x`` and the block's terms in ``x`` collect into one."""
+    return p.prim == "multiply" and sum(isinstance(a, Literal) for a in p.inputs) == 1
 
 
 def _unit(x) -> bool:

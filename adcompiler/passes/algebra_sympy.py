@@ -88,7 +88,8 @@ def _quotients(expr) -> list:
 
 def _reused(expr, relations):
     """``expr`` rewritten to read what the forward part computed: each input given by a
-    relation ``s = f`` replaces ``f`` where it appears, and an input ``u`` of which ``s`` is a
+    relation ``s = f`` replaces ``f`` where it appears (or is replaced by ``f``, which may let
+    like terms merge and leave ``s`` unread), and an input ``u`` of which ``s`` is a
     reciprocal (``s = c/u``) is replaced by ``c/s``, so a division becomes a product."""
     out = []
     for s, f in relations:
@@ -96,6 +97,7 @@ def _reused(expr, relations):
             out.append(expr.subs(s, f))
             continue
         out.append(expr.subs(f, s))
+        out.append(expr.subs(s, f))   # inlined: 6*x + x*(1 - t**2) collects to x*(7 - t**2)
         for u in sorted(f.free_symbols - {s}, key=str):
             solved = _solve(f, u, s)
             if solved is not None:

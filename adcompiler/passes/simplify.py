@@ -8,7 +8,7 @@ the node's abstract value (shape, dtype and Python-ness), so no dtype or broadca
 
 from __future__ import annotations
 
-from ..ir import Literal, Value
+from ..ir import Literal, Node, Value
 from ..ir.primitives import PRIMS, evaluate
 from ..ir.shapes import infer
 from .rewrite import resolve, substitute
@@ -46,6 +46,7 @@ def _simplify_nodes(nodes, subst, producers):
         _constant_products(node, producers)
         _fold_broadcast_literal(node, producers)
         _literal_operands(node, producers)
+        kept += _merge_scatters(node, producers)
         replacement = (_fold(node) or _identity(node, producers)
                        or _double_negation(node, producers))
         if replacement is not None:
@@ -189,3 +190,26 @@ def _literal_operands(node, producers):
         if aval == node.out.aval:
             node.inputs = inputs
 
+
+
+def _merge_scatters(node, producers) -> list:
+    """``index_add[i](scatter_add[i](a), b)`` becomes ``scatter_add[i](a + b)`` (and the same
+    over ``index_add``): two adjoints of one gather (``x[:-1]`` read twice) add before they
+    scatter, so one pass over the slice instead of two, and the sum can fuse. Rewritten in
+    place; returns the new ``add`` node to emit before it."""
+    if node.prim != "index_add":
+        return []
+    acc, b, *arrays = node.inputs
+    inner = producers.get(acc)
+    if inner is None or inner.prim not in ("scatter_add", "index_add") or \
+            inner.params.get("index") != node.params.get("index"):
+        return []
+    first = 0 if inner.prim == "scatter_add" else 1
+    a, inner_arrays = inner.inputs[first], list(inner.inputs[first + 1:])
+    if inner_arrays != arrays or not isinstance(a, Value) or not isinstance(b, Value) or \
+            a.aval != b.aval:
+        return []
+    total = Node("add", (a, b), {}, (Value(a.aval),), node.source, node.phase)
+    node.prim, node.params = inner.prim, dict(inner.params)
+    node.inputs = inner.inputs[:first] + (total.out,) + tuple(arrays)
+    return [total]
