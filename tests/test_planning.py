@@ -140,3 +140,21 @@ def test_slice_scatters_write_once():
     np.testing.assert_allclose(h(x), expected, rtol=1e-14)
     assert h.source.count("dx[:-1]") == 1 and "dx[6:] = 0.0" in h.source
     assert sum(n.prim in ("scatter_add", "index_add") for n in h.ir.nodes) == 1
+
+
+def cross_entropy(logits, onehot):
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.mean(np.sum(onehot * logp, axis=1))
+
+
+def test_a_reduction_seed_folds_into_a_scale():
+    """mean(sum(...)) seeds its adjoint with a constant broadcast twice; the product with it
+    is one scaling (``-1/4 * onehot``), not two broadcasts and a multiply."""
+    logits = RNG.standard_normal((4, 3))
+    onehot = np.eye(3)[[0, 2, 1, 1]]
+    g = ad.grad(cross_entropy)
+    softmax = np.exp(logits) / np.sum(np.exp(logits), axis=1, keepdims=True)
+    np.testing.assert_allclose(g(logits, onehot), (softmax - onehot) / 4, rtol=1e-12,
+                               atol=1e-15)
+    assert "dlogp = -0.25 * onehot" in g.source and "broadcast_to(-0.25" not in g.source

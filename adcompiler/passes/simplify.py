@@ -65,16 +65,18 @@ def _fold(node):
     return None
 
 
+_SAME_ENTRIES = ("broadcast_to", "expand_dims", "reshape")  # every entry is one of the input's
+
+
 def _literal(x, producers):
-    """The number ``x`` stands for: a literal, or a literal broadcast to an array."""
-    if isinstance(x, Literal):
-        return x.value
-    producer = producers.get(x)
-    if producer is not None and producer.prim == "broadcast_to":
-        inner = producer.inputs[0]
-        if isinstance(inner, Literal):
-            return inner.value
-    return None
+    """The number ``x`` stands for: a literal, or a literal broadcast to an array (through any
+    chain of broadcasts, expand_dims and reshapes: a reduction's adjoint seed)."""
+    while not isinstance(x, Literal):
+        producer = producers.get(x)
+        if producer is None or producer.prim not in _SAME_ENTRIES:
+            return None
+        x = producer.inputs[0]
+    return x.value
 
 
 def _identity(node, producers):
