@@ -409,3 +409,8 @@ def install():
             else:
                 sys.modules[n] = m
         cupy_modules.cache_clear()
+
+
+def on_device(cp, args):
+    """The arguments with every NumPy array moved to the (fake) device."""
+    return tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)

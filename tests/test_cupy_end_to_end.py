@@ -24,6 +24,7 @@ from adcompiler.ir.primitives import PRIMS
 from adcompiler.passes import fuse
 
 from . import fake_cupy
+from .fake_cupy import on_device
 from .control_strategies import control_programs
 from .cupy_helpers import (BINARY, SPECIAL, UNARY, assert_close, cases, elementwise,
                            one_node_block, repeated_assignment)
@@ -38,10 +39,6 @@ SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthC
 def cp():
     with fake_cupy.install() as module:
         yield module
-
-
-def on_device(cp, args):
-    return tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
 # ---- the stand-in is as strict as CuPy --------------------------------------------------------

@@ -15,6 +15,7 @@ from adcompiler import tape
 from adcompiler.tape.xp import compute
 
 from . import fake_cupy
+from .fake_cupy import on_device
 from .control_strategies import control_programs, tape_program
 from .cupy_helpers import BINARY, HAS_GPU, UNARY, assert_close, cases, elementwise
 from .strategies import load, programs
@@ -27,10 +28,6 @@ SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthC
 def cp():
     with fake_cupy.install() as module:
         yield module
-
-
-def on_device(cp, args):
-    return tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
 def _expression(t, w):
