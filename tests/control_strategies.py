@@ -107,6 +107,7 @@ def _join(categories):
 
 
 ASSIGN = re.compile(r"(?:([\w, ]+?) [-+*]?= |(\w+)\[.*\] [-+*]?= )")   # what a line binds
+TRACED_BOUND = re.compile(r"for \w+ in range\(int\(np\.sum\((\w+) > ")     # the array it reads
 
 
 def _paren(text):
@@ -155,6 +156,7 @@ class _Shared:
         self.count = 0
         self.thresholds: dict = {}
         self.returns = 0
+        self.returned: list = []  # names an early return returns (the end may return one too)
 
     def key(self, threshold):
         self.thresholds[len(self.thresholds)] = threshold
@@ -492,6 +494,9 @@ class _ControlDrawing(_Drawing):
                 if not arrays:
                     return None
                 a = self.draw(st.sampled_from(arrays))
+                own = [n for n in arrays if n in self.rebindable()]
+                if form == "traced" and own and self.draw(st.booleans()):
+                    a = self.draw(st.sampled_from(own))  # which the loop may rebind
                 K = self.env[a].shape[0] if form == "len" else self.env[a].size
             if form == "traced":
                 values = self.env[a].reshape(-1)
@@ -573,6 +578,9 @@ class _ControlDrawing(_Drawing):
             accumulators.append(acc)
             if ("zeros" in init or "copy" in init) and self.draw(st.booleans()):
                 inplace.add(acc)  # acc += ... : not read elsewhere in the body
+        bound = TRACED_BOUND.match(head.text) if head else None
+        if bound and bound[1] in existing and self.draw(st.booleans()):
+            carried.append(bound[1])  # rebinds what its bound reads (which Python reads once)
         carried = list(dict.fromkeys(carried))
         # a buffer recording one carried value per iteration
         record = buffer
@@ -765,9 +773,15 @@ class _ControlDrawing(_Drawing):
         cond = self.condition()
         if cond is None:
             return False
+        bare = None
+        if self.draw(st.integers(0, 2)) == 0:   # s = np.sum(a); if c: return s ... (return s)
+            bare = self.fresh()
+            if not self.commit([Line(0, f"{bare} = np.sum({self.operands(1)[0]})", "",
+                                     (bare,))], [bare]):
+                return False
         returning = self.child(top=True)
         returning.body()
-        expr = returning.result()
+        expr = bare or returning.result()
         value = returning.evaluate(expr)
         if value is None or np.ndim(value) != 0 or not abs(float(value)) < 64 * MAX_ABS:
             return False
@@ -782,6 +796,7 @@ class _ControlDrawing(_Drawing):
         if check is None or not self.margins_ok(check[2]):
             return False
         self.shared.returns += 1
+        self.shared.returned += [expr] if NAME.fullmatch(expr) else []
         ret = returning.lines + [Line(0, f"return {expr}")]
         rest = other.lines if other else []
         if self.draw(st.booleans()):
@@ -825,7 +840,11 @@ def control_programs(draw, min_statements=2, max_statements=6, math=True):
     d.math = math
     for _ in range(draw(st.integers(min_statements, max_statements))):
         d.statement()
-    source = _source(d.lines, d.result())
+    result = d.result()
+    returned = [n for n in d.shared.returned if n in d.names]
+    if returned and draw(st.booleans()):   # an early return's name, maybe its value too
+        result = draw(st.sampled_from(returned))
+    source = _source(d.lines, result)
     namespace: dict = {}
     exec(compile(source, "<control program>", "exec"), namespace)
     with warnings.catch_warnings(), np.errstate(all="raise"):

@@ -305,3 +305,79 @@ def test_a_for_loop_stacks_a_while_loops_lists_in_a_list():
     g(X3)
     assert "yss = []" in g.source and "yss.append(ys)" in g.source
     assert "list[list[f64[3]]]" in str(g.ir)
+
+
+# ---- loops that run no times: the loop does nothing, gradients flow around it ----------------
+def range_zero(x):
+    s = x * 2.0
+    for i in range(0):
+        s = s * x + 1.0
+    return np.sum(s * np.sin(x))
+
+
+def range_backwards(x):
+    s = x * 2.0
+    for i in range(5, 2):
+        s = s * np.sin(x)
+    return np.sum(s * s)
+
+
+def range_of_static_argument(x, n):
+    s = x * 2.0
+    for i in range(n):
+        s = s * x
+    return np.sum(s * s) + n
+
+
+def traced_range_empty_at_run_time(x):
+    s = x * 2.0
+    for i in range(np.sum(x > 100.0)):
+        s = s * x
+    return np.sum(s * s)
+
+
+def over_an_empty_array(x, A):
+    s = x * 2.0
+    for row in A:
+        s = s + row * x
+    return np.sum(s * np.cos(x))
+
+
+def empty_loop_between_loops(x):
+    s = x * 1.0
+    for i in range(2):
+        s = s * x
+        for j in range(i, i):
+            s = s + 1.0
+    return np.sum(s)
+
+
+EMPTY_LOOPS = [
+    (range_zero, (X3,)),
+    (range_backwards, (X3,)),
+    (range_of_static_argument, (X3, 0)),
+    (traced_range_empty_at_run_time, (X3,)),
+    (over_an_empty_array, (X3, np.zeros((0, 3)))),
+    (empty_loop_between_loops, (X3,)),
+]
+
+
+@pytest.mark.parametrize("f, args", EMPTY_LOOPS, ids=[f.__name__ for f, _ in EMPTY_LOOPS])
+def test_a_loop_that_runs_no_times(f, args):
+    """It once crashed while compiling (IndexError loading a residual from a 0-row stack).
+    Value against NumPy, gradient against finite differences and the tape, tangent against
+    the gradient."""
+    value, grad = ad.value_and_grad(f)(*args)
+    assert float(value) == pytest.approx(float(f(*args)), rel=1e-13)
+    assert_matches_numerical(f, args, (0,), (grad,), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(grad, tape.dynamic_grad(f)(*args), rtol=1e-12, atol=1e-14)
+    t = np.array([0.3, -1.0, 0.7])
+    primal, tangent = ad.jvp(f)(*args, tangents=t)
+    assert float(primal) == pytest.approx(float(f(*args)), rel=1e-13)
+    assert float(tangent) == pytest.approx(float(grad @ t), rel=1e-12, abs=1e-14)
+
+
+def test_a_static_empty_loop_leaves_no_loop_in_the_code():
+    g = ad.grad(range_zero)
+    g(X3)
+    assert "for " not in g.source and "while " not in g.source

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from .inplace import Stale
 from .loops import LoopLowering, _aval
 from ..ir import Aval, Block, Literal, Node, Value
 
@@ -85,6 +86,9 @@ class ControlLowering(LoopLowering):
                 continue
             if values[0] is values[1]:  # one value from before the `if` on both paths
                 self.env[name] = values[0]
+                continue
+            if stale := next((v for v in values if isinstance(v, Stale)), None):
+                self.env[name] = stale  # a view one branch updated: unreadable after the if
                 continue
             aval = self.join(stmt, name, [_aval(v) for v in values], "branch")
             for block, v in zip(blocks, values):

@@ -33,6 +33,11 @@ class Stale:
     target: str        # the name updated in place
     statement: str     # the statement that did it, as the user wrote it
     lineno: int
+    hint: str          # how to write that update so nothing else shares the memory
+
+    @classmethod
+    def of(cls, stmt, target, text):
+        return cls(target, text, stmt.lineno, _rebind_hint(stmt, target))
 
 
 class InplaceLowering:
@@ -73,14 +78,9 @@ class InplaceLowering:
         """Rebind every name for ``old`` to ``new``; names for views of its memory go stale.
         ``name`` is the updated variable (``y`` in ``y *= 2`` and in ``y[i] = v``)."""
         name = name or stmt.target.id
-        producers = {v: n for n in self.graph.nodes for v in n.outputs}
-        root = _memory_root(old, producers)
-        if root in self.graph.consts:
-            raise self.src.error(stmt, f"`{name}` is (a view of) an array from a "
-                                 "module global or a closure; updating it in place would "
-                                 "change that array for every later call",
-                                 _rebind_hint(stmt, name))
-        stale = Stale(name, self.src.text(stmt), stmt.lineno)
+        producers = open_producers(self.b)
+        root = self.writable_root(stmt, old, producers, name)
+        stale = Stale.of(stmt, name, self.src.text(stmt))
 
         def update(value):
             if value is old:
@@ -90,7 +90,7 @@ class InplaceLowering:
                 if all(a is b for a, b in zip(items, value)):
                     return value
                 return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-            if isinstance(value, Value) and _memory_root(value, producers) is root:
+            if isinstance(value, Value) and memory_root(value, producers) is root:
                 return stale
             return value
 
@@ -103,14 +103,38 @@ class InplaceLowering:
         for env, alias, value in changes:
             env[alias] = value
 
+    def writable_root(self, stmt, old: Value, producers, name) -> Value:
+        """The value whose memory ``old`` views, unless that is a module global's or closure's."""
+        root = memory_root(old, producers)
+        if root in self.graph.consts:
+            raise self.src.error(stmt, f"`{name}` is (a view of) an array from a "
+                                 "module global or a closure; updating it in place would "
+                                 "change that array for every later call",
+                                 _rebind_hint(stmt, name))
+        return root
+
+    def stale_before_loop(self, stmt, name, value: Value):
+        """A loop body that updates ``name`` in place (``stmt``) changes ``value``'s memory,
+        but the loop carries names, not arrays: every other name that shares that memory, a
+        view or the array a view looks into, here or in a caller, goes :class:`Stale`."""
+        producers = open_producers(self.b)
+        root = self.writable_root(stmt, value, producers, name)
+        stale = Stale.of(stmt, name, self.src.text(stmt))
+        for env in self.frames:
+            for alias, v in env.items():
+                if ((env is not self.env or alias != name) and isinstance(v, Value)
+                        and memory_root(v, producers) is root):
+                    env[alias] = stale
+
     def check_region(self, stmt, changes, target):
         """Inside a block only the target itself may change, with one exception: a branch
         merges every name of this function whose value changed, aliases included; a loop
-        carries only the names its body assigns, and no block merges a caller's names."""
+        carries only the names its body assigns, and no block merges a caller's names. A view
+        going stale is no change to merge: reading it is an error wherever that happens."""
         if self.b.target is self.graph.nodes:
             return
-        others = [name for env, name, _ in changes
-                  if not (env is self.env and (name == target or not self.loop_depth))]
+        others = [name for env, name, value in changes if not isinstance(value, Stale)
+                  and not (env is self.env and (name == target or not self.loop_depth))]
         if others:
             raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
                                  f"change `{others[0]}`, which names the same memory; that is "
@@ -121,9 +145,10 @@ class InplaceLowering:
         return self.src.error(
             node, f"`{name}` shares memory with `{stale.target}`, which "
             f"`{stale.statement}` (line {stale.lineno}) changed in place",
-            "NumPy would show that change through this name too, and adcompiler does not "
-            f"track views yet: take a .copy() of one of them, or write `{stale.target} = "
-            f"{stale.target} * ...` instead of an in-place update")
+            f"NumPy would show that change through `{name}` too, and adcompiler does not "
+            f"track shared memory yet: make `{name}` its own array where it is assigned "
+            "(append .copy() to the expression, as in `acc[1:].copy()`), or "
+            f"{stale.hint}")
 
 
 def _rebind_hint(stmt, name) -> str:
@@ -138,7 +163,13 @@ def _is_mutable_array(x) -> bool:
     return isinstance(x, Value) and not x.aval.is_scalar and x.aval.shape != ()
 
 
-def _memory_root(v: Value, producers: dict) -> Value:
+def open_producers(b) -> dict:
+    """Value -> node for the nodes emitted so far into the graph and every block still open
+    around the builder's target (a loop body's nodes join the graph only when it closes)."""
+    return {v: n for nodes in (*b.enclosing, b.target) for n in nodes for v in n.outputs}
+
+
+def memory_root(v: Value, producers: dict) -> Value:
     """The value whose memory ``v`` views (``v`` itself when it is not a view)."""
     node = producers.get(v)
     while node is not None and _is_view(node):

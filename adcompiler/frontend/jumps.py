@@ -5,7 +5,8 @@ The IR has structured regions only, so jumps are rewritten on the AST before low
 branch that falls through; ``break`` sets a flag (``loop<line>_done``) and then continues; a
 ``for`` loop with a ``break`` runs its body under ``if not loop<line>_done:``, a ``while`` loop
 tests ``... and not loop<line>_done``. ``for i in range(a, b)`` with bounds computed from traced
-values becomes a counted ``while``. Invariant: the rewritten loop computes what the original
+values becomes a counted ``while`` (``b`` evaluated once, before it), which may then break like
+any ``while``. Invariant: the rewritten loop computes what the original
 did, and differentiates through the same operations.
 """
 

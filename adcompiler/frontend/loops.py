@@ -3,9 +3,10 @@
 A ``for`` over ``range(...)`` (static bounds), over an array's first axis, or over
 ``enumerate``/``zip`` of those becomes a ``loop`` over ``k in range(n)`` carrying every variable
 the body rebinds; ``break``/``continue``, ``reversed(range(...))`` and ranges with traced bounds
-are first rewritten on the AST (:mod:`.jumps`, :mod:`.reversed_range`). Invariant: a carried
+are first rewritten on the AST (:mod:`.jumps`, :mod:`.reversed_range`). Invariants: a carried
 variable has one abstract value on every iteration (a Python float meeting a 0-d array becomes
-the array), else a located error says which variable disagrees.
+the array), else a located error says which variable disagrees; a static trip count of 0
+(``range(0)``, an empty array) emits no loop, so a ``loop`` node always runs at least once.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from . import jumps, reversed_range
+from .inplace import Stale
 from .setitem import add_at_target
 from ..ir import Aval, Block, Literal, Node, Value
 
@@ -61,6 +63,8 @@ class LoopLowering:
         header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
         self.b.source = header
         n, bind_target = self.iteration(stmt)
+        if n <= 0:  # range(0), range(5, 2), an empty array: the body never runs, as in Python
+            return
 
         def blocks(carried, params):
             k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
@@ -100,6 +104,24 @@ class LoopLowering:
         carried = [name for name in _assigned(stmt.body) if name in self.env
                    and _traceable(self.env[name])]
         self.check_loop_aliases(stmt, carried)
+        avals, blocks, results = self.lower_body(stmt, carried, make_blocks)
+        body = blocks[-1]
+        with self.b.into(body):
+            body.outputs = [self.coerce(r, a) for r, a in zip(results, avals)]
+        inits = [self.coerce(self.env[name], a) for name, a in zip(carried, avals)]
+        outs = tuple(self.graph.name_value(Value(a, origin=name), name)
+                     for name, a in zip(carried, avals))
+        self.b.source = header
+        self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
+                                  "forward", tuple(blocks)))
+        self.env.update(zip(carried, outs))
+
+    def lower_body(self, stmt, carried, make_blocks):
+        """(avals, blocks, results): the body lowered until the carried avals agree. A carried
+        name that is :class:`.inplace.Stale` on entry, or that the body leaves stale (a view of
+        an array it then updated in place), is carried no more: it stays stale where the body
+        reads it before rebinding it, and after the loop."""
+        carried[:] = [n for n in carried if not isinstance(self.env[n], Stale)]
         avals = [_aval(self.env[name]) for name in carried]
         for _ in range(_MAX_AVAL_ROUNDS):
             env0 = dict(self.env)
@@ -112,25 +134,22 @@ class LoopLowering:
                 self.loop_depth -= 1
             results = [self.env[name] for name in carried]
             self.env = env0
+            stale = {n: r for n, r in zip(carried, results) if isinstance(r, Stale)}
+            if stale:
+                self.env.update(stale)
+                carried[:] = [n for n in carried if n not in stale]
+                return self.lower_body(stmt, carried, make_blocks)
             new = [self.join(stmt, name, [a, _aval(r)], "loop")
                    for name, a, r in zip(carried, avals, results)]
             if new == avals:
                 break
             avals = new
-        body = blocks[-1]
-        with self.b.into(body):
-            body.outputs = [self.coerce(r, a) for r, a in zip(results, avals)]
-        inits = [self.coerce(self.env[name], a) for name, a in zip(carried, avals)]
-        outs = tuple(self.graph.name_value(Value(a, origin=name), name)
-                     for name, a in zip(carried, avals))
-        self.b.source = header
-        self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
-                                  "forward", tuple(blocks)))
-        self.env.update(zip(carried, outs))
+        return avals, blocks, results
 
     def check_loop_aliases(self, stmt, carried):
         """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
-        carries names, not arrays, so such an alias is refused rather than silently stale."""
+        carries names, not arrays, so such an alias is refused rather than silently stale, and
+        a view sharing its memory goes stale (reading it later is an error)."""
         for node in (n for s in stmt.body for n in ast.walk(s)):
             name = _updated_in_place(node)
             if name is None:
@@ -146,6 +165,7 @@ class LoopLowering:
                                      f"`{others[0]}` names the same array",
                                      f"copy it first ({others[0]} = {name}.copy()) so each "
                                      "name has its own array")
+            self.stale_before_loop(node, name, value)
 
     def iteration(self, stmt):
         """The trip count and a function binding the loop target for iteration ``k``."""

@@ -39,6 +39,7 @@ class Builder:
         self.source: Optional[str] = None
         self.phase = "forward"
         self.target: list = graph.nodes  # where nodes go: the graph's body or a block's
+        self.enclosing: list = []  # the node lists `into` left, innermost last
         self._tokens = []
 
     def __enter__(self):
@@ -78,10 +79,11 @@ class Builder:
     def into(self, block):
         """Emit into ``block`` (a Block) for the duration of the ``with``."""
         saved, self.target = self.target, block.nodes
+        self.enclosing.append(saved)
         try:
             yield block
         finally:
-            self.target = saved
+            self.target = self.enclosing.pop()
 
     # ---- the ops namespace for templates ------------------------------------------------------
     def __getattr__(self, prim):
