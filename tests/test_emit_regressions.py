@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
+from adcompiler.tape import dynamic_grad
 from tests.helpers import assert_matches_numerical
 
 X = np.array([0.3, -0.2, 0.5])
@@ -125,6 +126,102 @@ def while_accumulates_in_place(x, y, z):
     return np.sum(acc * acc * y)
 
 
+# ---- a loop param stays in a value the body may leave unchanged --------------------------------
+# ``h = acc * 1.0`` is simplified to acc's own array; a branch, a ``break`` or a ``continue``
+# may keep it there, so ``h`` (stacked for the adjoint) must not see the update of ``acc``.
+def break_at_once_then_update(x, y, z):
+    acc = np.zeros((1, 1))
+    n = 0
+    while n < 2:
+        n = n + 1
+        h = acc * 1.0
+        for row in x:
+            if np.sum(acc) > 1.0:   # at once on the second pass: h stays acc
+                break
+            h = h + row
+        acc = acc + h * h
+    return np.sum(acc * z)
+
+
+def continue_every_row_then_update(x, y, z):
+    acc = np.zeros((1, 1))
+    n = 0
+    while n < 2:
+        n = n + 1
+        h = acc * 1.0
+        for row in x:
+            if np.sum(acc) > 1.0:
+                continue
+            h = h + row
+        acc = acc + h * h
+    return np.sum(acc * z)
+
+
+def branch_in_loop_then_update(x, y, z):
+    acc = np.zeros((1, 1))
+    for n in range(2):
+        h = acc * 1.0
+        for row in x:
+            if np.sum(acc) < 1.0:
+                h = h + row
+        acc = acc + h * h
+    return np.sum(acc * z)
+
+
+def branch_keeps_param_then_update(x, y, z):
+    acc = np.zeros((1, 1))
+    for n in range(2):
+        h = acc * 1.0
+        if np.sum(acc) < 1.0:   # not taken on the second pass: h stays acc
+            h = h + x[0] + x[1]
+        acc = acc + h * h
+    return np.sum(acc * z)
+
+
+def inner_while_breaks_then_update(x, y, z):
+    acc = np.zeros((1, 1))
+    for n in range(2):
+        h = acc * 1.0
+        k = 0
+        while k < 2:
+            if np.sum(acc) > 1.0:
+                break
+            h = h + x[k]
+            k = k + 1
+        acc = acc + h * h
+    return np.sum(acc * z)
+
+
+def break_at_once_then_augmented(x, y, z):
+    acc = z * 0.0
+    for n in range(2):
+        h = acc * 1.0
+        for row in x:
+            if np.sum(acc) > 1.0:
+                break
+            h = h + row
+        acc += h * h
+    return np.sum(acc * z)
+
+
+def break_at_once_then_index_add(x, y, z):
+    acc = z * 0.0
+    for n in range(2):
+        h = acc * 1.0
+        for row in x:
+            if np.sum(acc) > 1.0:
+                break
+            h = h + row
+        acc[0] += h[0] * h[0]   # h[0] is a view of h, stacked
+    return np.sum(acc * z)
+
+
+UNCHANGED_PARAM_CASES = [
+    break_at_once_then_update, continue_every_row_then_update, branch_in_loop_then_update,
+    branch_keeps_param_then_update, inner_while_breaks_then_update,
+    break_at_once_then_augmented, break_at_once_then_index_add]
+
+
 CASES = [zeros_twice, copies_twice, branch_yields_then_add, loop_result_then_add,
          buffer_made_in_loop, add_of_loop_temporary, read_after_additive_update,
          accumulator_read_in_loop, dead_code_in_loop, while_appends_then_adds,
@@ -162,3 +259,17 @@ def test_loops_still_update_their_own_arrays_in_place():
     assert "dz[0] += " in made.source
     for g in (fwd, made):
         assert "np.array(" not in g.source   # no defensive copy anywhere
+
+
+@pytest.mark.parametrize("f", UNCHANGED_PARAM_CASES, ids=lambda f: f.__name__)
+def test_update_of_a_loop_param_a_branch_may_keep(f):
+    """Once wrong by a factor of four: the update was written in place on ``acc``'s array,
+    which ``h`` still held; the tape and finite differences agree on the gradient."""
+    args = (np.array([[0.5], [1.4]]), np.array([[0.2], [0.3]]), np.array([[1.5], [-0.5]]))
+    saved = copy.deepcopy(args)
+    value, grads = ad.value_and_grad(f, wrt=(0, 2))(*args)
+    assert float(value) == pytest.approx(float(f(*copy.deepcopy(args))), rel=1e-12)
+    assert_matches_numerical(f, args, (0, 2), grads)
+    for g, t in zip(grads, dynamic_grad(f, wrt=(0, 2))(*copy.deepcopy(args))):
+        np.testing.assert_allclose(g, t, rtol=1e-12)
+    np.testing.assert_equal(args, saved)

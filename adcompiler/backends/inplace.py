@@ -29,6 +29,7 @@ class Sharing:
         self.copied: dict = {}   # value -> the slots it is stored under (phi: the same array)
         self.kept: dict = {}     # value -> views of it, and lists it is appended to
         self.carried: dict = {}  # body param -> (loop node, initial value, next value, slot)
+        self.entries: set = set()  # loop params and while-test params: a slot on entry
         for node in walk(graph.nodes):
             if is_view(node):
                 _add(self.kept, node.inputs[0], [node.outputs[0]])
@@ -49,6 +50,7 @@ class Sharing:
         for p, t, init, nxt, out in zip(params, tests, inits, body.outputs, node.outputs):
             slot = frozenset(v for v in (p, t, out) if v is not None)
             self.carried[p] = (node, init, nxt, slot)
+            self.entries.update(v for v in (p, t) if v is not None)
             _add(self.copied, init, slot)
             _add(self.copied, nxt, slot)
         carried = len(node.outputs) - node.params.get("stacked", 0)
@@ -63,8 +65,10 @@ class Sharing:
 
     def slots(self, v) -> list:
         """``v`` and the slots it is stored under, transitively: names that, read after ``v``
-        is made, hold ``v`` (or a later value of the same slot)."""
-        return _closure(v, frozenset(), (self.copied,))
+        is made, hold ``v`` (or a later value of the same slot). The walk stops at a loop's
+        params: what they are stored under in the body (a branch's result, an inner loop's
+        slot) holds the slot's value on entry to this iteration, the array before ``v``."""
+        return _closure(v, frozenset(), (self.copied,), stop=self.entries)
 
 
 def _add(edges, x, holders):
@@ -72,13 +76,17 @@ def _add(edges, x, holders):
         edges.setdefault(x, []).extend(h for h in holders if h is not x)
 
 
-def _closure(v, skip, edge_maps) -> list:
+def _closure(v, skip, edge_maps, stop=frozenset()) -> list:
+    """``v`` and what ``edge_maps`` lead to from it, leaving out ``skip`` and not going on
+    from ``stop`` (both except ``v`` itself)."""
     out, todo = [], [v]
     while todo:
         x = todo.pop()
         if x in out or (x in skip and x is not v):
             continue
         out.append(x)
+        if x in stop and x is not v:
+            continue
         for edges in edge_maps:
             todo.extend(edges.get(x, ()))
     return out
