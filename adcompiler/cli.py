@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import draw, standalone
+from . import draw, standalone, standalone_forward
 from .api import GradientFunction, TangentFunction
 from .errors import CompileError
 from .examples import SHAPES_HELP, example_arguments
@@ -81,7 +81,9 @@ def _compile_and_show_commands(command):
     p.add_argument("-o", "--output", help="the output file (one module only); default: "
                                           "<name>_grad.py beside the module")
     _options(p, wrt=False)
-    p.add_argument("--mode", choices=("reverse", "forward"), default="reverse")
+    p.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
+                   help="how grad/value_and_grad/vjp are computed: reverse (default, one pass) "
+                        "or forward (one jvp per input entry; pays for few inputs)")
     p = command("show", _show, "print the generated gradient source (or --ir) of a function")
     p.add_argument("target", metavar="PATH.py:FUNC")
     p.add_argument("--ir", action="store_true", help="print the SSA graph instead")
@@ -106,11 +108,6 @@ def _options(p, wrt=True, backend=True):
                             "needs no GPU to compile, only to run)")
 
 
-def _available(args):
-    if getattr(args, "mode", "reverse") == "forward":
-        raise UsageError("gradients in forward mode are not available yet: use --mode reverse "
-                         "(the default); functions marked @adcompiler.jvp are compiled in "
-                         "forward mode already")
 
 
 # ---- targets -----------------------------------------------------------------------------------
@@ -133,26 +130,27 @@ def _explained(module):
         raise module.explain(exc) from None
 
 
-def _gradient(module, fname, wrt_text=None, backend="numpy") -> GradientFunction:
-    """The transform the decorator asks for (``grad`` of the first parameter if unmarked)."""
+def _gradient(module, fname, wrt_text=None, backend="numpy", forward=False) -> GradientFunction:
+    """The transform the decorator asks for (``grad`` of the first parameter if unmarked); with
+    ``forward``, its jvp (``compile --mode forward`` assembles the gradient from jvps)."""
     fn = module.function(fname)
     mode, wrt = module.marked.get(fname, ("grad", None))
     if wrt_text:
         wrt = tuple(w.strip() for w in wrt_text.split(","))
+    mode = "jvp" if forward else mode
     return (TangentFunction if mode == "jvp" else GradientFunction)(fn, wrt, mode, backend)
 
 
-def _specialised(module, fname, args):
+def _specialised(module, fname, args, forward=False):
     with _explained(module):
         gradient = _gradient(module, fname, getattr(args, "wrt", None),
-                             getattr(args, "backend", "numpy"))
+                             getattr(args, "backend", "numpy"), forward)
         examples = example_arguments(module, fname, args.shape)
         return gradient, examples, standalone.specialise(gradient, examples)
 
 
 # ---- compile -----------------------------------------------------------------------------------
 def _compile(args) -> int:
-    _available(args)
     paths = _sources(args.paths)
     if args.output and len(paths) != 1:
         raise UsageError("-o names one output file: give a single module")
@@ -169,6 +167,9 @@ def _compile(args) -> int:
         if out:
             written += 1
             print(f"wrote {out}: " + ", ".join(map(_summary, functions)), file=sys.stderr)
+            for name, mode, _ in forward_of(functions):
+                print(f"  {mode}_{name}: forward mode, one jvp_{name} per input entry",
+                      file=sys.stderr)
             for f in functions:
                 for why in f.per_shape:
                     print(f"  note: {f.mode}_{f.name} is compiled per shape: {why}",
@@ -177,6 +178,11 @@ def _compile(args) -> int:
         print(f"compiled {written} of {len(paths)} modules ({failed} failed, "
               f"{len(paths) - written - failed} without marked functions)", file=sys.stderr)
     return 2 if failed else 0
+
+
+def forward_of(functions) -> list:
+    """(name, mode, wrt) of the functions ``compile --mode forward`` compiled as their jvp."""
+    return [(f.name, f.forward_of, f.wrt) for f in functions if getattr(f, "forward_of", None)]
 
 
 def _summary(fn) -> str:
@@ -209,16 +215,24 @@ def _compile_one(path, args, explicit):
             raise CompileError(f"{path} has no function marked with @adcompiler.grad, "
                                "value_and_grad, vjp or jvp: there is nothing to compile")
         return None, []
-    functions = []
+    functions, forward = [], []
     for name, (mode, wrt) in module.marked.items():
-        gradient, examples, specs = _specialised(module, name, args)
+        by_jvp = args.mode == "forward" and mode != "jvp"
+        gradient, examples, specs = _specialised(module, name, args, by_jvp)
         specs, per_shape = standalone.shape_polymorphic(module, gradient, examples, specs)
-        functions.append(standalone.MarkedFunction(name, mode, wrt, specs, per_shape))
+        functions.append(standalone.MarkedFunction(name, "jvp" if by_jvp else mode, wrt, specs,
+                                                   per_shape))
+        if by_jvp:
+            forward.append((name, mode, wrt))
+            functions[-1].forward_of = mode
     command = " ".join(["adcompiler compile", os.path.basename(path)] +
                        [f"--shape {s}" for s in args.shape] +
-                       (["--backend cupy"] if args.backend == "cupy" else []))
+                       (["--backend cupy"] if args.backend == "cupy" else []) +
+                       (["--mode forward"] if args.mode == "forward" else []))
     with _explained(module):
         text = standalone.build_module(module, functions, args.backend, command)
+    if forward:
+        text = text.rstrip("\n") + "\n\n\n" + standalone_forward.wrappers(module, forward)
     out = args.output or os.path.splitext(path)[0] + "_grad.py"
     compile(text, out, "exec")  # the module must at least parse
     draw.write_atomically(out, text.encode())
@@ -227,7 +241,6 @@ def _compile_one(path, args, explicit):
 
 # ---- show, graph -------------------------------------------------------------------------------
 def _show(args) -> int:
-    _available(args)
     path, fname = _target(args.target)
     module = load_module(path)
     gradient, _, specs = _specialised(module, fname, args)

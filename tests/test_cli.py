@@ -394,8 +394,7 @@ def test_errors_are_located_with_a_caret_and_exit_2(tmp_path, name):
 @pytest.mark.parametrize("args, message", [
     (("compile", "missing.py"), "adcompiler: error: no such file: missing.py"),
     (("compile", SAMPLES / "mlp.py", "--backend", "tpu"), "invalid choice: 'tpu'"),
-    (("compile", SAMPLES / "mlp.py", "--mode", "forward"), "gradients in forward mode are not "
-                                                           "available yet"),
+    (("compile", SAMPLES / "mlp.py", "--mode", "sideways"), "invalid choice: 'sideways'"),
     (("show", SAMPLES / "mlp.py"), "expected PATH.py:FUNCTION"),
     (("show", f"{SAMPLES / 'mlp.py'}:nothing"), "defines no function 'nothing'"),
     (("graph", f"{SAMPLES / 'mlp.py'}:loss", "-o", "g.gif"), "must end in .dot, .svg or .png"),

@@ -1,0 +1,73 @@
+"""``adcompiler compile --mode forward``: the decorator's gradients, computed in forward mode.
+
+Each function marked ``@grad`` / ``@value_and_grad`` / ``@vjp`` is compiled as its ``jvp``
+(the same standalone machinery: ``jvp_<name>``, its tables and guards), and ``<mode>_<name>``
+is a small wrapper that assembles the gradient from one Jacobian-vector product per entry of
+each wrt input, with a unit tangent (a column of the Jacobian per pass, as the seeds describe
+forward mode). It pays where inputs are few and outputs many; for a scalar loss of many
+inputs, reverse mode (the default) needs one pass instead of one per entry.
+Invariants: the wrapper has the decorator's parameters and results (a float for a float
+input, an array of the input's shape and dtype otherwise); it reads only the array module of
+its arguments' operations (``x * 0``, ``reshape``), so CuPy arrays stay on the device.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+
+def _forward_gradient(jvp, args, positions, single, cotangent=None):
+    """``(value, gradients)`` of ``jvp``'s function at ``args`` with respect to the arguments at
+    ``positions``: one jvp per entry, with a unit tangent there and zeros elsewhere; a vjp
+    (``cotangent`` given) weighs each Jacobian column by the cotangent."""
+    zeros = [0.0 if isinstance(args[i], float) else args[i] * 0 for i in positions]
+
+    def column(j, unit):
+        ts = list(zeros)
+        ts[j] = unit
+        value, dot = jvp(*args, tangents=ts[0] if single else tuple(ts))
+        return value, (dot * cotangent).sum() if cotangent is not None else dot
+
+    value, grads = None, []
+    for j, i in enumerate(positions):
+        if isinstance(args[i], float):
+            value, d = column(j, 1.0)
+            grads.append(float(d))
+            continue
+        g = zeros[j] * 0
+        flat = g.reshape(-1)
+        for k in range(flat.size):
+            unit = zeros[j] * 0
+            unit.reshape(-1)[k] = 1
+            value, d = column(j, unit)
+            flat[k] = d
+        grads.append(g)
+    if value is None:   # every wrt input is empty: the value still comes from one jvp
+        value, _ = column(0, zeros[0])
+    return value, grads
+
+
+def wrappers(module, forward: list) -> str:
+    """The helper and one wrapper per ``(name, mode, wrt)`` compiled as ``jvp_<name>``."""
+    from .signature import resolve_wrt
+    if not forward:
+        return ""
+    parts = ["# ---- forward mode (adcompiler compile --mode forward): gradients from one jvp "
+             "per input entry ----", inspect.getsource(_forward_gradient).rstrip()]
+    for name, mode, wrt in forward:
+        params = list(inspect.signature(module.functions[name]).parameters)
+        names = resolve_wrt(module.functions[name], 0 if wrt is None else wrt)
+        positions = tuple(params.index(w) for w in names)
+        single = wrt is None or not isinstance(wrt, (tuple, list))
+        call = (f"_forward_gradient(jvp_{name}, ({', '.join(params)}{',' * (len(params) == 1)}), "
+                f"{positions!r}, {single!r}{', cotangent' if mode == 'vjp' else ''})")
+        grads = "grads[0]" if single else "tuple(grads)"
+        result = f"value, {grads}" if mode == "value_and_grad" else grads
+        kw = ", *, cotangent" if mode == "vjp" else ""
+        parts.append(
+            f"def {mode}_{name}({', '.join(params)}{kw}):\n"
+            f'    """adcompiler.{mode} of {name} with respect to {", ".join(names)}, in '
+            f'forward mode\n    (one jvp per entry of {", ".join(names)})."""\n'
+            f"    value, grads = {call}\n"
+            f"    return {result}")
+    return "\n\n\n".join(parts) + "\n"
