@@ -182,7 +182,7 @@ def _compile(args) -> int:
 
 def forward_of(functions) -> list:
     """(name, mode, wrt) of the functions ``compile --mode forward`` compiled as their jvp."""
-    return [(f.name, f.forward_of, f.wrt) for f in functions if getattr(f, "forward_of", None)]
+    return [(f.name, f.forward_of, f.wrt) for f in functions if f.forward_of]
 
 
 def _summary(fn) -> str:
@@ -215,24 +215,22 @@ def _compile_one(path, args, explicit):
             raise CompileError(f"{path} has no function marked with @adcompiler.grad, "
                                "value_and_grad, vjp or jvp: there is nothing to compile")
         return None, []
-    functions, forward = [], []
+    functions = []
     for name, (mode, wrt) in module.marked.items():
         by_jvp = args.mode == "forward" and mode != "jvp"
         gradient, examples, specs = _specialised(module, name, args, by_jvp)
         specs, per_shape = standalone.shape_polymorphic(module, gradient, examples, specs)
         functions.append(standalone.MarkedFunction(name, "jvp" if by_jvp else mode, wrt, specs,
-                                                   per_shape))
-        if by_jvp:
-            forward.append((name, mode, wrt))
-            functions[-1].forward_of = mode
+                                                   per_shape, mode if by_jvp else ""))
     command = " ".join(["adcompiler compile", os.path.basename(path)] +
                        [f"--shape {s}" for s in args.shape] +
                        (["--backend cupy"] if args.backend == "cupy" else []) +
                        (["--mode forward"] if args.mode == "forward" else []))
     with _explained(module):
         text = standalone.build_module(module, functions, args.backend, command)
-    if forward:
-        text = text.rstrip("\n") + "\n\n\n" + standalone_forward.wrappers(module, forward)
+    if forward_of(functions):
+        text = text.rstrip("\n") + "\n\n\n" + standalone_forward.wrappers(
+            module, forward_of(functions))
     out = args.output or os.path.splitext(path)[0] + "_grad.py"
     compile(text, out, "exec")  # the module must at least parse
     draw.write_atomically(out, text.encode())

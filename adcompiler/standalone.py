@@ -69,6 +69,7 @@ class MarkedFunction:
     wrt: object                # as the decorator wrote it (None: the first parameter)
     specialisations: list = field(default_factory=list)
     per_shape: list = field(default_factory=list)   # why bodies stay per shape, if they do
+    forward_of: str = ""       # compile --mode forward: the decorator's mode this jvp serves
 
 
 def specialise(gradient, examples) -> list:

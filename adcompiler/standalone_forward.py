@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import inspect
 
+from .signature import resolve_wrt
+
 
 def _forward_gradient(jvp, args, positions, single, cotangent=None):
     """``(value, gradients)`` of ``jvp``'s function at ``args`` with respect to the arguments at
@@ -49,7 +51,6 @@ def _forward_gradient(jvp, args, positions, single, cotangent=None):
 
 def wrappers(module, forward: list) -> str:
     """The helper and one wrapper per ``(name, mode, wrt)`` compiled as ``jvp_<name>``."""
-    from .signature import resolve_wrt
     if not forward:
         return ""
     parts = ["# ---- forward mode (adcompiler compile --mode forward): gradients from one jvp "
