@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import draw, standalone, standalone_forward
+from .backends import numexpr_chains
 from .api import GradientFunction, TangentFunction
 from .errors import CompileError
 from .examples import SHAPES_HELP, example_arguments
@@ -159,7 +160,8 @@ def _compile(args) -> int:
         if len(paths) > 1:
             print(f"[{i}/{len(paths)}] {path}", file=sys.stderr, flush=True)
         try:
-            out, functions = _compile_one(path, args, explicit=path in args.paths)
+            with numexpr_chains.disabled():  # the modules written need NumPy only
+                out, functions = _compile_one(path, args, explicit=path in args.paths)
         except CompileError as exc:
             print(exc, file=sys.stderr)
             failed += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import Literal
+from . import numexpr_chains
 from .expressions import const, node_expr
 
 
@@ -59,32 +60,64 @@ class BufferedEmission:
         return lines + [f"# {target} = {shown}"] + self.buffered_chain(node, block, exprs, target)
 
     def buffered_chain(self, node, block, exprs, target):
-        lines, bufs = [], {}
-        root = block.nodes[-1]
-        for inner in block.nodes:
-            out = inner.outputs[0]
-            ins = [const(x.value) if isinstance(x, Literal) else
-                   ast.Name(bufs[x], ast.Load()) if x in bufs else exprs[x]
-                   for x in inner.inputs]
-            dying = [x for x in inner.inputs if x in bufs]
-            fresh = inner is root and node not in self.planned  # the result escapes
+        """The chain op by op into buffers (numexpr computing runs of arithmetic, where
+        :mod:`~adcompiler.backends.numexpr_chains` says it pays)."""
+        lines, steps = self.numexpr_steps(block, exprs)
+        bufs, root = {}, steps[-1]
+        for step in steps:
+            out = step.value
+            inputs = list(step.leaves.values()) if step.node is None else step.node.inputs
+            dying = [x for x in inputs if x in bufs]
+            fresh = step is root and node not in self.planned  # the result escapes
             reuse = next((bufs[x] for x in dying if x.aval == out.aval), None)
             buf = None if fresh else reuse or self.pool.take(out.aval)
             for x in dying:
                 if bufs[x] != buf:
                     self.pool.release(bufs[x])
-            if fresh:
-                call = node_expr(inner, ins, self.xp)
-                lines.append(self.render(ast.Assign([ast.Name(target, ast.Store())], call)))
-                continue
-            call = ufunc_call(inner, ins, buf, self.xp)
-            if inner is root:
-                self.pool.holder[buf] = node.outputs[0]
+            call = self.step_call(step, bufs, exprs, buf)
+            if step is root:
+                if not fresh:
+                    self.pool.holder[buf] = node.outputs[0]
                 lines.append(self.render(ast.Assign([ast.Name(target, ast.Store())], call)))
             else:
                 bufs[out] = buf
                 lines.append(self.render(ast.Expr(call)))
         return lines
+
+    def step_call(self, step, bufs, exprs, buf):
+        """One step's call: ``np.<ufunc>(..., out=buf)`` or ``ne.evaluate('...', out=buf)``
+        (no ``out`` where ``buf`` is None: a fresh array)."""
+        out = [] if buf is None else [ast.keyword("out", ast.Name(buf, ast.Load()))]
+        if step.node is None:
+            text = numexpr_chains.spell(step, lambda x: bufs.get(x) or exprs[x].id)
+            return ast.Call(ast.Attribute(ast.Name("ne", ast.Load()), "evaluate", ast.Load()),
+                            [ast.Constant(text)], out)
+        ins = [const(x.value) if isinstance(x, Literal) else
+               ast.Name(bufs[x], ast.Load()) if x in bufs else exprs[x]
+               for x in step.node.inputs]
+        if buf is None:
+            return node_expr(step.node, ins, self.xp)
+        return ufunc_call(step.node, ins, buf, self.xp)
+
+    def numexpr_steps(self, block, exprs):
+        """(lines naming the chain's inputs for numexpr, the chain's steps): one step per node
+        unless numexpr pays here and can spell every step's inputs."""
+        steps = numexpr_chains.plan(block) if self.numexpr else None
+        if steps is None:
+            return [], [numexpr_chains.Step(n.outputs[0], node=n) for n in block.nodes]
+        read = {x for s in steps if s.node is None for x in s.leaves.values()}
+        unnamed = [p for p in block.params if p in read and not isinstance(exprs[p], ast.Name)]
+        names = {p: self.name(p) for p in unnamed}
+        probe = {**{p: e.id for p, e in exprs.items() if isinstance(e, ast.Name)}, **names}
+        if any(s.node is None and numexpr_chains.spell(s, lambda x: probe.get(x, "_buf0")) is None
+               for s in steps):
+            return [], [numexpr_chains.Step(n.outputs[0], node=n) for n in block.nodes]
+        lines = []
+        for p, name in names.items():  # numexpr reads variables, not expressions: name them
+            lines.append(self.render(ast.Assign([ast.Name(name, ast.Store())], exprs[p])))
+            exprs[p] = ast.Name(name, ast.Load())
+        self.uses_numexpr = True
+        return lines, steps
 
     def buffered_single(self, node, args, at, path):
         """A planned single ufunc: ``t1 = np.tanh(x, out=_buf0)``."""
