@@ -70,9 +70,9 @@ CASES = [
     (logcosh, [(2, 4)], [(1, 1)], "dx = np.tanh(x)"),            # sinh(x)/cosh(x)
     (softplus, [(0, 3)], [(0, 2)], "dx = t1 / (t1 + 1)"),          # 1/(1+t1)*t1
     (poly, [(0, 4)], [(0, 3)], "dx = 2 * x + 3 * t1"),             # t1 + t1 + t1 + 2x
-    (swish, [(0, 8), (1, 2)], [(0, 4), (1, 2)], "dx = (x * t1 / t2 + 1) / t2"),  # seed 1
+    (swish, [(0, 6), (1, 2)], [(0, 4), (1, 2)], "dx = (x * t1 / t2 + 1) / t2"),  # seed 1
     # the two adjoints of x[:-1] add before they scatter (passes/simplify.py), then collect
-    (rosenbrock, [(0, 3), (0, 7)], [(0, 3), (0, 4)], "t3 = 2 * (t2 - dt5 * t2 - 1)"),
+    (rosenbrock, [(0, 3), (0, 6)], [(0, 3), (0, 4)], "t3 = 2 * (t2 - t2 * dt5 - 1)"),
     # t2 = 3*x from the forward part, inlined: 6*x + x*(1 - t1**2) collects (t2 is not kept)
     (elementwise, [(1, 9)], [(1, 7)], "dx = t1 + x * (7 - t1 ** 2) + np.exp(-x)"),
 ]

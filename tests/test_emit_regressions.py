@@ -6,6 +6,7 @@ finite differences, and that the caller's arrays are left alone.
 """
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -273,3 +274,24 @@ def test_update_of_a_loop_param_a_branch_may_keep(f):
     for g, t in zip(grads, dynamic_grad(f, wrt=(0, 2))(*copy.deepcopy(args))):
         np.testing.assert_allclose(g, t, rtol=1e-12)
     np.testing.assert_equal(args, saved)
+
+
+def test_a_negated_term_added_is_a_subtraction():
+    """``-a + b`` (the adjoint of ``- sin(y)`` meeting another term) is ``b - a``: no negation
+    left in the graph, and exactly the same floats."""
+    def scalars(x, y):
+        return math.log(x) + x * y - math.sin(y)
+
+    def arrays(x, y):
+        return np.sum(x * y - np.sin(y))
+
+    g = ad.grad(scalars, wrt=("x", "y"))
+    assert g(2.0, 5.0) == (5.5, 2.0 - math.cos(5.0))
+    assert "negative" not in str(g.ir) and "dy = x - math.cos(y)" in g.source
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=50), rng.normal(size=50)
+    ga = ad.grad(arrays, wrt=("x", "y"))
+    dx, dy = ga(x, y)
+    assert "negative" not in str(ga.ir)
+    np.testing.assert_array_equal(dy, x - np.cos(y))
+    np.testing.assert_array_equal(dx, y)

@@ -68,9 +68,9 @@ def value_and_grad_f(x1, x2):
     v4 = v1 + v2
     f = v4 - v3
     # grad of: v3 = math.sin(x2)
-    dx2 = -math.cos(x2)
+    t1 = math.cos(x2)
     # grad of: v2 = x1 * x2
-    dx2 = dx2 + x1
+    dx2 = x1 - t1
     # grad of: v1 = math.log(x1)
     dx1 = x2 + 1.0 / x1
     return f, dx1, dx2
@@ -85,8 +85,7 @@ graph f(x1: float, x2: float) {
   f: float = subtract v4 v3
   # adjoint
   %0: float = cos[py='cos'] x2
-  dx2: float = negative %0
-  dx2_1: float = add dx2 x1
+  dx2_1: float = subtract x1 %0
   %1: float = divide 1.0 x1
   dx1_1: float = add x2 %1
   return f, dx1_1, dx2_1

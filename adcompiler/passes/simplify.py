@@ -40,7 +40,8 @@ def _simplify_nodes(nodes, subst, producers):
             kept.append(node)
             continue
         _power_zero(node)
-        _negation(node)
+        _negation(node, producers)
+        _subtraction(node, producers)
         _doubling(node)
         _double_negation_in_products(node, producers)
         _constant_products(node, producers)
@@ -90,14 +91,18 @@ def _identity(node, producers):
 
 
 def _fold_broadcast_literal(node, producers):
-    """``broadcast_to(c, s) / k`` (or ``* k``) becomes ``broadcast_to(c / k, s)``, in place."""
-    if node.prim not in ("multiply", "divide") or len(node.inputs) != 2:
+    """``broadcast_to(c, s) / k`` (or ``* k``) becomes ``broadcast_to(c / k, s)``, and
+    ``-broadcast_to(c, s)`` becomes ``broadcast_to(-c, s)``, in place."""
+    if node.prim == "negative":
+        a, b, prim = node.inputs[0], Literal(-1.0), "multiply"
+    elif node.prim in ("multiply", "divide") and len(node.inputs) == 2:
+        (a, b), prim = node.inputs, node.prim
+    else:
         return
-    a, b = node.inputs
     producer = producers.get(a)
     if (isinstance(b, Literal) and producer is not None and producer.prim == "broadcast_to"
             and isinstance(producer.inputs[0], Literal)):
-        value = evaluate(node.prim, [producer.inputs[0].value, b.value], {})
+        value = evaluate(prim, [producer.inputs[0].value, b.value], {})
         if isinstance(value, float) and producer.outputs[0].aval == node.out.aval:
             node.prim, node.inputs = "broadcast_to", (Literal(value),)
             node.params = dict(producer.params)
@@ -114,15 +119,29 @@ def _power_zero(node):
             node.prim, node.inputs, node.params = "ones_like", (node.inputs[0],), {}
 
 
-def _negation(node):
-    """``-1 * x`` and ``x * -1`` become ``-x`` (rewritten in place)."""
+def _negation(node, producers):
+    """``-1 * x`` and ``x * -1`` become ``-x``, -1 broadcast too (rewritten in place)."""
     if node.prim != "multiply":
         return
     for k in (0, 1):
-        lit, x = node.inputs[k], node.inputs[1 - k]
-        if (isinstance(lit, Literal) and type(lit.value) is not bool and lit.value == -1
+        lit, x = _literal(node.inputs[k], producers), node.inputs[1 - k]
+        if (lit is not None and type(lit) is not bool and lit == -1
                 and isinstance(x, Value) and x.aval == node.out.aval):
             node.prim, node.inputs = "negative", (x,)
+            return
+
+
+def _subtraction(node, producers):
+    """``-a + b`` and ``b + -a`` become ``b - a``, ``b - -a`` becomes ``b + a`` (rewritten in
+    place): the same IEEE result, one operation fewer once the negation has no other reader."""
+    if node.prim not in ("add", "subtract"):
+        return
+    for k in ((0, 1) if node.prim == "add" else (1,)):
+        x, other = node.inputs[k], node.inputs[1 - k]
+        producer = producers.get(x) if isinstance(x, Value) else None
+        if producer is not None and producer.prim == "negative" and producer.params == {}:
+            node.prim = "subtract" if node.prim == "add" else "add"
+            node.inputs = (other, producer.inputs[0])
             return
 
 
