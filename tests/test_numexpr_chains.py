@@ -15,7 +15,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler.backends import numexpr_chains
-from adcompiler.runtime import cache
+from adcompiler.runtime import cache, threaded
 
 ne = pytest.importorskip("numexpr")  # in the test extra; a bare install has no numexpr
 
@@ -49,7 +49,7 @@ def test_transcendentals_stay_numpy_and_the_arithmetic_is_one_numexpr_call(monke
     x = np.random.default_rng(0).uniform(-2, 2, N)
     src, g, src0, g0 = _both(elementwise, x, monkeypatch=monkeypatch)
     assert src.startswith("import numexpr as ne\n")
-    assert "np.tanh(x, out=" in src and "np.exp(" in src
+    assert "_threaded(np.tanh, x, out=" in src and "_threaded(np.exp, " in src
     assert src.count("ne.evaluate(") == 1
     assert "ne.evaluate('t1 + x * (7 - t1 ** 2) + _buf" in src
     assert "numexpr" not in src0 and "ne." not in src0
@@ -155,3 +155,53 @@ def test_adcompiler_compile_writes_numpy_only_modules(tmp_path):
     assert run.returncode == 0, run.stderr
     text = (tmp_path / "big_grad.py").read_text()
     assert "numexpr" not in text and "ne.evaluate" not in text and "np.tanh" in text
+
+
+def test_threaded_ufunc_is_the_ufunc():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(1001, 7)), rng.normal(size=(1001, 7))
+    for k in (1, 2, 3, 8):
+        out = np.empty_like(a)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(threaded, "parts", lambda: k)
+            assert threaded.threaded(np.add, a, b, out=out) is out
+            np.testing.assert_array_equal(out, a + b)
+            threaded.threaded(np.multiply, a, 2.5, out=out)   # a scalar argument is not cut
+            np.testing.assert_array_equal(out, a * 2.5)
+            threaded.threaded(np.tanh, out, out=out)           # in place
+            np.testing.assert_array_equal(out, np.tanh(a * 2.5))
+
+
+def test_threaded_parts_keep_the_callers_errstate(monkeypatch):
+    monkeypatch.setattr(threaded, "parts", lambda: 2)
+    x = np.zeros(1000)
+    x[-1] = 1000.0          # overflows in the last part, which a worker thread computes
+    with np.errstate(over="raise"):
+        with pytest.raises(FloatingPointError):
+            threaded.threaded(np.exp, x, out=np.empty_like(x))
+    with np.errstate(over="ignore"):
+        assert threaded.threaded(np.exp, x, out=np.empty_like(x))[-1] == np.inf
+
+
+def test_concurrent_calls_of_one_gradient_agree(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+    monkeypatch.setenv("ADCOMPILER_CACHE", "0")
+    g = ad.grad(elementwise)
+    xs = [np.random.default_rng(k).uniform(-2, 2, N) for k in range(6)]
+    expected = [g(x) for x in xs]
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(g, xs * 3))
+    for k, r in enumerate(results):
+        np.testing.assert_array_equal(r, expected[k % 6])
+
+
+def test_the_disk_cache_stores_and_reloads_numexpr_code(monkeypatch, tmp_path):
+    monkeypatch.setenv("ADCOMPILER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("ADCOMPILER_CACHE", "1")
+    x = np.random.default_rng(5).uniform(-2, 2, N)
+    first = ad.grad(elementwise)
+    expected = first(x)
+    assert "ne.evaluate(" in first.source and len(list(tmp_path.iterdir())) == 1
+    again = ad.grad(elementwise)   # a new object: served from the cache entry
+    np.testing.assert_array_equal(again(x), expected)
+    assert again.source == first.source

@@ -97,7 +97,17 @@ class BufferedEmission:
                for x in step.node.inputs]
         if buf is None:
             return node_expr(step.node, ins, self.xp)
-        return ufunc_call(step.node, ins, buf, self.xp)
+        return self.ufunc_into(step.node, ins, buf)
+
+    def ufunc_into(self, node, ins, buf):
+        """``np.<prim>(*ins, out=buf)``; on the numexpr path, a large one cut over threads:
+        ``_threaded(np.tanh, x, out=buf)`` (see :mod:`adcompiler.runtime.threaded`)."""
+        if not (self.numexpr and numexpr_chains.threadable(node)):
+            return ufunc_call(node, ins, buf, self.xp)
+        self.uses_threads = True
+        func = ast.Attribute(ast.Name(self.xp, ast.Load()), node.prim, ast.Load())
+        return ast.Call(ast.Name("_threaded", ast.Load()), [func, *ins],
+                        [ast.keyword("out", ast.Name(buf, ast.Load()))])
 
     def numexpr_steps(self, block, exprs):
         """(lines naming the chain's inputs for numexpr, the chain's steps): one step per node
@@ -123,7 +133,7 @@ class BufferedEmission:
         """A planned single ufunc: ``t1 = np.tanh(x, out=_buf0)``."""
         target = self.name(node.outputs[0], at, path)
         buf = self.pool.take(node.outputs[0].aval, node.outputs[0])
-        call = ufunc_call(node, args, buf, self.xp)
+        call = self.ufunc_into(node, args, buf)
         return [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
 
     def pool_prologue(self, fname):

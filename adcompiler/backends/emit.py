@@ -22,7 +22,7 @@ from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
 from .planner import Pool, buffered_chains, plannable_nodes
 
-RESERVED = {"np", "ne", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
+RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
 
 _HELPERS = {"_sum_to": '''
 def _sum_to(g, shape):
@@ -48,6 +48,7 @@ class Emitter(BufferedEmission, InPlaceEmission):
         self.graph, self.xp, self.plain = graph, xp_name, plain
         self.numexpr = not plain and xp_name == "np" and numexpr_chains.enabled()
         self.uses_numexpr = False  # set once a chain calls numexpr: the module imports it
+        self.uses_threads = False  # set once a ufunc is cut over threads (runtime.threaded)
         self.live = Liveness(graph)
         self.pool = Pool()
         self.planned = set() if plain else set(plannable_nodes(graph))
@@ -361,7 +362,10 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     doc_lines = [f'    """{doc}"""'] if doc else []
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in
                                   "\n".join(lines).split("\n")])
-    module_lines = (["import numexpr as ne"] if em.uses_numexpr else []) + em.helpers() + module
+    imports = (["import numexpr as ne"] if em.uses_numexpr else []) + (
+        ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
+        else [])
+    module_lines = (["\n".join(imports)] if imports else []) + em.helpers() + module
     uses_math = any(n.params.get("py") for n in walk(graph.nodes))
     source = "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n"
     constants = {em.name(v): a for v, a in graph.consts.items()}

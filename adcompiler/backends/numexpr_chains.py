@@ -7,9 +7,13 @@ buffers, since numexpr reads each input once, in cache-sized blocks, on every co
 slower than NumPy's vectorised ones even on two threads, so a transcendental call stays a ufunc
 into a buffer and numexpr computes the arithmetic around it:
 
-    np.tanh(x, out=_buf0)
-    np.negative(x, out=_buf1); np.exp(_buf1, out=_buf1)
-    dx = ne.evaluate('_buf0 + x * (7 - _buf0 ** 2) + _buf1')
+    t1 = _threaded(np.tanh, x, out=_buf0)
+    _threaded(np.negative, x, out=_buf1)
+    _threaded(np.exp, _buf1, out=_buf1)
+    dx = ne.evaluate('t1 + x * (7 - t1 ** 2) + _buf1')
+
+On this path a large ufunc is also cut over numexpr's threads (:func:`threadable`,
+:mod:`adcompiler.runtime.threaded`): NumPy lets go of the GIL inside its loops.
 
 Used where numexpr can be imported, the chain has at least :data:`MIN_ELEMENTS` elements and
 every value in it is float64 (numexpr computes a float32 chain in float64, so NumPy keeps those),
@@ -142,6 +146,16 @@ def _spellable(block) -> bool:
             return False
     params = set(block.params)
     return all(n == 1 for x, n in reads.items() if x not in params)
+
+
+def threadable(node) -> bool:
+    """Whether a ufunc into a buffer may be cut over threads: a large result, and every array
+    argument of the result's shape (each part then reads its own slice of each)."""
+    out = node.outputs[0].aval
+    if out.shape is None or len(out.shape) == 0 or int(np.prod(out.shape)) < MIN_ELEMENTS:
+        return False
+    return all(isinstance(x, Literal) or x.aval.kind != "array" or x.aval.shape in ((), out.shape)
+               for x in node.inputs)
 
 
 def _plain_number(v) -> bool:

@@ -214,6 +214,8 @@ def constants_of(compiled) -> dict:
             defined.add(stmt.name)
         elif isinstance(stmt, ast.Assign):
             defined |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):   # numexpr, runtime.threaded
+            defined |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
     host = getattr(compiled, "constants", None) or {}   # CuPy code holds device copies
     return {k: host.get(k, v) for k, v in compiled.function.__globals__.items()
             if k not in defined and k not in _NAMESPACE and not isinstance(v, types.ModuleType)}
