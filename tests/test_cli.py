@@ -414,7 +414,8 @@ def test_show_prints_source_ir_and_their_parts():
     adjoint = adcompiler("show", target, "--adjoint").stdout.splitlines()
     assert "\x1b[" not in whole  # plain text in a pipe
     assert forward[:4] == whole.splitlines()[:4] and "# grad of" not in "".join(forward)
-    assert adjoint[2] == "    # grad of: l4 = l2 * l3" and adjoint[-1] == whole.splitlines()[-1]
+    # the adjoint of l4 = l2 * l3 was two 0.25 * scalings, which hoist_scales moved onto dw1..3
+    assert adjoint[2] == "    # grad of: l3 = l1 * w3" and adjoint[-1] == whole.splitlines()[-1]
     ir_adjoint = adcompiler("show", target, "--ir", "--adjoint").stdout
     assert ir_adjoint.startswith("graph loss(") and "  # adjoint\n" in ir_adjoint
     assert "= multiply inp w1" not in ir_adjoint and "return dw1, dw2, dw3" in ir_adjoint

@@ -45,17 +45,14 @@ def grad_seed_loss(w1, w2, w3, inp):
     l1 = inp * w1
     l2 = l1 + w2
     l3 = l1 * w3
-    # grad of: l4 = l2 * l3
-    dl2 = 0.25 * l3
-    dl3 = 0.25 * l2
     # grad of: l3 = l1 * w3
-    dl1 = dl3 * w3
-    dw3 = float(cp.sum(dl3 * l1))
+    t1 = l2 * w3
+    dw3 = 0.25 * float(cp.sum(l2 * l1))
     # grad of: l2 = l1 + w2
-    dl1 += dl2
-    dw2 = float(cp.sum(dl2))
+    t1 += l3
+    dw2 = 0.25 * float(cp.sum(l3))
     # grad of: l1 = inp * w1
-    dw1 = float(cp.sum(dl1 * inp))
+    dw1 = 0.25 * float(cp.sum(t1 * inp))
     return dw1, dw2, dw3
 '''
 
@@ -332,7 +329,7 @@ def test_command_line_writes_a_cupy_module(tmp_path):
                      "-o", str(out)]) == 0
     text = out.read_text()
     assert "import cupy as cp" in text and "--backend cupy" in text and "device=True" in text
-    assert "float(cp.sum(dl3 * l1))" in text
+    assert "dw3 = (1 / (d1 * d2)) * float(cp.sum(l2 * l1))" in text   # 1/size, on the float
     namespace = {}   # run where CuPy is missing: the dispatcher refuses NumPy data first
     exec(compile(text.replace("import cupy as cp", "cp = None"), str(out), "exec"), namespace)
     with pytest.raises(TypeError, match=r"runs on the GPU, but inp is a ndarray: pass "

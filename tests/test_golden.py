@@ -25,17 +25,14 @@ def grad_loss(w1, w2, w3, inp):
     l1 = inp * w1
     l2 = l1 + w2
     l3 = l1 * w3
-    # grad of: l4 = l2 * l3
-    dl2 = 0.25 * l3
-    dl3 = 0.25 * l2
     # grad of: l3 = l1 * w3
-    dl1 = dl3 * w3
-    dw3 = float(np.sum(dl3 * l1))
+    t1 = l2 * w3
+    dw3 = 0.25 * float(np.sum(l2 * l1))
     # grad of: l2 = l1 + w2
-    dl1 += dl2
-    dw2 = float(np.sum(dl2))
+    t1 += l3
+    dw2 = 0.25 * float(np.sum(l3))
     # grad of: l1 = inp * w1
-    dw1 = float(np.sum(dl1 * inp))
+    dw1 = 0.25 * float(np.sum(t1 * inp))
     return dw1, dw2, dw3
 '''
 
@@ -45,18 +42,19 @@ graph loss(w1: float, w2: float, w3: float, inp: f64[2,2]) {
   l2: f64[2,2] = add l1 w2
   l3: f64[2,2] = multiply l1 w3
   # adjoint
-  dl2: f64[2,2] = multiply 0.25 l3
-  dl3: f64[2,2] = multiply 0.25 l2
-  dl1: f64[2,2] = multiply dl3 w3
-  %0: f64[2,2] = multiply dl3 l1
-  %1: f64[] = sum_to[shape=()] %0
-  dw3: float = to_float %1
-  dl1_1: f64[2,2] = add dl1 dl2
-  %2: f64[] = sum_to[shape=()] dl2
-  dw2: float = to_float %2
-  %3: f64[2,2] = multiply dl1_1 inp
-  %4: f64[] = sum_to[shape=()] %3
-  dw1: float = to_float %4
+  %0: f64[2,2] = multiply l2 w3
+  %1: f64[2,2] = multiply l2 l1
+  %2: f64[] = sum_to[shape=()] %1
+  %3: float = to_float %2
+  dw3: float = multiply 0.25 %3
+  %4: f64[2,2] = add %0 l3
+  %5: f64[] = sum_to[shape=()] l3
+  %6: float = to_float %5
+  dw2: float = multiply 0.25 %6
+  %7: f64[2,2] = multiply %4 inp
+  %8: f64[] = sum_to[shape=()] %7
+  %9: float = to_float %8
+  dw1: float = multiply 0.25 %9
   return dw1, dw2, dw3
 }'''
 

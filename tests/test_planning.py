@@ -150,11 +150,13 @@ def cross_entropy(logits, onehot):
 
 def test_a_reduction_seed_folds_into_a_scale():
     """mean(sum(...)) seeds its adjoint with a constant broadcast twice; the product with it
-    is one scaling (``-1/4 * onehot``), not two broadcasts and a multiply."""
+    is one scaling, not two broadcasts and a multiply, and (hoist_scales) it is applied once
+    where the linear chain ends, ``dlogits = -0.25 * (...)``, not to onehot and negated twice."""
     logits = RNG.standard_normal((4, 3))
     onehot = np.eye(3)[[0, 2, 1, 1]]
     g = ad.grad(cross_entropy)
     softmax = np.exp(logits) / np.sum(np.exp(logits), axis=1, keepdims=True)
     np.testing.assert_allclose(g(logits, onehot), (softmax - onehot) / 4, rtol=1e-12,
                                atol=1e-15)
-    assert "dlogp = -0.25 * onehot" in g.source and "broadcast_to(-0.25" not in g.source
+    assert g.source.count("0.25") == 1 and "dlogits = -0.25 * (" in g.source
+    assert "broadcast_to(-0.25" not in g.source and "-dlogp" not in g.source

@@ -7,12 +7,18 @@ from .algebra import simplify_fused_symbolically
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fuse import fuse_elementwise
+from .scales import hoist_scales
 from .simplify import simplify
 
 PIPELINE = (
     simplify,                         # folds literals and identities (x * 1, x ** 1): fewer nodes
     eliminate_common_subexpressions,  # after simplify, so that x * 1.0 and x meet as the same x
     simplify,                         # again: CSE makes a + a (the two halves of d(x*x)) meet
+    hoist_scales,                     # after both: one node per expression and true reader
+                                      # counts (what it materialises), c1 * (c2 * x) folded and
+                                      # a + a already 2.0 * a; before DCE (a hoisted seed may
+                                      # leave its operand's producer unread) and fusion (whose
+                                      # chains it changes, and which needs the final readers)
     eliminate_dead_code,              # the passes above leave unused nodes behind
     fuse_elementwise,                 # it needs final use counts (a value read twice is
                                       # materialised), so after CSE and DCE
