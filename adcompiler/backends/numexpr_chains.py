@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.util
 import os
 import re
 from contextlib import contextmanager
@@ -55,14 +56,20 @@ def _module():
 
 
 def enabled() -> bool:
-    """Whether gradients compiled now may call numexpr (importable, not turned off)."""
+    """Whether gradients compiled now may call numexpr (installed, not turned off). numexpr is
+    only looked up here, not imported: the generated code imports it, where a chain is large."""
     off = os.environ.get("ADCOMPILER_NUMEXPR", "1").strip().lower() in ("0", "false", "no", "off")
-    return _allowed.get() and not off and _module() is not None
+    return _allowed.get() and not off and _installed()
+
+
+@lru_cache(maxsize=1)
+def _installed() -> bool:
+    return importlib.util.find_spec("numexpr") is not None
 
 
 def fingerprint() -> str:
     """What the cache key records: compiled code differs with and without numexpr."""
-    return f"numexpr {_module().__version__}" if enabled() else "numexpr off"
+    return "numexpr on" if enabled() else "numexpr off"
 
 
 @contextmanager
