@@ -112,16 +112,17 @@ class BufferedEmission:
     def numexpr_steps(self, block, exprs):
         """(lines naming the chain's inputs for numexpr, the chain's steps): one step per node
         unless numexpr pays here and can spell every step's inputs."""
+        per_node = [], [numexpr_chains.Step(n.outputs[0], node=n) for n in block.nodes]
         steps = numexpr_chains.plan(block) if self.numexpr else None
         if steps is None:
-            return [], [numexpr_chains.Step(n.outputs[0], node=n) for n in block.nodes]
+            return per_node
         read = {x for s in steps if s.node is None for x in s.leaves.values()}
         unnamed = [p for p in block.params if p in read and not isinstance(exprs[p], ast.Name)]
         names = {p: self.name(p) for p in unnamed}
         probe = {**{p: e.id for p, e in exprs.items() if isinstance(e, ast.Name)}, **names}
         if any(s.node is None and numexpr_chains.spell(s, lambda x: probe.get(x, "_buf0")) is None
                for s in steps):
-            return [], [numexpr_chains.Step(n.outputs[0], node=n) for n in block.nodes]
+            return per_node
         lines = []
         for p, name in names.items():  # numexpr reads variables, not expressions: name them
             lines.append(self.render(ast.Assign([ast.Name(name, ast.Store())], exprs[p])))

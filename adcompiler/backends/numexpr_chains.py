@@ -39,6 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..ir import Literal
+from .expressions import node_expr
 
 MIN_ELEMENTS = 1 << 18
 OPS = {"add", "subtract", "multiply", "divide", "power", "negative"}
@@ -125,7 +126,6 @@ def _combine(inner, pending):
             key = f"\0{id(x)}"
             leaves[key] = x
             args.append(ast.Name(key, ast.Load()))
-    from .expressions import node_expr
     return node_expr(inner, args), leaves, nodes
 
 
