@@ -527,6 +527,28 @@ def test_math_float_times_array():
     assert type(ga) is float
 
 
+def f_math_of_numpy_scalar(y):
+    v = np.tanh(math.sin(y)) * 1.5  # an np.float64, which math accepts as NumPy does
+    return math.sin(v) * y + math.exp(np.sum(y * np.ones(2)))
+
+
+def f_math_of_0d_array(x):
+    return math.log1p(np.sum(x * x)) * np.sum(x)
+
+
+def test_math_of_numpy_scalars_and_0d_arrays():
+    (g,) = check_grads(f_math_of_numpy_scalar, 0.7)
+    assert type(g) is float
+    v = np.tanh(math.sin(0.7)) * 1.5
+    dv = 1.5 * (1 - np.tanh(math.sin(0.7)) ** 2) * math.cos(0.7)
+    want = math.cos(v) * dv * 0.7 + math.sin(v) + 2 * math.exp(1.4)
+    assert g == pytest.approx(want)
+    x = np.array([0.3, -0.8])
+    (gx,) = check_grads(f_math_of_0d_array, x)
+    s = float(np.sum(x * x))
+    assert gx == pytest.approx(np.full(2, math.log1p(s)) + 2 * x * x.sum() / (1 + s))
+
+
 # ---- array methods and attributes -----------------------------------------------------------
 def f_attrs(x):
     n = x.shape[0] * x.ndim + x.size + len(x)

@@ -300,8 +300,10 @@ def _math(name):
     def handler(b, args, kwargs):
         (x,) = _positional(args, 1)
         if isinstance(x, Value) and not x.aval.is_scalar:
-            raise CallError("takes a Python number, but this is an array",
-                            f"use np.{prim}, which works elementwise on arrays")
+            if x.aval.kind != "array" or x.aval.known_shape != ():
+                raise CallError("takes a Python number, but this is an array",
+                                f"use np.{prim}, which works elementwise on arrays")
+            x = b.emit("to_float", (x,))  # a 0-d array or NumPy scalar, as math converts it
         return b.emit(prim, (x,), {"py": name})
     return handler
 
