@@ -26,6 +26,8 @@ def _row(ops, v):
 def matmul_lhs(ops, g, ans, x, y):
     if ops.ndim(x) == 1 and ops.ndim(y) == 1:
         return g * y
+    if ops.ndim(x) == 1 and ops.ndim(y) == 2:     # (m,) @ (m, k) -> (k,): a vector-matrix product
+        return ops.matmul(g, ops.transpose(y))
     if ops.ndim(x) == 1:                          # (m,) @ (..., m, k) -> (..., k)
         return ops.unbroadcast(ops.squeeze(ops.matmul(_row(ops, g), _swap(ops, y)), axis=-2), x)
     if ops.ndim(y) == 1:                          # (..., n, m) @ (m,) -> (..., n)
@@ -36,6 +38,8 @@ def matmul_lhs(ops, g, ans, x, y):
 def matmul_rhs(ops, g, ans, x, y):
     if ops.ndim(x) == 1 and ops.ndim(y) == 1:
         return g * x
+    if ops.ndim(y) == 1 and ops.ndim(x) == 2:     # (n, m) @ (m,) -> (n,): a matrix-vector product
+        return ops.matmul(ops.transpose(x), g)
     if ops.ndim(y) == 1:                          # (..., n, m) @ (m,) -> (..., n)
         return ops.unbroadcast(ops.squeeze(ops.matmul(_swap(ops, x), _col(ops, g)), axis=-1), y)
     if ops.ndim(x) == 1:                          # (m,) @ (..., m, k) -> (..., k)
