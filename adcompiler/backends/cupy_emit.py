@@ -46,7 +46,7 @@ class CupyEmitter(Emitter):
 
     def __init__(self, graph, xp_name="cp", plain=False, fname="f"):
         super().__init__(graph, xp_name, plain)
-        self.planned, self.chains = set(), set()
+        self.planned, self.chains, self.stacks = set(), set(), set()
         self.fname = fname
         self.kernels: list = []
         self._by_code: dict = {}

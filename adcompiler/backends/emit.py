@@ -20,7 +20,7 @@ from .buffered import BufferedEmission
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
-from .planner import Pool, buffered_chains, plannable_nodes
+from .planner import Pool, buffered_chains, plannable_nodes, pooled_stacks
 
 RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
 
@@ -60,6 +60,7 @@ class Emitter(BufferedEmission, InPlaceEmission):
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
         self.sharing = Sharing(graph)  # which values may hold one array (for in-place updates)
+        self.stacks = set() if plain else pooled_stacks(graph, self.sharing)
 
     # ---- names --------------------------------------------------------------------------------
     def name(self, v: Value, at=None, path=()) -> str:
@@ -187,9 +188,10 @@ class Emitter(BufferedEmission, InPlaceEmission):
         n_expr, inits = args[0], node.inputs[1:]
         slots = [self.name(v, pos, path) for v in carried]
         lines = self.assign_slots(slots, inits)
-        for s in stacked:
-            lines.append(_render(ast.Assign([_store(self.name(s, pos, path))],
-                                            _empty(s, self.xp, self.plain))))
+        for s in stacked:  # a pooled stack is filled row by row before any row is read
+            alloc = (ast.Name(self.pool.take(s.aval, s), ast.Load()) if s in self.stacks
+                     else _empty(s, self.xp, self.plain))
+            lines.append(_render(ast.Assign([_store(self.name(s, pos, path))], alloc)))
         k, *params = body.params
         for slot, p, v, x in zip(slots, params, carried, body.outputs):
             self._bind(p, slot)
