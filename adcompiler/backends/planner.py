@@ -9,7 +9,7 @@ temporaries freed together at a call's end fault back in on the next call. Logis
 128 KiB threshold, none and 1.02x with :data:`MIN_BYTES` at 32 KiB, where an ``out=`` costs
 well under a tenth of the operation. A loop's residual stacks (``hs[t] = h`` in the forward
 loop, ``hs[k]`` read back in the adjoint loop) are the largest such arrays and get pooled
-buffers too (:func:`pooled_stacks`): the RNN workload faulted in 1,200 pages a call for them. Invariants: only
+buffers too (:func:`pooled_stacks`): the RNN workload faulted in 800 pages a call for them. Invariants: only
 values that cannot escape are planned: not returned, not yielded (phis, carried values,
 residual stacks), not viewed (a view would outlive the buffer's reuse), not updated in place;
 a buffer holds one value at a time and is released only after that value's last read; the
