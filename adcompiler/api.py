@@ -83,14 +83,23 @@ class GradientFunction:
         extra = (cotangent,) if self.mode == "vjp" else ()
         result = compiled.function(*arguments.values(), *extra)
         if not kwargs and key is not None and len(args) == len(self._signature.parameters):
-            self._fast[key] = self._direct(compiled.function)
-            self._install_fast_path()
+            self._remember(key, compiled)
         return self._package(result)
+
+    def _remember(self, key, compiled):
+        """Send calls of this fast key straight to ``compiled``: through the ``_fast`` dict, and
+        the guard chain (which may inline the generated source where ``_direct`` adds nothing)."""
+        self._fast[key] = direct = self._direct(compiled.function)
+        if direct is compiled.function:
+            self._inline[key] = fastpath.Source(compiled.source)
+        self._install_fast_path()
 
     def _own_class(self):
         """Give this object a class of its own, whose ``__call__`` is the generated guard chain
         of :mod:`adcompiler.fastpath` (one Python call between the user and the generated
-        code, instead of three). Subclasses with their own ``__call__`` keep it."""
+        code, instead of three; none where the chain inlines the generated body). Subclasses
+        with their own ``__call__`` keep it."""
+        self._inline: dict = {}  # fast key -> generated source the chain may inline
         cls = type(self)
         if cls.__call__ is not GradientFunction.__call__:
             return
@@ -101,8 +110,14 @@ class GradientFunction:
 
     def _install_fast_path(self):
         if type(self).__dict__.get("_fast_class"):
-            chain = fastpath.build(len(self._signature.parameters), list(self._fast.items()),
-                                   self._call)
+            primal = self.primal
+            name = getattr(primal, "__name__", "call")
+            chain = fastpath.build(
+                len(self._signature.parameters), list(self._fast.items()), self._call,
+                # vjp's cotangent= is a keyword the user's function does not take
+                signature=None if self.mode == "vjp" else self._signature,
+                sources=self._inline, name=name,
+                qualname=getattr(primal, "__qualname__", name))
             type(self).__call__ = staticmethod(chain)
 
     def _check_arrays(self, values: dict):

@@ -44,7 +44,7 @@ def check(result, expected, rtol=1e-13):
 def test_repeated_calls_use_the_chain_and_stay_right(g):
     x, y = np.linspace(0, 1, 3), np.linspace(1, 2, 3)
     check(g(x, y, 2), grads(x, y, 2))
-    assert "_run0" in type(g).__call__.__code__.co_names    # the chain now holds this signature
+    assert "_adc_dtype0_0" in type(g).__call__.__code__.co_names  # the chain holds a guard
     for scale in (1.0, -3.0):                                 # new values, same signature
         check(g(x * scale, y, 2), grads(x * scale, y, 2))
 
@@ -76,8 +76,9 @@ def test_the_chain_stops_growing_past_max_guards():
     for n in range(1, fastpath.MAX_GUARDS + 4):
         x = np.arange(float(n))
         np.testing.assert_array_equal(h(x), 2 * x)
-    runs = [name for name in type(h).__call__.__code__.co_names if name.startswith("_run")]
-    assert len(runs) == fastpath.MAX_GUARDS
+    guarded = [name for name in type(h).__call__.__code__.co_names  # one dtype per guard
+               if name.startswith("_adc_dtype")]
+    assert len(guarded) == fastpath.MAX_GUARDS
     x = np.arange(float(fastpath.MAX_GUARDS + 2))             # served by the slow path's dict
     np.testing.assert_array_equal(h(x), 2 * x)
 
