@@ -20,7 +20,7 @@ from .buffered import BufferedEmission
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
-from .planner import Pool, buffered_chains, plannable_nodes, pooled_stacks
+from .planner import Pool, buffered_chains, plannable_nodes, pooled_stacks, stack_is_dead
 
 RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
 
@@ -135,7 +135,7 @@ class Emitter(BufferedEmission, InPlaceEmission):
             lines.extend(self.statement(node, args))
             if top:  # a buffer is free again once nothing reads its value
                 end = self.live.end.get(node, self.live.pos[node])
-                self.pool.release_dead(lambda v: not self.live.read_after(v, end, ()))
+                self.pool.release_dead(lambda v: self._dead(v, end))
         return lines
 
     def statement(self, node, args):
@@ -160,6 +160,13 @@ class Emitter(BufferedEmission, InPlaceEmission):
         if node.prim == "scatter_add":
             return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
         return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
+
+    def _dead(self, v, end) -> bool:
+        """Whether ``v``'s buffer may be reused after top-level statement ``end``: a stack
+        lives while any view of it is read."""
+        if v in self.stacks:
+            return stack_is_dead(v, self.sharing, lambda a: self.live.read_after(a, end, ()))
+        return not self.live.read_after(v, end, ())
 
     def cond(self, node, args):
         end, path = self.live.end[node], self.live.path[node]

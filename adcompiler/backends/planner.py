@@ -70,21 +70,25 @@ def plannable_nodes(graph) -> list:
 
 
 def pooled_stacks(graph, sharing) -> set:
-    """Residual stacks of top-level ``for`` loops that can live in pooled buffers: large
-    arrays, not returned, whose every alias (a row the adjoint loop reads, a view of that row)
-    is made and dropped inside a loop body, so none outlives the stack's last reader.
-    ``sharing`` is the emitter's :class:`~adcompiler.backends.inplace.Sharing`."""
-    top = {v for n in graph.nodes for v in n.outputs}
+    """Stacked outputs of top-level ``for`` loops that can live in pooled buffers: large
+    arrays none of whose aliases (``sharing.aliases``: rows read back, views of them, the
+    slots they flow into) is returned. The emitter releases such a buffer only once no alias
+    is read again (:func:`stack_is_dead`). ``sharing`` is the emitter's
+    :class:`~adcompiler.backends.inplace.Sharing`."""
     returned = {x for x in graph.outputs if isinstance(x, Value)}
     found = set()
     for node in graph.nodes:
         m = node.params.get("stacked", 0) if node.prim == "loop" else 0
         for s in node.outputs[len(node.outputs) - m:]:
-            if s.aval.kind != "array" or not large(s.aval) or s in returned:
-                continue
-            if all(a is s or (a not in top and a not in returned) for a in sharing.aliases(s)):
+            if (s.aval.kind == "array" and large(s.aval)
+                    and not any(a in returned for a in sharing.aliases(s))):
                 found.add(s)
     return found
+
+
+def stack_is_dead(stack, sharing, read_after) -> bool:
+    """Whether no value that may hold ``stack``'s buffer is read after this point."""
+    return not any(read_after(a) for a in sharing.aliases(stack))
 
 
 def _computable_into_buffer(node) -> bool:

@@ -4,6 +4,7 @@ Each pass is a function ``Graph -> Graph`` in its own module, named by a verb.
 """
 
 from .algebra import simplify_fused_symbolically
+from .batch import batch_loop_accumulations
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fuse import fuse_elementwise
@@ -19,6 +20,8 @@ PIPELINE = (
                                       # a + a already 2.0 * a; before DCE (a hoisted seed may
                                       # leave its operand's producer unread) and fusion (whose
                                       # chains it changes, and which needs the final readers)
+    batch_loop_accumulations,         # after the simplifies (one add per accumulation), before
+                                      # DCE (a batched row read may be left unread) and fusion
     eliminate_dead_code,              # the passes above leave unused nodes behind
     fuse_elementwise,                 # it needs final use counts (a value read twice is
                                       # materialised), so after CSE and DCE
@@ -29,9 +32,10 @@ PIPELINE = (
 
 
 def optimize(graph, plain=False):
-    """Run the pipeline; ``plain`` stops before fusion, for code that will be transformed again."""
+    """Run the pipeline; ``plain`` (code that will be transformed again) skips fusion and
+    batching, which write forms the frontend does not read back."""
     for run_pass in PIPELINE:
-        if plain and run_pass is fuse_elementwise:
+        if plain and run_pass in (fuse_elementwise, batch_loop_accumulations):
             continue
         graph = run_pass(graph)
     return graph
