@@ -1,4 +1,5 @@
-"""Read a function's source with ``inspect`` and ``ast``, and locate AST nodes in the user's file.
+"""Read a function's source (``linecache`` and ``ast``; ``inspect`` where needed), and locate
+AST nodes in the user's file.
 
 Invariant: :class:`FunctionSource` holds the parsed ``FunctionDef`` with line numbers that are
 the user's real line numbers, and :meth:`FunctionSource.error` builds a CompileError pointing there.
@@ -61,7 +62,7 @@ def read_function(fn) -> FunctionSource:
         raise CompileError(f"{fn!r} is not a Python function; adcompiler compiles `def` functions")
     filename = code.co_filename
     try:
-        src_lines, first = inspect.getsourcelines(fn)
+        src_lines, first = source_lines(fn)
     except (OSError, TypeError) as exc:
         raise CompileError(f"cannot read the source of {fn.__name__!r} ({exc})",
                            hint="define the function in a file (or a notebook cell), not in exec()")
@@ -76,6 +77,42 @@ def read_function(fn) -> FunctionSource:
                                                               ast.AsyncFunctionDef)))
     lines = linecache.getlines(filename) or [""] * (first - 1) + src_lines
     return FunctionSource(fn, tree, filename, lines)
+
+
+def source_lines(fn) -> tuple:
+    """``inspect.getsourcelines(fn)``, read without ``tokenize`` where the ``def`` (or its first
+    decorator) starts a line of its file: the lines up to the next line that starts a new
+    top-level statement are parsed, and used if they are exactly that one definition. Else
+    (a method, a nested def, a lambda, anything that does not parse) ``inspect`` answers.
+    tokenize compiles its regular expressions on first use: 2 ms of a fresh process's first
+    gradient of a 5-line function, which this skips."""
+    code = fn.__code__
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename)
+    start = code.co_firstlineno - 1
+    if fn.__name__ != "<lambda>" and 0 <= start < len(lines) and lines[start][:1].strip():
+        chunk = lines[start:_next_statement(lines, start)]
+        try:
+            body = ast.parse("".join(chunk)).body
+        except (SyntaxError, ValueError):
+            body = []
+        if (len(body) == 1 and isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef))
+                and body[0].name == fn.__name__):
+            return chunk[:body[0].end_lineno], start + 1
+    return inspect.getsourcelines(fn)
+
+
+def _next_statement(lines, start) -> int:
+    """The index of the first line after the definition's header at ``start`` that starts
+    with a character other than a blank, ``#`` or a closing bracket (len(lines) if none)."""
+    k = start
+    while k < len(lines) and lines[k].startswith("@"):
+        k += 1
+    for j in range(k + 1, len(lines)):
+        first = lines[j][:1]
+        if first.strip() and first not in "#)]}":
+            return j
+    return len(lines)
 
 
 def _parse(fn, src_lines, first) -> ast.Module:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import inspect
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends import numexpr_chains
+from ..frontend.source import source_lines
 from .compile import load_function
 
 BACKEND = "numpy"
@@ -97,7 +97,7 @@ def _fingerprint_function(fn, label, parts, live, seen):
         parts.append(f"{label} = (seen) {fn.__qualname__}")
         return
     seen.add(id(fn))
-    parts.append(f"{label} = def {fn.__qualname__}:\n{inspect.getsource(fn)}")
+    parts.append(f"{label} = def {fn.__qualname__}:\n{''.join(source_lines(fn)[0])}")
     closure = dict(zip(fn.__code__.co_freevars,
                        [c.cell_contents for c in fn.__closure__ or ()]))
     for name in sorted(_names_read(fn.__code__)):
