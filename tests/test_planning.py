@@ -88,19 +88,25 @@ def test_concurrent_calls_do_not_share_buffers():
     g = ad.grad(rosenbrock)
     inputs = [RNG.standard_normal(N) for _ in range(4)]
     expected = [g(x).copy() for x in inputs]
-    results = [None] * 4
+    for got, want in zip(called_concurrently(g, [(x,) for x in inputs]), expected):
+        np.testing.assert_array_equal(got, want)
+
+
+def called_concurrently(g, inputs, calls=5):
+    """The last result of ``calls`` calls ``g(*args)`` per ``args`` in ``inputs``, all the
+    argument tuples called from threads of their own at once."""
+    results = [None] * len(inputs)
 
     def work(i):
-        for _ in range(5):
-            results[i] = g(inputs[i])
+        for _ in range(calls):
+            results[i] = g(*inputs[i])
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    for got, want in zip(results, expected):
-        np.testing.assert_array_equal(got, want)
+    return results
 
 
 def logistic(w, X, y):
@@ -217,18 +223,7 @@ def test_loop_residual_stacks_live_in_pooled_buffers():
     for got, want in zip(first, rnn_by_hand(*inputs[0])):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
     expected = [rnn_by_hand(*a) for a in inputs]
-    results = [None] * 4
-
-    def work(i):
-        for _ in range(5):
-            results[i] = g(*inputs[i])
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for got, want in zip(results, expected):
+    for got, want in zip(called_concurrently(g, inputs), expected):
         for a, b in zip(got, want):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     for a, b in zip(first, kept):

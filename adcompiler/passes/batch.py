@@ -23,9 +23,9 @@ differ); plain code (read again by the frontend) is never batched.
 
 from __future__ import annotations
 
-from ..ir import Aval, Literal, Node, Value, walk
+from ..ir import Aval, Literal, Node, Value
 from ..ir.shapes import infer
-from .rewrite import substitute
+from .rewrite import substitute, use_counts
 
 
 def batch_loop_accumulations(graph):
@@ -45,7 +45,7 @@ def _batch(graph, loop, subst) -> list:
     n = loop.inputs[0].value
     carried = len(loop.outputs) - loop.params.get("stacked", 0)
     producer = {v: nd for nd in body.nodes for v in nd.outputs}
-    reads = _read_counts(body)
+    reads = use_counts(body)
     after, stacks, flats, dropped = [], {}, {}, []
     for j in range(carried):
         acc, nxt = body.params[1 + j], body.outputs[j]
@@ -85,22 +85,6 @@ def _drop_carries(loop, body, dropped):
     body.params = [body.params[0]] + [body.params[1 + j] for j in keep]
     body.outputs = [body.outputs[j] for j in keep] + body.outputs[carried:]
     loop.outputs = tuple(loop.outputs[j] for j in keep) + loop.outputs[carried:]
-
-
-def _read_counts(body) -> dict:
-    counts = {}
-    for nd in walk(body.nodes):
-        for x in nd.inputs:
-            if isinstance(x, Value):
-                counts[x] = counts.get(x, 0) + 1
-        for block in nd.regions:
-            for x in block.outputs:
-                if isinstance(x, Value):
-                    counts[x] = counts.get(x, 0) + 1
-    for x in body.outputs:
-        if isinstance(x, Value):
-            counts[x] = counts.get(x, 0) + 1
-    return counts
 
 
 def _match(acc, nxt, producer, reads, body, n):

@@ -12,29 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Block, Node, Value, walk
+from ..ir import Block, Node, Value
+from .rewrite import use_counts
 from ..ir.primitives import PRIMS
 
 MIN_SIZE = 4096
 
 
 def fuse_elementwise(graph):
-    uses = _use_counts(graph)
+    uses = use_counts(graph)
     graph.nodes = _fuse_nodes(graph.nodes, uses, graph)
     return graph
-
-
-def _use_counts(graph) -> dict:
-    uses = {}
-    for node in walk(graph.nodes):
-        reads = list(node.inputs) + [x for b in node.regions for x in b.outputs]
-        for x in reads:
-            if isinstance(x, Value):
-                uses[x] = uses.get(x, 0) + 1
-    for x in graph.outputs:
-        if isinstance(x, Value):
-            uses[x] = uses.get(x, 0) + 1
-    return uses
 
 
 def fusible(node) -> bool:

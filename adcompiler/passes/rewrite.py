@@ -1,4 +1,5 @@
-"""Value substitution shared by the passes: replace uses of values by other values or literals.
+"""Shared by the passes: value substitution (uses of values replaced by other values or
+literals) and use counts.
 
 Invariant: after :func:`substitute`, no node input (in any region), no block output and no
 graph output refers to a replaced value.
@@ -25,3 +26,18 @@ def substitute(graph, subst: dict):
             block.outputs = [resolve(subst, x) for x in block.outputs]
     graph.outputs = [resolve(subst, x) for x in graph.outputs]
     return graph
+
+
+def use_counts(scope) -> dict:
+    """How many times each value is read in ``scope`` (a graph or a block): by node inputs,
+    block outputs at any depth, and ``scope``'s own outputs."""
+    uses = {}
+    for node in walk(scope.nodes):
+        reads = list(node.inputs) + [x for b in node.regions for x in b.outputs]
+        for x in reads:
+            if isinstance(x, Value):
+                uses[x] = uses.get(x, 0) + 1
+    for x in scope.outputs:
+        if isinstance(x, Value):
+            uses[x] = uses.get(x, 0) + 1
+    return uses
