@@ -549,6 +549,57 @@ def test_math_of_numpy_scalars_and_0d_arrays():
     assert gx == pytest.approx(np.full(2, math.log1p(s)) + 2 * x * x.sum() / (1 + s))
 
 
+# ---- constructors of known arguments, flattening ------------------------------------------
+TRIANGLE = np.triu(np.ones((3, 3)))
+
+
+def f_constant_arrays(x):
+    w = np.linspace(0.0, 1.0, x.shape[0]) * np.arange(x.shape[0])
+    return np.sum(x * w) + np.sum(np.eye(3) @ x[:3]) + np.sum(np.tril(TRIANGLE) @ x[:3] ** 2)
+
+
+def f_flat_views(x):
+    y = x.reshape(2, 2) * 1.5
+    return np.sum(np.ravel(y) * y.flatten() * x) + np.sum(y.view() ** 3) + np.sum(y.ravel()[1:])
+
+
+def f_write_through_flatten(x):
+    y = x * 2.0
+    v = y.flatten()          # a copy: writing it leaves y alone
+    v[0] = 5.0
+    w = y.view()             # the same array: writing it changes y
+    w[1] = 0.5
+    return np.sum(y * v)
+
+
+def f_triu_of_input(x):
+    return np.sum(np.triu(x))
+
+
+def test_constructors_of_known_arguments_are_computed_while_compiling():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    (g,) = check_grads(f_constant_arrays, x)
+    lower = np.tril(TRIANGLE).sum(axis=0)
+    want = np.linspace(0, 1, 4) * np.arange(4) + np.r_[1.0, 1.0, 1.0, 0.0]
+    want[:3] += 2 * x[:3] * lower
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+    with pytest.raises(adcompiler.CompileError, match=r"np.triu\(\)` of an array the function "
+                       r"computes has no derivative rule") as err:
+        adcompiler.grad(f_triu_of_input)(np.ones((3, 3)))
+    assert "made outside the function" in str(err.value)
+
+
+def test_ravel_flatten_and_view():
+    x = np.array([0.5, -1.0, 2.0, 1.5])
+    (g,) = check_grads(f_flat_views, x)
+    y = 1.5 * x
+    want = 2 * 1.5 * y * x + y * y + 3 * 1.5 * y ** 2 + np.r_[0.0, 1.5, 1.5, 1.5]
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+    (g,) = check_grads(f_write_through_flatten, x)
+    # sum(y * v) = 10 x0 + x1 + 4 x2^2 + 4 x3^2: v kept y's old x1 term, y lost it
+    np.testing.assert_allclose(g, [10.0, 1.0, 8 * x[2], 8 * x[3]], rtol=1e-12)
+
+
 # ---- array methods and attributes -----------------------------------------------------------
 def f_attrs(x):
     n = x.shape[0] * x.ndim + x.size + len(x)

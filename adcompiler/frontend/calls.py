@@ -338,6 +338,52 @@ def _contains_value(x) -> bool:
     return isinstance(x, Value)
 
 
+# Array constructors computed while compiling when every argument is known then (Python numbers,
+# shapes, constant arrays): pure functions of their arguments, so the result is a constant.
+CONSTANT_ONLY = ("arange", "linspace", "logspace", "geomspace", "eye", "identity", "diag",
+                 "diagflat", "tri", "triu", "tril", "vander", "indices", "hanning", "hamming",
+                 "blackman", "bartlett")
+
+
+def _folded(fn):
+    def handler(b, args, kwargs):
+        args = [_known(b, a) for a in args]
+        kwargs = {k: _known(b, v) for k, v in kwargs.items()}
+        if _contains_value(args) or _contains_value(list(kwargs.values())):
+            raise CallError("of an array the function computes has no derivative rule in "
+                            "adcompiler", "pass it Python numbers, shapes or arrays made outside "
+                            "the function (it is then computed once, while compiling)")
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            raise CallError(f"raised {type(exc).__name__}: {exc}", "NumPy raises this too") \
+                from None
+    return handler
+
+
+def _known(b, x):
+    """``x`` with the constants the function reads (module-level arrays) as their arrays."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(_known(b, v) for v in x)
+    return b.graph.consts.get(x, x) if isinstance(x, Value) else x
+
+
+def _ravel(b, args, kwargs):
+    """np.ravel(x): ``x.reshape(-1)``, a view to the compiler. NumPy copies a non-contiguous
+    array instead; an update through either name is refused as sharing memory, so no program
+    gets a different answer from the two."""
+    p = bind(args, kwargs, ("a",))
+    return _reshape_to(b, p["a"], -1, kwargs)
+
+
+def _method_view(b, x, args, kwargs):
+    """x.view(): the same array under another name (updates through either show in both)."""
+    if args or kwargs:
+        raise CallError("with a dtype or type reinterprets memory, which has no derivative",
+                        "use .astype(dtype) to convert values, or .view() with no argument")
+    return x
+
+
 def _len(b, args, kwargs):
     (x,) = _positional(args, 1)
     if not isinstance(x, Value):
@@ -359,7 +405,7 @@ FUNCTIONS.update({getattr(np, n): _reduce(n) for n in _REDUCE_PARAMS})
 FUNCTIONS.update({np.amax: _reduce("max"), np.amin: _reduce("min")})
 FUNCTIONS.update({
     np.matmul: _binary("matmul"), np.dot: _dot, np.outer: _binary("outer"),
-    np.transpose: _transpose, np.reshape: _reshape,
+    np.transpose: _transpose, np.reshape: _reshape, np.ravel: _ravel,
     np.expand_dims: _with_axis("expand_dims", True), np.squeeze: _with_axis("squeeze", False),
     np.broadcast_to: _broadcast_to, np.concatenate: _seq("concatenate"), np.stack: _seq("stack"),
     np.zeros_like: _like("zeros_like"), np.ones_like: _like("ones_like"),
@@ -369,6 +415,7 @@ FUNCTIONS.update({
     builtins.float: _float, builtins.len: _len,
 })
 FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})
+FUNCTIONS.update({getattr(np, n): _folded(getattr(np, n)) for n in CONSTANT_ONLY})
 
 
 def register_call(fn, handler):
@@ -385,6 +432,11 @@ def _as_method(function):
 METHODS = {
     **{n: _as_method(_reduce(n)) for n in _REDUCE_PARAMS},
     "reshape": _method_reshape,
+    "ravel": lambda b, x, args, kwargs: _reshape_to(b, x, -1, kwargs) if not args else
+    _reshape_to(b, x, -1, {"order": args[0]}),
+    "flatten": lambda b, x, args, kwargs: b.emit(
+        "copy", (_reshape_to(b, x, -1, kwargs if not args else {"order": args[0]}),)),
+    "view": _method_view,
     "transpose": _method_transpose,
     "dot": _as_method(_dot),
     "copy": lambda b, x, args, kwargs: b.emit("copy", (x, *_positional(args, 0))),
