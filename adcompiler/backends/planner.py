@@ -8,12 +8,16 @@ temporaries freed together at a call's end fault back in on the next call. Logis
 (10,000-element vectors) took 65 page faults and 1.5x the hand-written time per call with a
 128 KiB threshold, none and 1.02x with :data:`MIN_BYTES` at 32 KiB, where an ``out=`` costs
 well under a tenth of the operation. A loop's residual stacks (``hs[t] = h`` in the forward
-loop, ``hs[k]`` read back in the adjoint loop) are the largest such arrays and get pooled
-buffers too (:func:`pooled_stacks`): the RNN workload faulted in 800 pages a call for them. Invariants: only
-values that cannot escape are planned: not returned, not yielded (phis, carried values,
-residual stacks), not viewed (a view would outlive the buffer's reuse), not updated in place;
-a buffer holds one value at a time and is released only after that value's last read; the
-buffers of one call are taken from a pool, so concurrent or re-entrant calls never share them.
+loop, ``hs[k]`` read back in the adjoint loop) are the largest such arrays: the RNN workload
+faulted in 800 pages a call for them.
+
+Invariants: an elementwise value is planned only if it cannot escape: not returned, not
+yielded (phis, carried values, residual stacks), not viewed (its release does not look at
+views), not updated in place. A loop's stack is planned (:func:`pooled_stacks`) when none of
+its aliases (rows, views of them, slots) is returned, and released only once none is read
+again (:func:`stack_is_dead`). A buffer holds one value at a time and is released only after
+that value's last read; the buffers of one call are taken from a pool, so concurrent or
+re-entrant calls never share them.
 """
 
 from __future__ import annotations
