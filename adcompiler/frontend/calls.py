@@ -372,8 +372,8 @@ def _ravel(b, args, kwargs):
     """np.ravel(x): ``x.reshape(-1)``, a view to the compiler. NumPy copies a non-contiguous
     array instead; an update through either name is refused as sharing memory, so no program
     gets a different answer from the two."""
-    p = bind(args, kwargs, ("a",))
-    return _reshape_to(b, p["a"], -1, kwargs)
+    p = bind(args, kwargs, ("a", "order"))
+    return _reshape_to(b, p["a"], -1, {"order": p.get("order", "C")})
 
 
 def _method_view(b, x, args, kwargs):
@@ -432,10 +432,8 @@ def _as_method(function):
 METHODS = {
     **{n: _as_method(_reduce(n)) for n in _REDUCE_PARAMS},
     "reshape": _method_reshape,
-    "ravel": lambda b, x, args, kwargs: _reshape_to(b, x, -1, kwargs) if not args else
-    _reshape_to(b, x, -1, {"order": args[0]}),
-    "flatten": lambda b, x, args, kwargs: b.emit(
-        "copy", (_reshape_to(b, x, -1, kwargs if not args else {"order": args[0]}),)),
+    "ravel": _as_method(_ravel),
+    "flatten": lambda b, x, args, kwargs: b.emit("copy", (_ravel(b, [x, *args], kwargs),)),
     "view": _method_view,
     "transpose": _method_transpose,
     "dot": _as_method(_dot),
