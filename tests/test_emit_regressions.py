@@ -262,6 +262,41 @@ def test_loops_still_update_their_own_arrays_in_place():
         assert "np.array(" not in g.source   # no defensive copy anywhere
 
 
+def neighbours(x, y, z):
+    s = 0.0
+    for t in range(1, x.shape[0]):
+        s = s + x[t] * x[t - 1] * z[t]
+    return s
+
+
+def two_updates_then_a_sum(x, y, z):
+    acc = np.zeros(3)
+    for t in range(3):
+        acc[t] += x[t] * z[t]
+        acc = acc + y          # a new array: the next iteration updates that one
+        acc[0] += np.sum(acc)  # reads acc before writing it
+    return np.sum(acc * acc)
+
+
+@pytest.mark.parametrize("f", [neighbours, two_updates_then_a_sum], ids=lambda f: f.__name__)
+def test_a_chain_of_updates_in_a_loop_is_in_place(f):
+    """Two scatters into a carried cotangent in one iteration (``dx[t] += a; dx[t - 1] += b``,
+    the adjoint of reading ``x[t]`` and ``x[t - 1]``) once copied ``dx`` on every iteration:
+    quadratic in the trip count. Each link now updates the array the loop carries."""
+    args = (X.copy(), Y.copy(), Z.copy())
+    g = ad.value_and_grad(f, wrt=(0, 1, 2))
+    value, grads = g(*args)
+    assert float(value) == pytest.approx(float(f(*copy.deepcopy(args))), rel=1e-12)
+    assert_matches_numerical(f, args, (0, 1, 2), grads)
+    np.testing.assert_equal(args, (X, Y, Z))
+    if f is neighbours:   # (the tape cannot write a tensor into np.zeros' array)
+        tape = dynamic_grad(f, wrt=(0, 1, 2))(*copy.deepcopy(args))
+        for got, want in zip(grads, tape):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert "np.array(" not in g.source
+        assert g.source.count("dx[") == 2
+
+
 @pytest.mark.parametrize("f", UNCHANGED_PARAM_CASES, ids=lambda f: f.__name__)
 def test_update_of_a_loop_param_a_branch_may_keep(f):
     """Once wrong by a factor of four: the update was written in place on ``acc``'s array,

@@ -145,9 +145,20 @@ class InPlaceEmission:
         if acc not in self.sharing.carried:
             return False
         loop, init, nxt, slot = self.sharing.carried[acc]
+        return (self._updated(nxt, acc) and
+                self._owned(init, self.live.pos[loop], self.live.path[loop], skip | slot))
+
+    def _updated(self, nxt, acc, depth=16) -> bool:
+        """Whether ``nxt`` is ``acc`` after a chain of updates and sums (``dx[t] += a;
+        dx[t - 1] += b``): each link is in place, or works on a fresh copy, so the array the
+        next iteration gets is ``acc``'s own or one this code made, never another name's."""
         updater = self.producer.get(nxt)
-        updated = updater is not None and (
-            (updater.prim in _UPDATES and updater.inputs[0] is acc)
-            or (updater.prim == "add" and acc in updater.inputs))
-        return updated and self._owned(init, self.live.pos[loop], self.live.path[loop],
-                                      skip | slot)
+        if updater is None or depth == 0:
+            return False
+        if updater.prim in _UPDATES:
+            first = updater.inputs[0]
+            return first is acc or self._updated(first, acc, depth - 1)
+        if updater.prim == "add":
+            return any(x is acc or isinstance(x, Value) and self._updated(x, acc, depth - 1)
+                       for x in updater.inputs)
+        return False
