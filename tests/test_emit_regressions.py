@@ -278,11 +278,34 @@ def two_updates_then_a_sum(x, y, z):
     return np.sum(acc * acc)
 
 
-@pytest.mark.parametrize("f", [neighbours, two_updates_then_a_sum], ids=lambda f: f.__name__)
+def inner_loop_in_a_while(x, y, z):
+    v2 = x.T
+    v3 = y - y
+    n = 0
+    v6 = np.zeros_like(x)
+    v7 = np.zeros_like(y)
+    while n < 5:
+        n = n + 1
+        v8 = 0.0
+        for row in v2:
+            v3 = v3 + row / n   # v3, after this loop, is a residual of the while
+            v8 = v8 + row
+        if not np.sum(x) > -4.31:
+            break
+        v6 = v6 + v8
+        v7 = v7 + v3 * v3
+    return v3.sum() + v6.sum() + v7.sum()
+
+
+@pytest.mark.parametrize("f", [neighbours, two_updates_then_a_sum, inner_loop_in_a_while],
+                         ids=lambda f: f.__name__)
 def test_a_chain_of_updates_in_a_loop_is_in_place(f):
     """Two scatters into a carried cotangent in one iteration (``dx[t] += a; dx[t - 1] += b``,
     the adjoint of reading ``x[t]`` and ``x[t - 1]``) once copied ``dx`` on every iteration:
-    quadratic in the trip count. Each link now updates the array the loop carries."""
+    quadratic in the trip count. Each link now updates the array the loop carries. An inner
+    loop's result is not such a link: the while loop keeps it in its list of residuals, and an
+    update in place on the next iteration changed the kept array (found by the random
+    programs while trying that)."""
     args = (X.copy(), Y.copy(), Z.copy())
     g = ad.value_and_grad(f, wrt=(0, 1, 2))
     value, grads = g(*args)

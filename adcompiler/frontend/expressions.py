@@ -19,6 +19,7 @@ from ..ir import Value
 from ..ir.builder import NeedsShape
 from .calls import ATTRIBUTES, FUNCTIONS, METHODS, CallError, Method, call
 from .fence import PRINT_HINT
+from .windows import MovingSlice
 
 BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("subtract", operator.sub),
           ast.Mult: ("multiply", operator.mul), ast.Div: ("divide", operator.truediv),
@@ -127,6 +128,9 @@ class ExpressionLowering:
         base = self.expr(node.value)
         if not isinstance(base, Value):
             index = self.expr(node.slice)
+            for item in index if isinstance(index, tuple) else (index,):
+                if isinstance(item, MovingSlice):
+                    raise self.refuse_moving(item)
             if isinstance(index, Value) or isinstance(base, (int, float)):
                 raise self.src.error(node, f"{_describe(base)} cannot be indexed here",
                                      "index arrays, or tuples and shapes with Python ints")
@@ -155,9 +159,7 @@ class ExpressionLowering:
     def expr_Slice(self, node):
         bounds = [None if p is None else self.expr(p) for p in (node.lower, node.upper, node.step)]
         if any(isinstance(p, Value) for p in bounds):
-            raise self.src.error(node, "a slice bound must be known when compiling, not "
-                                 "computed from the inputs", "use Python ints, or shape "
-                                 "attributes such as x.shape[0] // 2")
+            return MovingSlice(*bounds, node)  # x[t:t + 2] in a loop: see .windows
         return slice(*bounds)
 
     # ---- helpers ------------------------------------------------------------------------------

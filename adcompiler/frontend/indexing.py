@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Value
+from .windows import MovingSlice
 
 
 class IndexLowering:
@@ -18,12 +19,15 @@ class IndexLowering:
     def lower_index(self, base: Value, node):
         index = self.expr(node.slice)
         items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item
+        items = self.windows(base, items, node)
         spec, arrays = [], []
         for item in items:
             spec.append(self.index_item(item, arrays, node))
         return self.b.getitem(base, arrays, tuple(spec))
 
     def index_item(self, item, arrays, node):
+        if isinstance(item, MovingSlice):  # where no window can be (np.add.at's index)
+            raise self.refuse_moving(item)
         if isinstance(item, slice):
             return ("s", item.start, item.stop, item.step)
         if item is None:

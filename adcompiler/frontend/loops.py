@@ -68,6 +68,7 @@ class LoopLowering:
 
         def blocks(carried, params):
             k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
+            self.b.counters[k] = (0, n - 1)  # for windows x[t:t + 2] (see .windows)
             body = Block(params=[k, *params])
             with self.b.into(body):
                 bind_target(k)

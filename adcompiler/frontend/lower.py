@@ -27,6 +27,7 @@ from .indexing import IndexLowering
 from .inplace import InplaceLowering, Stale
 from .lists import ListLowering, is_append
 from .setitem import SetitemLowering, is_add_at
+from .windows import WindowLowering
 from .source import read_function
 
 _MISSING = object()
@@ -34,7 +35,7 @@ _MAX_INLINE_DEPTH = 32
 
 
 class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
-               SetitemLowering, ControlLowering):
+               SetitemLowering, WindowLowering, ControlLowering):
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
         self.src = read_function(fn)

@@ -77,6 +77,7 @@ class SetitemLowering:
         if mask is not None:
             return base  # combined elementwise, then selected by the mask in store()
         arrays = []
+        items = self.windows(base, items, node)
         spec = tuple(self.index_item(item, arrays, node) for item in items)
         return self.b.getitem(base, arrays, spec)
 
@@ -90,6 +91,7 @@ class SetitemLowering:
                                      "use a mask of the array's own shape")
             return new
         arrays = []
+        items = self.windows(old, items, node)
         spec = tuple(self.index_item(item, arrays, node) for item in items)
         return self.b.setitem(old, value, arrays, spec)
 

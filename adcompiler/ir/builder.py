@@ -40,6 +40,7 @@ class Builder:
         self.phase = "forward"
         self.target: list = graph.nodes  # where nodes go: the graph's body or a block's
         self.enclosing: list = []  # the node lists `into` left, innermost last
+        self.counters: dict = {}  # a for loop's counter -> its (first, last) value
         self._tokens = []
 
     def __enter__(self):

@@ -1,0 +1,169 @@
+"""Slices whose bounds move with a loop counter: ``x[t:t + 2]`` read as a window of fixed width.
+
+In ``for t in range(1, n - 1): s += np.sum(x[t - 1:t + 2] * w)`` the bounds are traced ints, but
+the width is the same on every iteration, so the result's shape is known when compiling. Such a
+slice becomes an integer-array index, ``x[t + arange(3) - 1]`` (a gather; its adjoint scatters
+into the window), when:
+
+- both bounds are affine in the counters of enclosing ``for`` loops (``t``, ``t + 1``,
+  ``2 * t - 1``, ``i + j``: sums, differences and int multiples) and their difference does not
+  depend on any counter: the width is fixed;
+- on every iteration the window lies inside the axis (``0 <= start`` and ``stop <= length``),
+  checked from the counters' ranges, since there NumPy's slice and the gather agree (a negative
+  start wraps for an index but empties a slice; a stop past the end shortens a slice);
+- the step is a positive Python int, and the window is the subscript's only index that is not
+  a plain slice, ``None`` or ``...`` (NumPy moves the axes of several array indices).
+
+Anything else keeps the located error that asks for bounds known when compiling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..ir import Literal, Value
+
+
+@dataclass
+class MovingSlice:
+    """A slice with a traced bound, as ``expr_Slice`` found it (``node``: the slice's AST)."""
+
+    start: object
+    stop: object
+    step: object
+    node: object
+
+
+BOUND_HINT = "use Python ints, or shape attributes such as x.shape[0] // 2"
+
+
+class WindowLowering:
+    """Mixin: :meth:`windows` turns the moving slices of a subscript into index arrays."""
+
+    def refuse_moving(self, item: MovingSlice, why="", hint=BOUND_HINT):
+        what = why or "a slice bound must be known when compiling, not computed from the inputs"
+        return self.src.error(item.node, what, hint)
+
+    def windows(self, base: Value, items: tuple, node) -> tuple:
+        """``items`` with each :class:`MovingSlice` replaced by its index array."""
+        moving = [k for k, item in enumerate(items) if isinstance(item, MovingSlice)]
+        if not moving:
+            return items
+        k = moving[0]
+        if len(moving) > 1 or any(not _basic(item) for j, item in enumerate(items) if j != k):
+            raise self.refuse_moving(items[k], "a slice that moves with the loop counter must "
+                                     "be the only index here other than plain slices",
+                                     "index one at a time: x[i:i + 2][:, j:j + 3], "
+                                     "x[i][t:t + 2]")
+        axis = _axis(items, k, base.aval.ndim)
+        index = self.window_index(items[k], base.aval.shape[axis])
+        return items[:k] + (index,) + items[k + 1:]
+
+    def window_index(self, item: MovingSlice, length: int) -> Value:
+        step = 1 if item.step is None else item.step
+        if isinstance(step, Value) or not isinstance(step, int) or step <= 0:
+            raise self.refuse_moving(item, "a moving slice's step must be a positive Python int")
+        start = self.affine(item.start if item.start is not None else 0)
+        stop = self.affine(item.stop if item.stop is not None else length)
+        if start is None or stop is None:
+            raise self.refuse_moving(item)
+        width = _difference(stop, start)
+        if width is None:
+            raise self.refuse_moving(item, "this slice's length changes from one iteration to "
+                                     "the next, so its shape is not known when compiling",
+                                     "slice a window of fixed width (x[t:t + 3]), or mask the "
+                                     "whole array with np.where")
+        lo, hi = self.bounds(start)
+        if width <= 0 or lo < 0 or hi + width > length:
+            raise self.refuse_moving(item, f"this window runs from {lo} to {hi + width} over "
+                                     f"the loop, outside the axis of length {length}, where "
+                                     "NumPy would shorten or wrap it",
+                                     "keep the window inside the array: adjust the loop's range")
+        offsets = self.constant(_offsets(width, step), "window")
+        start_value = item.start if item.start is not None else 0
+        return self.b.emit("add", (start_value, offsets))
+
+    def affine(self, v):
+        """``v`` as ({counter: coefficient}, constant), or None when it is not affine in the
+        counters of enclosing ``for`` loops."""
+        if isinstance(v, (bool, np.bool_)):
+            return None
+        if isinstance(v, (int, np.integer)):
+            return {}, int(v)
+        if isinstance(v, Literal):
+            return self.affine(v.value)
+        if not isinstance(v, Value):
+            return None
+        if v in self.b.counters:
+            return {v: 1}, 0
+        node = _producer(self.b, v)
+        if node is None or node.prim not in ("add", "subtract", "multiply", "negative"):
+            return None
+        parts = [self.affine(x) for x in node.inputs]
+        if any(p is None for p in parts):
+            return None
+        return _combine(node.prim, parts)
+
+    def bounds(self, form) -> tuple:
+        """The least and greatest value of an affine form over its counters' ranges."""
+        terms, const = form
+        lo = hi = const
+        for counter, c in terms.items():
+            a, b = c * self.b.counters[counter][0], c * self.b.counters[counter][1]
+            lo, hi = lo + min(a, b), hi + max(a, b)
+        return lo, hi
+
+
+@lru_cache(maxsize=None)
+def _offsets(width, step):
+    """``arange(0, width, step)``, one read-only array per width and step, so that a read and
+    a write of the same window share one constant."""
+    offsets = np.arange(0, width, step, dtype=np.int64)
+    offsets.flags.writeable = False
+    return offsets
+
+
+def _combine(prim, parts):
+    if prim == "negative":
+        (terms, const), = parts
+        return {k: -c for k, c in terms.items()}, -const
+    (t1, c1), (t2, c2) = parts
+    if prim == "multiply":
+        if t1 and t2:
+            return None
+        (terms, scale, const) = (t1, c2, c1) if t1 else (t2, c1, c2)
+        return {k: c * scale for k, c in terms.items()}, const * scale
+    sign = 1 if prim == "add" else -1
+    terms = dict(t1)
+    for k, c in t2.items():
+        terms[k] = terms.get(k, 0) + sign * c
+    return {k: c for k, c in terms.items() if c}, c1 + sign * c2
+
+
+def _difference(stop, start):
+    """``stop - start`` when no counter is left in it, else None."""
+    terms, const = _combine("subtract", [stop, start])
+    return None if terms else const
+
+
+def _producer(builder, v):
+    for nodes in [builder.target, *reversed(builder.enclosing)]:
+        for node in reversed(nodes):
+            if v in node.outputs:
+                return node
+    return None
+
+
+def _basic(item) -> bool:
+    return item is None or item is Ellipsis or isinstance(item, slice)
+
+
+def _axis(items, k, ndim) -> int:
+    """The axis item ``k`` indexes (items before it, or after it when an ``...`` precedes)."""
+    consumes = [isinstance(item, (slice, MovingSlice)) for item in items]
+    if any(item is Ellipsis for item in items[:k]):
+        return ndim - sum(consumes[k:])
+    return sum(consumes[:k])

@@ -1,0 +1,152 @@
+"""Windows that move with a loop counter (``x[t - 1:t + 2]``): adcompiler/frontend/windows.py.
+
+Each gradient is checked against finite differences and the dynamic tape; each refusal names
+the user's line and says why.
+"""
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler.tape import dynamic_grad
+from tests.helpers import assert_matches_numerical
+
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=8)
+W = RNG.normal(size=3)
+M = RNG.normal(size=(4, 7))
+
+
+def stencil(x, w):
+    s = 0.0
+    for t in range(1, x.shape[0] - 1):
+        s = s + np.sum(x[t - 1:t + 2] * w) ** 2
+    return s
+
+
+def strided(x, w):
+    s = 0.0
+    for t in range(x.shape[0] - 4):
+        s = s + np.sum(np.tanh(x[t:t + 5:2]) * w)
+    return s
+
+
+def backwards(x, w):
+    s = 0.0
+    for t in reversed(range(x.shape[0] - 2)):
+        s = s * 0.5 + np.sum(x[t:t + 3] * w)
+    return s
+
+
+def written(x, w):
+    y = np.zeros_like(x)
+    for t in range(x.shape[0] - 1):
+        y[t:t + 2] += x[t] * w[0]
+    return np.sum(y * y)
+
+
+def patches(m, w):
+    s = 0.0
+    for i in range(m.shape[0] - 1):
+        for j in range(0, m.shape[1] - 2, 2):
+            s = s + np.sum(np.tanh(m[i:i + 2][:, j:j + 3]) * w)
+    return s
+
+
+def ellipsis(m, w):
+    s = 0.0
+    for j in range(m.shape[1] - 2):
+        s = s + np.sum(m[..., j:j + 3] @ w)
+    return s
+
+
+CASES = [(stencil, (X, W)), (strided, (X, W)), (backwards, (X, W)), (written, (X, W)),
+         (patches, (M, W)), (ellipsis, (M, W))]
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_gradients_of_moving_windows(f, args):
+    saved = [a.copy() for a in args]
+    grads = ad.grad(f, wrt=(0, 1))(*args)
+    assert_matches_numerical(f, args, (0, 1), grads)
+    for got, want in zip(grads, dynamic_grad(f, wrt=(0, 1))(*args)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_equal(args, saved)
+
+
+def test_a_window_reads_as_an_index_of_fixed_width():
+    g = ad.grad(stencil, wrt=(0, 1))
+    g(X, W)
+    assert "t2 = t - 1 + window" in g.source and "t3 = x[t2]" in g.source
+    window = g.specialize(X, W).function.__globals__["window"]
+    np.testing.assert_array_equal(window, [0, 1, 2])
+    assert "np.array(" not in g.source               # the scatter into dx is in place
+
+
+def test_second_derivatives_through_a_window():
+    h = ad.hessian(stencil, wrt=1)(X, W)
+    rows = [x for x in (X[t - 1:t + 2] for t in range(1, X.size - 1))]
+    want = sum(2.0 * np.outer(r, r) for r in rows)
+    np.testing.assert_allclose(h, want, rtol=1e-12)
+
+
+def grows(x):
+    s = 0.0
+    for t in range(1, x.shape[0]):
+        s = s + np.sum(x[:t])
+    return s
+
+
+def wraps(x):
+    s = 0.0
+    for t in range(x.shape[0] - 1):
+        s = s + np.sum(x[t - 1:t + 1])
+    return s
+
+
+def runs_past_the_end(x):
+    s = 0.0
+    for t in range(x.shape[0]):
+        s = s + np.sum(x[t:t + 2])
+    return s
+
+
+def two_windows(m):
+    s = 0.0
+    for i in range(m.shape[0] - 1):
+        s = s + np.sum(m[i:i + 2, i:i + 2])
+    return s
+
+
+def traced_step(x):
+    s = 0.0
+    for t in range(1, 3):
+        s = s + np.sum(x[0:4:t])
+    return s
+
+
+def while_counter(x):
+    s = 0.0
+    n = 0
+    while n < 3:
+        s = s + np.sum(x[n:n + 2])
+        n = n + 1
+    return s
+
+
+@pytest.mark.parametrize("f, arg, message, line", [
+    (grows, X, "this slice's length changes from one iteration to the next", "x[:t]"),
+    (wraps, X, "this window runs from -1 to 7 over the loop, outside the axis of length 8",
+     "x[t - 1:t + 1]"),
+    (runs_past_the_end, X, "runs from 0 to 9 over the loop, outside the axis of length 8",
+     "x[t:t + 2]"),
+    (two_windows, M, "must be the only index here other than plain slices", "m[i:i + 2, i:i + 2]"),
+    (traced_step, X, "a moving slice's step must be a positive Python int", "x[0:4:t]"),
+    (while_counter, X, "a slice bound must be known when compiling", "x[n:n + 2]"),
+])
+def test_windows_that_cannot_compile_say_why(f, arg, message, line):
+    with pytest.raises(ad.CompileError) as err:
+        ad.grad(f)(arg)
+    text = str(err.value)
+    assert message in text
+    assert "test_windows.py" in text and line in text and "^" in text
