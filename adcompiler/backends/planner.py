@@ -9,15 +9,19 @@ temporaries freed together at a call's end fault back in on the next call. Logis
 128 KiB threshold, none and 1.02x with :data:`MIN_BYTES` at 32 KiB, where an ``out=`` costs
 well under a tenth of the operation. A loop's residual stacks (``hs[t] = h`` in the forward
 loop, ``hs[k]`` read back in the adjoint loop) are the largest such arrays: the RNN workload
-faulted in 800 pages a call for them.
+faulted in 800 pages a call for them. So are the row arrays the hoisting pass makes
+(:mod:`adcompiler.passes.hoist`: ``x_Wx = reshape(x) @ Wx`` read as ``x_Wx[t]`` in a loop):
+879 faults a call for the RNN's two, none once :func:`row_arrays` pools them.
 
 Invariants: an elementwise value is planned only if it cannot escape: not returned, not
 yielded (phis, carried values, residual stacks), not viewed (its release does not look at
 views), not updated in place. A loop's stack is planned (:func:`pooled_stacks`) when none of
 its aliases (rows, views of them, slots) is returned, and released only once none is read
-again (:func:`stack_is_dead`). A buffer holds one value at a time and is released only after
-that value's last read; the buffers of one call are taken from a pool, so concurrent or
-re-entrant calls never share them.
+again (:func:`stack_is_dead`); so is a row array (:func:`row_arrays`: an elementwise or 2-D
+product result read by rows in a loop) when none of its aliases escapes or is updated in
+place. A buffer holds one value at a time and is released only after that value's last read;
+the buffers of one call are taken from a pool, so concurrent or re-entrant calls never share
+them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 
 from ..ir import Value, walk
 from ..ir.primitives import PRIMS
+from .inplace import Sharing
 
 MIN_BYTES = 1 << 15   # 32 KiB: see the module docstring
 _IN_PLACE_READERS = {"index_add", "setitem"}
@@ -59,8 +64,12 @@ def plannable_nodes(graph) -> list:
     escaping = {x for x in graph.outputs if isinstance(x, Value)}
     for node in walk(graph.nodes):
         escaping.update(x for b in node.regions for x in b.outputs if isinstance(x, Value))
+    rows = row_arrays(graph, Sharing(graph))
     out = []
     for node in graph.nodes:
+        if node.outputs and node.outputs[0] in rows:
+            out.append(node)
+            continue
         if not _computable_into_buffer(node):
             continue
         v = node.outputs[0]
@@ -73,14 +82,58 @@ def plannable_nodes(graph) -> list:
     return out
 
 
+def row_arrays(graph, sharing) -> set:
+    """Top-level large results of a ufunc or a 2-D product (``np.matmul(a, W, out=_buf0)``)
+    that a loop body reads by rows (a ``getitem`` of one of its aliases), or that only
+    feed other row arrays (``x_Wx_flat``, read by ``x_Wx + b`` through a reshape), none of
+    whose aliases escapes: returned, yielded by a block, a loop's initial value, or updated
+    in place. Their buffers are released like a stack's (:func:`stack_is_dead`)."""
+    readers, in_loops = {}, set()
+    escaping = {x for x in graph.outputs if isinstance(x, Value)}
+    for node in walk(graph.nodes):
+        for x in node.inputs:
+            readers.setdefault(x, []).append(node)
+        escaping.update(x for b in node.regions for x in b.outputs if isinstance(x, Value))
+        if node.prim in ("loop", "while"):
+            escaping.update(node.inputs)
+            in_loops.update(n for b in node.regions for n in walk(b.nodes))
+        if node.prim in _IN_PLACE_READERS:
+            escaping.add(node.inputs[0])
+    found = set()
+    for node in reversed(graph.nodes):  # a row array's readers come after it
+        if not (_computable_into_buffer(node) or _product_into_buffer(node)):
+            continue
+        v = node.outputs[0]
+        aliases = sharing.aliases(v)
+        if not large(v.aval) or any(a in escaping for a in aliases):
+            continue
+        reads = [r for a in aliases for r in readers.get(a, ())]
+        rows = any(r in in_loops and r.prim == "getitem" for r in reads)
+        users = [r for r in reads if not any(o in aliases for o in r.outputs)]
+        if rows or (users and all(r.outputs[0] in found for r in users)):
+            found.add(v)
+    return found
+
+
+def _product_into_buffer(node) -> bool:
+    """A product of two 2-D arrays, written ``np.matmul(a, b, out=...)``. (Not where both
+    have the result's shape: the emitter would cut that call over threads as a ufunc.)"""
+    if node.prim != "matmul" or node.regions or node.params:
+        return False
+    shapes = [x.aval.shape if isinstance(x, Value) and x.aval.kind == "array" else None
+              for x in node.inputs]
+    return (all(s is not None and len(s) == 2 for s in shapes)
+            and not all(s == node.outputs[0].aval.shape for s in shapes))
+
+
 def pooled_stacks(graph, sharing) -> set:
     """Stacked outputs of top-level ``for`` loops that can live in pooled buffers: large
     arrays none of whose aliases (``sharing.aliases``: rows read back, views of them, the
-    slots they flow into) is returned. The emitter releases such a buffer only once no alias
-    is read again (:func:`stack_is_dead`). ``sharing`` is the emitter's
+    slots they flow into) is returned; and the :func:`row_arrays`. The emitter releases such
+    a buffer only once no alias is read again (:func:`stack_is_dead`). ``sharing`` is the emitter's
     :class:`~adcompiler.backends.inplace.Sharing`."""
     returned = {x for x in graph.outputs if isinstance(x, Value)}
-    found = set()
+    found = row_arrays(graph, sharing)
     for node in graph.nodes:
         m = node.params.get("stacked", 0) if node.prim == "loop" else 0
         for s in node.outputs[len(node.outputs) - m:]:

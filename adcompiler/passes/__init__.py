@@ -8,6 +8,7 @@ from .batch import batch_loop_accumulations
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fuse import fuse_elementwise
+from .hoist import hoist_loop_invariant_rows
 from .scales import hoist_scales
 from .simplify import simplify
 
@@ -22,6 +23,12 @@ PIPELINE = (
                                       # chains it changes, and which needs the final readers)
     batch_loop_accumulations,         # after the simplifies (one add per accumulation), before
                                       # DCE (a batched row read may be left unread) and fusion
+    hoist_loop_invariant_rows,        # after CSE (one x[t] row, one x[t] @ W) and the
+                                      # simplifies (literals folded: the sums it matches are
+                                      # final); independent of batching (adjoint sums, not
+                                      # forward products); before DCE (a hoisted row's s[k]
+                                      # and a stack of hoisted rows are left unread) and
+                                      # fusion (whose chains it shortens)
     eliminate_dead_code,              # the passes above leave unused nodes behind
     fuse_elementwise,                 # it needs final use counts (a value read twice is
                                       # materialised), so after CSE and DCE
@@ -33,9 +40,11 @@ PIPELINE = (
 
 def optimize(graph, plain=False):
     """Run the pipeline; ``plain`` (code that will be transformed again) skips fusion and
-    batching, which write forms the frontend does not read back."""
+    batching, which write forms the frontend does not read back, and hoisting (see
+    :mod:`.hoist`)."""
     for run_pass in PIPELINE:
-        if plain and run_pass in (fuse_elementwise, batch_loop_accumulations):
+        if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
+                                  hoist_loop_invariant_rows):
             continue
         graph = run_pass(graph)
     return graph
