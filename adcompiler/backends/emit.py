@@ -20,7 +20,8 @@ from .buffered import BufferedEmission
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
-from .planner import Pool, buffered_chains, plannable_nodes, pooled_stacks, stack_is_dead
+from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
+                      stack_is_dead)
 
 RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
 
@@ -51,7 +52,9 @@ class Emitter(BufferedEmission, InPlaceEmission):
         self.uses_threads = False  # set once a ufunc is cut over threads (runtime.threaded)
         self.live = Liveness(graph)
         self.pool = Pool()
-        self.planned = set() if plain else set(plannable_nodes(graph))
+        self.sharing = Sharing(graph)  # which values may hold one array (for in-place updates)
+        rows = frozenset() if plain else row_arrays(graph, self.sharing)
+        self.planned = set() if plain else set(plannable_nodes(graph, rows))
         self.chains = set() if plain else set(buffered_chains(graph))
         self.names: dict = {}      # Value -> Python name
         self.holders: dict = {}    # Python name -> the values stored under it over time
@@ -59,8 +62,7 @@ class Emitter(BufferedEmission, InPlaceEmission):
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
-        self.sharing = Sharing(graph)  # which values may hold one array (for in-place updates)
-        self.stacks = set() if plain else pooled_stacks(graph, self.sharing)
+        self.stacks = set() if plain else pooled_stacks(graph, self.sharing) | rows
 
     # ---- names --------------------------------------------------------------------------------
     def name(self, v: Value, at=None, path=()) -> str:

@@ -30,7 +30,6 @@ import numpy as np
 
 from ..ir import Value, walk
 from ..ir.primitives import PRIMS
-from .inplace import Sharing
 
 MIN_BYTES = 1 << 15   # 32 KiB: see the module docstring
 _IN_PLACE_READERS = {"index_add", "setitem"}
@@ -55,8 +54,9 @@ def buffered_chains(graph) -> list:
             and large(n.outputs[0].aval)]
 
 
-def plannable_nodes(graph) -> list:
-    """Top-level elementwise nodes (fused or single) whose result can live in a buffer."""
+def plannable_nodes(graph, rows=frozenset()) -> list:
+    """Top-level elementwise nodes (fused or single) whose result can live in a buffer, and
+    the nodes of ``rows`` (:func:`row_arrays`, which the emitter finds once)."""
     readers = {}
     for node in walk(graph.nodes):
         for x in node.inputs:
@@ -64,7 +64,6 @@ def plannable_nodes(graph) -> list:
     escaping = {x for x in graph.outputs if isinstance(x, Value)}
     for node in walk(graph.nodes):
         escaping.update(x for b in node.regions for x in b.outputs if isinstance(x, Value))
-    rows = row_arrays(graph, Sharing(graph))
     out = []
     for node in graph.nodes:
         if node.outputs and node.outputs[0] in rows:
@@ -129,11 +128,11 @@ def _product_into_buffer(node) -> bool:
 def pooled_stacks(graph, sharing) -> set:
     """Stacked outputs of top-level ``for`` loops that can live in pooled buffers: large
     arrays none of whose aliases (``sharing.aliases``: rows read back, views of them, the
-    slots they flow into) is returned; and the :func:`row_arrays`. The emitter releases such
-    a buffer only once no alias is read again (:func:`stack_is_dead`). ``sharing`` is the emitter's
-    :class:`~adcompiler.backends.inplace.Sharing`."""
+    slots they flow into) is returned. The emitter releases such a buffer (and a
+    :func:`row_arrays` one) only once no alias is read again (:func:`stack_is_dead`).
+    ``sharing`` is the emitter's :class:`~adcompiler.backends.inplace.Sharing`."""
     returned = {x for x in graph.outputs if isinstance(x, Value)}
-    found = row_arrays(graph, sharing)
+    found = set()
     for node in graph.nodes:
         m = node.params.get("stacked", 0) if node.prim == "loop" else 0
         for s in node.outputs[len(node.outputs) - m:]:
