@@ -8,7 +8,13 @@ after using what the forward part already computed: an input ``s`` computed as `
 another input ``t`` lets ``t`` be replaced by ``1/s`` (``-(-2*s)*s/t*e`` becomes ``2*s**3*e``),
 and an input that is a broadcast constant (a seed of ones) is that constant. The cheapest
 candidate wins, by cost (transcendental calls, then operations); the block is replaced only
-when it costs less than before. Invariants: the node keeps its inputs, its output aval and its
+when it costs less than before.
+
+Two tiers do this. A block that is a polynomial in its inputs and calls (no quotient of sums,
+no product of sums, no sinh/cosh or sin/cos pair) goes to :mod:`.algebra_poly`, which tries
+the same rewrites on an exact normal form in well under a millisecond; only the others go to
+SymPy (:mod:`.algebra_sympy`), and only where :func:`promising` sees something to gain, since
+importing SymPy alone takes ~0.2 s of a first call. Invariants: the node keeps its inputs, its output aval and its
 place; the new block is again a tree (each inner value read once); the result is the same up to
 floating-point rounding; the outcome depends only on the expression (deterministic, cached per
 process), and expressions over ``MAX_NODES`` operations are left alone, which bounds the time.
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 from ..ir import Block, Literal, Value, walk
 from ..ir.builder import Builder
+from . import algebra_poly as poly
 
 MAX_NODES = 24          # larger expressions are left as they are (SymPy's time grows fast)
 MIN_NODES = 3           # one or two operations cannot get cheaper in a way that pays
@@ -54,6 +61,11 @@ def cost(nodes) -> tuple:
 def _simplify(node, producers, graph):
     (block,) = node.regions
     links = _links(node, producers)
+    calls: dict = {}
+    p = poly.to_poly(block, calls)
+    if p is not None and not _trig_pair(calls):
+        _replace(node, graph, _cheapest_poly(p, _poly_links(node, links, calls), calls, block))
+        return
     if not promising(block, links):
         return  # SymPy is imported only where it may pay (its import alone takes ~0.2 s)
     from . import algebra_sympy as sy
@@ -66,7 +78,15 @@ def _simplify(node, producers, graph):
     if key not in _CACHE:
         _CACHE[key] = sy.best(expr, relations, symbols, _cost_of)
     best = _CACHE[key]
-    new = None if best is None else _build(best, node, graph)
+    if best is not None:
+        _replace(node, graph, lambda b, params: sy.emit(
+            best, b, dict(zip(sy.symbols_for(len(params)), params))))
+
+
+def _replace(node, graph, write):
+    """Give ``node`` the block ``write(builder, params)`` emits, where it costs less."""
+    (block,) = node.regions
+    new = None if write is None else _build(write, node, graph)
     if new is None or cost(new.nodes) >= cost(block.nodes):
         return
     read = {x for n in new.nodes for x in n.inputs}
@@ -74,6 +94,47 @@ def _simplify(node, producers, graph):
     new.params = [new.params[i] for i in kept]
     node.inputs = tuple(node.inputs[i] for i in kept)
     node.regions = (new,)
+
+
+# ---- the fast tier: polynomials, no SymPy (passes/algebra_poly.py) ---------------------------
+_QUOTIENTS = (("sinh", "cosh"), ("sin", "cos"), ("tan", "cos"))
+
+
+def _trig_pair(calls) -> bool:
+    """Calls only SymPy's identities can merge (``sinh(a)/cosh(a)`` is ``tanh(a)``)."""
+    made = {(prim, k) for prim, k in calls}
+    return any((a, k) in made and (b, k) in made for a, b in _QUOTIENTS for _, k in made)
+
+
+def _poly_links(node, links, calls) -> list:
+    """(input position, its producer as a polynomial of the node's other inputs) of each link."""
+    at = {x: i for i, x in enumerate(node.inputs)}
+    out = []
+    for i, p in links:
+        args = [poly.const(a.value) if isinstance(a, Literal) else poly.atom(("in", at[a]))
+                for a in p.inputs]
+        try:
+            f = args[0] if p.prim in ("broadcast_to", "full") else poly.apply(p.prim, args, calls)
+        except (poly.NotPolynomial, ZeroDivisionError, TypeError, ValueError, OverflowError):
+            continue
+        out.append((i, f))
+    return out
+
+
+def _cheapest_poly(p, links, calls, block):
+    """The cheapest candidate's writer, or None; between equal costs, the one with fewer
+    divisions (slower than products), then the first."""
+    best, lowest = None, None
+    for candidate in poly.candidates(p, links, calls):
+        counter = _Counter()
+        out = candidate(poly.Emitter(counter, [_Priced("input")] * len(block.params), calls))
+        c = (*cost(counter.nodes), sum(n.prim == "divide" for n in counter.nodes)) \
+            if isinstance(out, _Priced) else None
+        if c is not None and (lowest is None or c < lowest):
+            best, lowest = candidate, c
+    if best is None:
+        return None
+    return lambda b, params: best(poly.Emitter(b, params, calls))
 
 
 def _links(node, producers) -> list:
@@ -206,17 +267,17 @@ class _Symbols(dict):
         return symbol
 
 
-def _build(expr, node, graph):
-    """A block computing ``expr`` from fresh params standing for the node's inputs, or None
-    where it cannot (an unsupported function) or would not keep the node's output aval."""
-    from . import algebra_sympy as sy
+def _build(write, node, graph):
+    """A block of what ``write(builder, params)`` emits, from fresh params standing for the
+    node's inputs; None where it cannot (an unsupported function) or would not keep the node's
+    output aval."""
     (old,) = node.regions
     params = [Value(p.aval) for p in old.params]
     block = Block(params=params)
     b = Builder(graph)
     b.phase, b.source = node.phase, node.source
     with b, b.into(block):
-        out = sy.emit(expr, b, dict(zip(sy.symbols_for(len(params)), params)))
+        out = write(b, params)
     if not isinstance(out, Value) or out.aval != node.outputs[0].aval or not block.nodes:
         return None
     if out is not block.nodes[-1].outputs[0]:
