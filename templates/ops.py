@@ -64,9 +64,10 @@ class ArrayOps:
         return store(self.xp, self.xp.array(x, copy=True), build_index(index, arrays), v)
 
     def last_writes(self, x, arrays, index):
-        """The mask of the writes ``x[index] = v`` keeps (None: all of them, seen on NumPy)."""
-        from adcompiler.ir.primitives import build_index, kept_writes
-        if not arrays:
+        """The mask of the writes ``x[index] = v`` keeps (None: all of them, seen on NumPy or
+        known from the index: scalars, a window's)."""
+        from adcompiler.ir.primitives import build_index, kept_writes, writes_once
+        if writes_once(index, [self.ndim(a) for a in arrays]):
             return None
         kept = kept_writes(self.xp, self.shape(x), build_index(index, arrays))
         return None if self.xp is numpy and kept.all() else kept

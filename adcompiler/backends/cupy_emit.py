@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import Value, walk
+from ..ir.primitives import writes_once
 from .cuda_kernels import Kernel, kernel_signature, lower_block
 from .emit import Emitter
 from .expressions import const, index_expr
@@ -107,8 +108,9 @@ class CupyEmitter(Emitter):
 
 
 def _may_repeat(node) -> bool:
-    """Whether ``node``'s index has an index array of one or more dimensions."""
-    return any(isinstance(x, Value) and x.aval.known_shape != () for x in node.inputs[2:])
+    """Whether ``node``'s index may address an element twice (an index array of one or more
+    dimensions, other than a window's)."""
+    return not writes_once(node.params["index"], [x.aval.ndim for x in node.inputs[2:]])
 
 
 def _varies(v) -> bool:

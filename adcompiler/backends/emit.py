@@ -160,7 +160,8 @@ class Emitter(BufferedEmission, InPlaceEmission):
             return self.update(node, args, *where)
         target = self.name(node.outputs[0], *where)
         if node.prim == "scatter_add":
-            return [_render(s) for s in scatter_statements(node, target, args, self.xp)]
+            stmts = scatter_statements(node, target, args, self.xp, self.plain)
+            return [_render(s) for s in stmts]
         return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
 
     def _dead(self, v, end) -> bool:

@@ -11,7 +11,7 @@ import ast
 import numpy as np
 
 from ..ir import Literal
-from ..ir.primitives import PRIMS
+from ..ir.primitives import PRIMS, writes_once
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow,
            "@": ast.MatMult}
@@ -196,20 +196,30 @@ _SPECIAL = {
 }
 
 
-def _is_basic(spec, arrays_avals) -> bool:
-    """No entry can repeat: slices, ints, and 0-d integer arrays (a loop counter)."""
-    return all(a.known_shape == () for a in arrays_avals)
+def _adds_once(spec, arrays, plain=False) -> bool:
+    """Whether the subscript ``t[idx] += g`` adds what ``np.add.at`` does: no entry of the index
+    repeats. Slices, ints and 0-d arrays (a loop counter) never do, nor does a window's array
+    (tagged ``("u", k)``); plain code keeps np.add.at for that one, since the frontend reads it
+    back as ``index_add`` (adjoint: one gather) but an indexed ``+=`` as a masked setitem."""
+    avals = [x.aval for x in arrays]
+    if all(a.known_shape == () for a in avals):
+        return True
+    return not plain and writes_once(spec, [a.ndim for a in avals])
 
 
-def accumulate_statements(node, target: str, args, xp_name="np"):
+def _add_at(target, idx, g, xp_name):
+    adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
+    return ast.Expr(_call(_attr(adder, xp_name), [target, idx, g]))
+
+
+def accumulate_statements(node, target: str, args, xp_name="np", plain=False):
     """``target[idx] += g`` (or ``np.add.at(target, idx, g)`` if indices may repeat)."""
     p = node.params
-    if _is_basic(p["index"], [x.aval for x in node.inputs[2:]]):
+    if _adds_once(p["index"], node.inputs[2:], plain):
         idx = index_expr(p["index"], args[2:])
         return [ast.AugAssign(ast.Subscript(_name(target), idx, ast.Store()), ast.Add(), args[1])]
     idx = index_expr(p["index"], args[2:], in_call=True)
-    adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
-    return [ast.Expr(_call(_attr(adder, xp_name), [_name(target), idx, args[1]]))]
+    return [_add_at(_name(target), idx, args[1], xp_name)]
 
 
 def assign_statements(node, target: str, args):
@@ -218,15 +228,15 @@ def assign_statements(node, target: str, args):
     return [ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[1])]
 
 
-def scatter_statements(node, target: str, args, xp_name="np"):
+def scatter_statements(node, target: str, args, xp_name="np", plain=False):
     """``scatter_add`` as statements: a zero array, then ``t[idx] = g`` or ``np.add.at``."""
     p = node.params
     zeros = _call(_attr("np.zeros", xp_name), [const(p["shape"])],
                   {"dtype": dtype_expr(node.out.aval.dtype, xp_name)})
-    basic = _is_basic(p["index"], [x.aval for x in node.inputs[1:]])
-    idx = index_expr(p["index"], args[1:], in_call=not basic)
+    once = _adds_once(p["index"], node.inputs[1:], plain)
+    idx = index_expr(p["index"], args[1:], in_call=not once)
     first = ast.Assign([ast.Name(target, ast.Store())], zeros)
-    rest = _complement(p["index"], p["shape"]) if basic else None
+    rest = _complement(p["index"], p["shape"]) if once else None
     if rest is not None:  # np.empty, and zeros only where the slice does not write
         first.value.func = _attr("np.empty", xp_name)
         return [first, ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[0])] + [
@@ -234,13 +244,9 @@ def scatter_statements(node, target: str, args, xp_name="np"):
                                                                const(b) if b < n else None),
                                       ast.Store())], const(0.0))
             for a, b, n in rest]
-    if not basic:
-        adder = "cupyx.scatter_add" if xp_name == "cp" else "np.add.at"
-        second = ast.Expr(_call(_attr(adder, xp_name),
-                                [_name(target), idx, args[0]]))
-    else:
-        second = ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[0])
-    return [first, second]
+    if not once:
+        return [first, _add_at(_name(target), idx, args[0], xp_name)]
+    return [first, ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[0])]
 
 
 def _complement(spec, shape):

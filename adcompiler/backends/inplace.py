@@ -122,7 +122,7 @@ class InPlaceEmission:
         if node.prim == "setitem":
             stmts = assign_statements(node, target, args)
         else:
-            stmts = accumulate_statements(node, target, args, self.xp)
+            stmts = accumulate_statements(node, target, args, self.xp, self.plain)
         return lines + [self.render(s) for s in stmts]
 
     def owned(self, acc, at, path, result) -> bool:

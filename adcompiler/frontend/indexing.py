@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Value
-from .windows import MovingSlice
+from .windows import MovingSlice, Window
 
 
 class IndexLowering:
@@ -28,6 +28,9 @@ class IndexLowering:
     def index_item(self, item, arrays, node):
         if isinstance(item, MovingSlice):  # where no window can be (np.add.at's index)
             raise self.refuse_moving(item)
+        if isinstance(item, Window):  # distinct entries: the adjoint adds with +=
+            arrays.append(item.index)
+            return ("u", len(arrays) - 1)
         if isinstance(item, slice):
             return ("s", item.start, item.stop, item.step)
         if item is None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Value
-from ..ir.primitives import index_has_arrays
 
 # list_get: an element of a list is the very array the list holds (see .lists)
 VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "list_get"}
@@ -179,8 +178,9 @@ def memory_root(v: Value, producers: dict) -> Value:
 
 
 def _is_view(node) -> bool:
-    if node.prim == "getitem":
-        return not index_has_arrays(node.params["index"]) and node.out.aval.shape != ()
+    if node.prim == "getitem":  # a window's gather ("u") stands for a slice: NumPy's view
+        copies = any(item[0] == "a" for item in node.params["index"])
+        return not copies and node.out.aval.shape != ()
     return node.prim in VIEW_PRIMS
 
 

@@ -14,7 +14,10 @@ into the window), when:
 - the step is a positive Python int, and the window is the subscript's only index that is not
   a plain slice, ``None`` or ``...`` (NumPy moves the axes of several array indices).
 
-Anything else keeps the located error that asks for bounds known when compiling.
+Anything else keeps the located error that asks for bounds known when compiling. The index
+array is tagged ``("u", k)`` in the node's index spec (not ``("a", k)``): its entries are
+distinct and inside the axis, so the adjoint adds ``dx[idx] += g`` instead of ``np.add.at``
+(:func:`adcompiler.ir.primitives.writes_once`), and the passes keep the tag with the spec.
 """
 
 from __future__ import annotations
@@ -37,6 +40,14 @@ class MovingSlice:
     node: object
 
 
+@dataclass(frozen=True)
+class Window:
+    """A moving slice lowered: its index array ``start + arange(0, width, step)``, whose
+    entries are distinct and inside the axis (the spec tags it ``("u", k)``)."""
+
+    index: Value
+
+
 BOUND_HINT = "use Python ints, or shape attributes such as x.shape[0] // 2"
 
 
@@ -48,7 +59,7 @@ class WindowLowering:
         return self.src.error(item.node, what, hint)
 
     def windows(self, base: Value, items: tuple, node) -> tuple:
-        """``items`` with each :class:`MovingSlice` replaced by its index array."""
+        """``items`` with each :class:`MovingSlice` replaced by its :class:`Window`."""
         moving = [k for k, item in enumerate(items) if isinstance(item, MovingSlice)]
         if not moving:
             return items
@@ -62,7 +73,7 @@ class WindowLowering:
         index = self.window_index(items[k], base.aval.shape[axis])
         return items[:k] + (index,) + items[k + 1:]
 
-    def window_index(self, item: MovingSlice, length: int) -> Value:
+    def window_index(self, item: MovingSlice, length: int) -> Window:
         step = 1 if item.step is None else item.step
         if isinstance(step, Value) or not isinstance(step, int) or step <= 0:
             raise self.refuse_moving(item, "a moving slice's step must be a positive Python int")
@@ -84,7 +95,7 @@ class WindowLowering:
                                      "keep the window inside the array: adjust the loop's range")
         offsets = self.constant(_offsets(width, step), "window")
         start_value = item.start if item.start is not None else 0
-        return self.b.emit("add", (start_value, offsets))
+        return Window(self.b.emit("add", (start_value, offsets)))
 
     def affine(self, v):
         """``v`` as ({counter: coefficient}, constant), or None when it is not affine in the

@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from .graph import Aval, Graph, Literal, Node, Value
-from .primitives import MATH_NAMES, PRIMS, last_writes, split_call
+from .primitives import MATH_NAMES, PRIMS, last_writes, split_call, writes_once
 from .shapes import infer
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
@@ -128,9 +128,9 @@ class Builder:
 
     def last_writes(self, x, arrays, index):
         """The mask of the writes ``x[index] = v`` keeps: None where every write stays (scalar
-        indices, constant ones without a repeat), a constant for other constant indices, else
-        a node that finds it at run time."""
-        if all(_aval(a).ndim == 0 for a in arrays):
+        indices, a window's, constant ones without a repeat), a constant for other constant
+        indices, else a node that finds it at run time."""
+        if writes_once(index, [_aval(a).ndim for a in arrays]):
             return None
         shape = _aval(x).known_shape
         if shape is None or not all(a in self.graph.consts for a in arrays):

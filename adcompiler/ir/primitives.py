@@ -96,7 +96,9 @@ def build_index(spec, arrays):
     """Rebuild a real index from its static spec and the dynamic integer arrays it refers to.
 
     Spec items: ("s", start, stop, step) a slice, ("i", k) an int, ("n",) None/newaxis,
-    ("e",) Ellipsis, ("a", k) the k-th dynamic index array.
+    ("e",) Ellipsis, ("a", k) the k-th dynamic index array, ("u", k) the same whose entries
+    are distinct and inside the axis (a window's ``start + arange(0, width, step)``: see
+    :func:`writes_once`).
     """
     out = []
     for item in spec:
@@ -114,8 +116,13 @@ def build_index(spec, arrays):
     return tuple(out)
 
 
-def index_has_arrays(spec) -> bool:
-    return any(item[0] == "a" for item in spec)
+def writes_once(spec, ndims) -> bool:
+    """Whether the index ``spec``, its arrays having ``ndims`` dimensions (None: unknown),
+    addresses each element at most once, so that ``x[index] += g`` adds what ``np.add.at``
+    adds: slices, ints and 0-d arrays (a loop counter) do, and so does one array tagged
+    ``("u", k)`` among them. Other index arrays may repeat an entry."""
+    spread = [item for item in spec if item[0] in ("a", "u") and ndims[item[1]] != 0]
+    return not spread or (len(spread) == 1 and spread[0][0] == "u")
 
 
 # ---- creation and conversion ----------------------------------------------------------------

@@ -45,7 +45,7 @@ def _product(args, params):
 
 def _getitem(args, params):
     tags = {item[0] for item in params["index"]}
-    if "a" in tags:
+    if tags & {"a", "u"}:
         return "IndexBackward0"
     if "i" in tags:
         return "SelectBackward0"
