@@ -297,15 +297,48 @@ def inner_loop_in_a_while(x, y, z):
     return v3.sum() + v6.sum() + v7.sum()
 
 
-@pytest.mark.parametrize("f", [neighbours, two_updates_then_a_sum, inner_loop_in_a_while],
-                         ids=lambda f: f.__name__)
+def nested_rows(x, y, z):
+    s = 0.0
+    for i in range(3):
+        for j in range(3):
+            s = s + y[j] * x[i] ** 2 * z[2 - j] * z[i]
+    return s
+
+
+def nested_in_a_while(x, y, z):
+    acc = x * 1.0
+    n = 0
+    while n < 3:          # keeps acc, the inner loop's result, as a residual of each pass
+        n = n + 1
+        for j in range(3):
+            acc[j] += y[j] * acc[2 - j]
+    return np.sum(acc * z)
+
+
+def test_nested_loops_scatter_in_place():
+    """The adjoint of ``x[i]`` and ``y[j]`` read in nested loops scattered into a copy of ``dx``
+    and ``dy`` on every inner iteration (quadratic); an inner loop whose carried array is
+    updated in place is now a link of the chain, and ``dx`` and ``dy`` are updated in place."""
+    g = ad.value_and_grad(nested_rows, wrt=(0, 1, 2))
+    args = (X.copy(), Y.copy(), Z.copy())
+    value, grads = g(*args)
+    assert float(value) == pytest.approx(nested_rows(*copy.deepcopy(args)), rel=1e-12)
+    assert_matches_numerical(nested_rows, args, (0, 1, 2), grads)
+    tape = dynamic_grad(nested_rows, wrt=(0, 1, 2))(*copy.deepcopy(args))
+    for got, want in zip(grads, tape):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert "np.array(" not in g.source and "dx[i_1] += " in g.source
+
+
+@pytest.mark.parametrize("f", [neighbours, two_updates_then_a_sum, inner_loop_in_a_while,
+                               nested_in_a_while], ids=lambda f: f.__name__)
 def test_a_chain_of_updates_in_a_loop_is_in_place(f):
     """Two scatters into a carried cotangent in one iteration (``dx[t] += a; dx[t - 1] += b``,
     the adjoint of reading ``x[t]`` and ``x[t - 1]``) once copied ``dx`` on every iteration:
     quadratic in the trip count. Each link now updates the array the loop carries. An inner
-    loop's result is not such a link: the while loop keeps it in its list of residuals, and an
-    update in place on the next iteration changed the kept array (found by the random
-    programs while trying that)."""
+    loop's result is such a link only where nothing keeps it: a while loop keeps it in its list
+    of residuals, and an update in place on the next iteration changed the kept array (found
+    by the random programs; ``nested_in_a_while`` keeps the array its inner loop updates)."""
     args = (X.copy(), Y.copy(), Z.copy())
     g = ad.value_and_grad(f, wrt=(0, 1, 2))
     value, grads = g(*args)

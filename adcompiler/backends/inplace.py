@@ -39,6 +39,11 @@ class Sharing:
                         _add(self.copied, x, [out])
             elif node.prim in ("loop", "while"):
                 self._loop(node)
+        for p, (_, _, nxt, _) in self.carried.items():
+            # what keeps one iteration's next value (a residual list, a view) holds the array
+            # the param has in the next iteration: an update of the param in place would
+            # change it
+            _add(self.kept, p, list(self.kept.get(nxt, ())))
 
     def _loop(self, node):
         """A carried slot is one name for the initial value, the params of the body (and of
@@ -57,6 +62,14 @@ class Sharing:
         for x, stack in zip(body.outputs[carried:], node.outputs[carried:]):
             if stack.aval.kind == "list":
                 _add(self.kept, x, [stack])
+
+    def slot_of(self, loop, out):
+        """(body param, initial value, next value) of the carried slot whose result is ``out``,
+        or None where ``out`` is a stacked result."""
+        for p, (node, init, nxt, slot) in self.carried.items():
+            if node is loop and out in slot:
+                return p, init, nxt
+        return None
 
     def aliases(self, v, skip=frozenset()) -> list:
         """``v`` and every value that may hold its array, transitively, except those in
@@ -150,8 +163,10 @@ class InPlaceEmission:
 
     def _updated(self, nxt, acc, depth=16) -> bool:
         """Whether ``nxt`` is ``acc`` after a chain of updates and sums (``dx[t] += a;
-        dx[t - 1] += b``): each link is in place, or works on a fresh copy, so the array the
-        next iteration gets is ``acc``'s own or one this code made, never another name's."""
+        dx[t - 1] += b``) and inner loops that carry it (the same test on the inner slot):
+        each link is in place, or works on a fresh copy, so the array the next iteration gets
+        is ``acc``'s own or one this code made, never another name's. What keeps ``nxt``
+        across iterations (a while loop's residual list) is among ``acc``'s aliases."""
         updater = self.producer.get(nxt)
         if updater is None or depth == 0:
             return False
@@ -161,4 +176,12 @@ class InPlaceEmission:
         if updater.prim == "add":
             return any(x is acc or isinstance(x, Value) and self._updated(x, acc, depth - 1)
                        for x in updater.inputs)
+        if updater.prim in ("loop", "while"):   # an inner loop carries it: the same test there
+            slot = self.sharing.slot_of(updater, nxt)
+            if slot is None:
+                return False
+            param, init, inner_next = slot
+            return ((init is acc or isinstance(init, Value)
+                     and self._updated(init, acc, depth - 1))
+                    and self._updated(inner_next, param, depth - 1))
         return False
