@@ -97,7 +97,7 @@ def _replace(node, graph, write):
 
 
 # ---- the fast tier: polynomials, no SymPy (passes/algebra_poly.py) ---------------------------
-_QUOTIENTS = (("sinh", "cosh"), ("sin", "cos"), ("tan", "cos"))
+_QUOTIENTS = (("sinh", "cosh"), ("sin", "cos"))   # what algebra_sympy._quotients rewrites
 
 
 def _trig_pair(calls) -> bool:
@@ -111,12 +111,14 @@ def _poly_links(node, links, calls) -> list:
     at = {x: i for i, x in enumerate(node.inputs)}
     out = []
     for i, p in links:
-        args = [poly.const(a.value) if isinstance(a, Literal) else poly.atom(("in", at[a]))
-                for a in p.inputs]
         try:
-            f = args[0] if p.prim in ("broadcast_to", "full") else poly.apply(p.prim, args, calls)
+            if p.prim in ("broadcast_to", "full"):   # a constant (_links checked its value)
+                f = poly.const(p.inputs[0].value)
+            else:
+                f = poly.apply(p.prim, [poly.const(a.value) if isinstance(a, Literal)
+                                        else poly.atom(("in", at[a])) for a in p.inputs], calls)
         except (poly.NotPolynomial, ZeroDivisionError, TypeError, ValueError, OverflowError):
-            continue
+            continue   # inf or nan (no exact Fraction), or a form the tier does not express
         out.append((i, f))
     return out
 
