@@ -28,8 +28,7 @@ from . import algebra_poly as poly
 
 MAX_NODES = 24          # larger expressions are left as they are (SymPy's time grows fast)
 MIN_NODES = 3           # one or two operations cannot get cheaper in a way that pays
-_TRANSCENDENTAL = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh",
-                   "arctan", "arcsin", "arccos", "sinh", "cosh"}
+_TRANSCENDENTAL = poly.CALLS
 _ARITHMETIC = {"add", "subtract", "multiply", "divide", "negative", "power", "square",
                "reciprocal"}
 _CACHE: dict = {}       # (expression, relations) -> the best expression found, or None

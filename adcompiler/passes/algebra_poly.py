@@ -27,8 +27,8 @@ from ..ir import Literal
 
 MAX_TERMS = 64           # a bigger expansion is left to SymPy (or alone)
 MAX_POWER = 8
-_CALLS = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "arctan",
-          "arcsin", "arccos", "sinh", "cosh"}
+CALLS = {"exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "arctan",
+         "arcsin", "arccos", "sinh", "cosh"}   # the elementwise calls both tiers take as atoms
 
 
 class NotPolynomial(Exception):
@@ -113,7 +113,7 @@ def apply(prim, args, calls) -> dict:
         if set(exponent) - {()}:
             raise NotPolynomial("a traced exponent")
         return power(base, exponent.get((), 0))
-    if prim in _CALLS:
+    if prim in CALLS:
         (arg,) = args
         a = (prim, key(arg))
         calls[a] = (prim, arg)
