@@ -23,7 +23,8 @@ from .signature import (array_module, bind_arguments, check_backend_arguments, c
 
 class GradientFunction:
     """A compiled gradient of ``primal``; ``.source`` and ``.ir`` show the latest compilation.
-    ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (see README, CuPy backend)."""
+    ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (see README, CuPy backend);
+    ``backend="numba"`` compiles numba loops where it can (README, numba backend)."""
 
     def __init__(self, fn, wrt, mode, backend="numpy"):
         self.primal = fn
@@ -213,7 +214,9 @@ grad.__doc__ = """The gradient of ``f``'s scalar result with respect to ``wrt``.
 ``wrt`` names parameters by name or position; a single one gives a single gradient, a tuple
 gives a tuple in that order (default: the first parameter). Use as ``grad(f)``, ``@grad`` or
 ``@grad(wrt=("w1", "w2"))``. A gradient has its input's shape and dtype (a float for a float).
-``backend="cupy"`` compiles CuPy code for CuPy arrays (every transform takes ``backend=``).
+``backend="cupy"`` compiles CuPy code for CuPy arrays (every transform takes ``backend=``);
+``backend="numba"`` (opt-in, needs numba) compiles a gradient that is elementwise on 1-D arrays,
+slices such as ``x[1:]`` included, into one numba loop per output, and NumPy code otherwise.
 """
 value_and_grad = _transform("value_and_grad")
 value_and_grad.__doc__ = "Like :func:`grad`, returning ``(value, gradient)``."

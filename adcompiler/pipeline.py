@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .backends.emit import emit_module
+from .backends.loop_plan import plan as plan_loops
+from .backends.numba_emit import emit_numba
 from .custom import runtime_names
 from .errors import CompileError
 from .frontend.lower import lower_function
@@ -30,7 +32,7 @@ class Compiled:
     source: str            # the generated function's source
     function: object       # the loaded function
     fname: str
-    backend: str = "numpy"   # "numpy" or "cupy": the array module the source is written for
+    backend: str = "numpy"   # "numpy", "cupy" or "numba" (NumPy code where no loop plan fits)
     kernels: tuple = ()      # the CuPy backend's ElementwiseKernels (backends.cuda_kernels)
     constants: dict = field(default_factory=dict)  # what the source reads, as given (host)
 
@@ -70,7 +72,17 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
 
 def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
     names = runtime_names(graph)  # custom functions the code calls by name (before emitting)
-    emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], plain=plain)  # source
+    doc = None
+    if backend == "numba" and not plain:
+        loops = plan_loops(graph)
+        if loops:                                                             # numba loops
+            source = emit_numba(loops, graph, fname, arg_names)
+            function = load_backend(source, fname, names, backend)
+            return Compiled(graph, source, function, fname, backend, (), names)
+        doc = (f"NumPy code: backend='numba' writes loops only for elementwise gradients of "
+               f"1-D arrays, and here {loops.reason}.")
+    emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], doc=doc,
+                          plain=plain)                                        # source
     constants = {**names, **emitted.constants}
     function = load_backend(emitted.source, fname, constants, backend)
     return Compiled(graph, emitted.source, function, fname, backend, emitted.kernels,

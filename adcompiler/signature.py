@@ -102,10 +102,11 @@ def check_backend_arguments(arguments: dict, backend: str, what: str):
                 f"{what} was compiled for CuPy (backend='cupy'), but {name!r} is a {kind}: pass "
                 f"cupy.asarray({name}). The generated code runs on the GPU and does not copy "
                 "inputs there for you")
-        if backend == "numpy" and is_device_array(value):
+        if backend != "cupy" and is_device_array(value):
+            target = "NumPy" if backend == "numpy" else f"NumPy arrays (backend={backend!r})"
             raise TypeError(
-                f"{what} was compiled for NumPy, but {name!r} is a CuPy array: compile it with "
-                f"backend='cupy', or pass {name}.get()")
+                f"{what} was compiled for {target}, but {name!r} is a CuPy array: compile it "
+                f"with backend='cupy', or pass {name}.get()")
 
 
 def key_of(arguments: dict) -> tuple:

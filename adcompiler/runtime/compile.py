@@ -12,6 +12,7 @@ written out; running it raises :class:`BackendUnavailableError` saying why.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import linecache
 import math
 import types
@@ -19,14 +20,17 @@ from functools import lru_cache
 
 import numpy as np
 
-BACKENDS = ("numpy", "cupy")
-XP_NAMES = {"numpy": "np", "cupy": "cp"}   # how the generated source spells the array module
+BACKENDS = ("numpy", "cupy", "numba")
+XP_NAMES = {"numpy": "np", "cupy": "cp", "numba": "np"}   # how the generated source spells the array module
 INSTALL_HINT = 'pip install "adcompiler[cuda12]" (or [cuda13]: the cupy-cuda12x/13x wheels)'
 
 
 def check_backend(backend) -> str:
     if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r}: use 'numpy' or 'cupy'")
+        raise ValueError(f"backend={backend!r}: use 'numpy', 'cupy' or 'numba'")
+    if backend == "numba" and importlib.util.find_spec("numba") is None:
+        raise ImportError("backend='numba' needs numba, which is not installed: "
+                          'pip install "adcompiler[numba]"')
     return backend
 
 
@@ -48,7 +52,7 @@ def load_function(source: str, fname: str, constants: dict, xp=np, extra=None):
 def load_backend(source: str, fname: str, constants: dict, backend="numpy"):
     """:func:`load_function` for ``backend``: CuPy code gets ``cp``, ``cupyx``, and device
     copies of its array constants (or the stand-in, where CuPy cannot run)."""
-    if check_backend(backend) == "numpy":
+    if check_backend(backend) != "cupy":   # numba code imports numba itself
         return load_function(source, fname, constants)
     cp, cupyx = cupy_modules()
     if not isinstance(cp, CuPyUnavailable):

@@ -1,0 +1,290 @@
+"""Plan a gradient as gather loops over its outputs' elements (the numba backend's input).
+
+Where a whole optimised graph is elementwise arithmetic on 1-D float64 arrays, step-1 slices of
+them (``x[1:]``, ``x[:-1]``) and the adjoints of such slices (``scatter_add``, ``index_add``),
+each output element ``out[j]`` is a scalar expression in input elements ``x[j + k]`` and scalar
+inputs. :func:`plan` finds that expression for every ``j``: the range ``[0, n)`` of each output
+is cut where a slice adjoint starts or stops contributing, and each piece gets one expression.
+Rosenbrock's ``dx`` comes out as three pieces (``j = 0``, ``1 <= j < n-1``, ``j = n-1``); the
+middle one reads ``x[j-1]``, ``x[j]`` and ``x[j+1]``. A loop over a piece writes only
+``out[j]``, so its iterations are independent and may run in parallel, and no intermediate
+array is ever stored: forward and adjoint values live in registers.
+
+Terms are hashable tuples, so equal subexpressions are one term (the emitter binds a term used
+twice to a local):
+
+- ``("read", name, k)``: element ``j + k`` of the 1-D parameter ``name``;
+- ``("scalar", name)``: the scalar parameter ``name``;
+- ``("lit", value)``: a Python number;
+- ``("op", prim, args)``: an elementwise primitive of terms.
+
+Anything else (reductions, matmul, control flow, other dtypes, broadcasting beyond a scalar,
+index arrays, slices with a step, a graph that outputs a scalar) makes :func:`plan` return
+``Unplanned`` with the reason; the backend then emits NumPy code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Literal, Value
+
+MAX_TERMS = 2000   # past this, one loop body would be too large to compile quickly
+MAX_PIECES = 16    # likewise for the pieces one output's slices cut it into
+
+# Elementwise primitives a loop body computes (how: backends.numba_emit).
+SCALAR_PRIMS = frozenset({
+    "add", "subtract", "multiply", "divide", "power", "negative", "square", "reciprocal",
+    "abs", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
+    "cosh", "arctan", "arcsin", "arccos", "sign", "maximum", "minimum", "where",
+    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"})
+_BOOL_PRIMS = frozenset({"greater", "greater_equal", "less", "less_equal", "equal",
+                         "not_equal"})
+_PASS = frozenset({"asarray", "to_float", "copy"})   # the same values, other containers
+
+
+@dataclass(frozen=True)
+class Piece:
+    lo: int          # out[j] for lo <= j < hi is
+    hi: int
+    term: tuple      # this term
+
+
+@dataclass(frozen=True)
+class Loop:
+    out: Value       # the graph output these pieces fill
+    pieces: tuple    # Pieces, in order, covering [0, len(out))
+
+
+@dataclass(frozen=True)
+class Unplanned:
+    reason: str      # why the graph is not one set of loops (a sentence for a code comment)
+
+    def __bool__(self):
+        return False
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _Split(Exception):
+    """A condition on ``j`` changes inside the piece being built: cut the piece at ``at``."""
+
+    def __init__(self, at: int):
+        super().__init__(at)
+        self.at = at
+
+
+def plan(graph):
+    """The graph's outputs as gather loops (a tuple of :class:`Loop`), or :class:`Unplanned`."""
+    try:
+        producers = _producers(graph)
+        _check_params(graph)
+        loops = tuple(_loop(graph, producers, out) for out in graph.outputs)
+    except _Unsupported as exc:
+        return Unplanned(str(exc))
+    if not loops:
+        return Unplanned("the graph has no output")
+    return loops
+
+
+def _producers(graph) -> dict:
+    producers = {}
+    for node in graph.nodes:
+        if node.regions and node.prim != "fused":
+            raise _Unsupported(f"it has control flow ({node.prim})")
+        for v in node.outputs:
+            producers[v] = node
+    return producers
+
+
+def _check_params(graph):
+    for p in graph.params:
+        a = p.aval
+        if a.kind in ("float", "int"):
+            continue
+        if a.kind != "array" or a.dtype != "float64" or a.shape is None or len(a.shape) != 1:
+            raise _Unsupported(f"parameter {p.name} is {a}, not a 1-D float64 array or a "
+                               "Python number")
+
+
+def _loop(graph, producers, out) -> Loop:
+    a = out.aval
+    if a.kind != "array" or a.dtype != "float64" or a.shape is None or len(a.shape) != 1:
+        raise _Unsupported(f"output {out.name} is {a}, not a 1-D float64 array")
+    todo, pieces, count = [(0, a.shape[0])], [], 0
+    while todo:
+        lo, hi = todo.pop()
+        if lo >= hi:
+            continue
+        ev = _Evaluator(graph, producers, lo, hi)
+        try:
+            term = ev.at(out, 0)
+        except _Split as cut:
+            todo += [(cut.at, hi), (lo, cut.at)]
+            continue
+        count += len(ev.memo)
+        if count > MAX_TERMS:
+            raise _Unsupported(f"its loop bodies would hold more than {MAX_TERMS} terms")
+        pieces.append(Piece(lo, hi, term))
+    pieces = _merged(sorted(pieces, key=lambda p: p.lo))
+    if len(pieces) > MAX_PIECES:
+        raise _Unsupported(f"its slices cut output {out.name} into more than {MAX_PIECES} "
+                           "loops")
+    return Loop(out, tuple(pieces))
+
+
+def _merged(pieces):
+    """Adjacent pieces with the same term as one."""
+    out = []
+    for p in pieces:
+        if out and out[-1].term == p.term and out[-1].hi == p.lo:
+            out[-1] = Piece(out[-1].lo, p.hi, p.term)
+        else:
+            out.append(p)
+    return out
+
+
+class _Evaluator:
+    """The term of ``v[j + k]`` for every ``j`` in ``[lo, hi)`` (one term for all of them)."""
+
+    def __init__(self, graph, producers, lo, hi):
+        self.graph, self.producers, self.lo, self.hi = graph, producers, lo, hi
+        self.params = {p: p.name for p in graph.params}
+        self.memo: dict = {}
+
+    def at(self, v, k):
+        if isinstance(v, Literal):
+            return _lit(v.value)
+        scalar = v.aval.ndim == 0
+        key = (v, None if scalar else k)
+        if key not in self.memo:
+            self.memo[key] = self._scalar(v) if scalar else self._element(v, k)
+        return self.memo[key]
+
+    def _scalar(self, v):
+        if v in self.params:
+            return ("scalar", self.params[v])
+        if v in self.graph.consts:
+            return _lit(float(self.graph.consts[v]))
+        node = self._producer(v)
+        if node.prim in ("full", "broadcast_to"):
+            return self.at(node.inputs[0], None)
+        return self._compute(node, None)
+
+    def _element(self, v, k):
+        n = v.aval.shape[0]
+        if not (0 <= self.lo + k and self.hi - 1 + k < n):
+            raise _Unsupported(f"an element of {v.name or 'a value'} outside its range is read")
+        if v in self.params:
+            return ("read", self.params[v], k)
+        if v in self.graph.consts:
+            raise _Unsupported("it reads an array constant")
+        node = self._producer(v)
+        prim = node.prim
+        if prim == "getitem":
+            return self.at(node.inputs[0], k + self._slice_start(node, node.inputs[0]))
+        if prim == "scatter_add":
+            return self._scattered(node, node.inputs[0], k, _lit(0.0))
+        if prim == "index_add":
+            return self._scattered(node, node.inputs[1], k, self.at(node.inputs[0], k))
+        if prim in ("zeros", "zeros_like"):
+            return _lit(0.0)
+        if prim in ("ones", "ones_like"):
+            return _lit(1.0)
+        if prim in ("full", "broadcast_to"):
+            return self._broadcast(node.inputs[0], v, k)
+        return self._compute(node, k)
+
+    def _producer(self, v):
+        node = self.producers.get(v)
+        if node is None:
+            raise _Unsupported(f"{v.name or 'a value'} is defined inside a region")
+        return node
+
+    def _compute(self, node, k):
+        """An elementwise node (or a fused chain of them) at ``j + k`` (None: scalars)."""
+        if node.prim == "fused":
+            (block,) = node.regions
+            inner = dict(zip(block.params, node.inputs))
+            return self._block(block, inner, k)
+        if node.prim in _PASS:
+            return self._operand(node.inputs[0], node.out, k)
+        if node.prim not in SCALAR_PRIMS or node.params:
+            raise _Unsupported(f"it computes {node.prim}, which has no loop form")
+        if node.out.aval.dtype not in ("float64", "bool") or (
+                node.out.aval.dtype == "bool") != (node.prim in _BOOL_PRIMS):
+            raise _Unsupported(f"{node.prim} gives {node.out.aval}, not float64")
+        return _op(node.prim, tuple(self._operand(x, node.out, k) for x in node.inputs))
+
+    def _block(self, block, inner, k):
+        """A fused block's result: its params stand for the fused node's inputs."""
+        local = {}
+
+        def operand(x, out):
+            if isinstance(x, Value) and x in local:
+                return local[x]
+            return self._operand(inner.get(x, x), out, k)
+        for n in block.nodes:
+            if n.prim not in SCALAR_PRIMS or n.params:
+                raise _Unsupported(f"a fused chain computes {n.prim}, which has no loop form")
+            local[n.out] = _op(n.prim, tuple(operand(x, n.out) for x in n.inputs))
+        (result,) = block.outputs
+        return operand(result, result)
+
+    def _operand(self, x, out, k):
+        """Input ``x`` of an elementwise node giving ``out``: the same shape, or a scalar."""
+        if isinstance(x, Literal):
+            return _lit(x.value)
+        if x.aval.ndim == 0:
+            return self.at(x, None)
+        if k is None or x.aval.shape != out.aval.shape:
+            raise _Unsupported(f"it broadcasts {x.aval} against {out.aval}")
+        if x.aval.dtype not in ("float64", "bool"):
+            raise _Unsupported(f"it reads {x.aval}, not float64")
+        return self.at(x, k)
+
+    def _broadcast(self, x, v, k):
+        if isinstance(x, Literal) or x.aval.ndim == 0:
+            return self.at(x, None) if isinstance(x, Value) else _lit(x.value)
+        if x.aval.shape != v.aval.shape:
+            raise _Unsupported(f"it broadcasts {x.aval} to {v.aval}")
+        return self.at(x, k)
+
+    def _slice_start(self, node, base) -> int:
+        """Where ``base[index]`` starts, for a step-1 slice of a 1-D ``base``."""
+        index = node.params.get("index")
+        if len(node.inputs) != (2 if node.prim == "index_add" else 1) or not index \
+                or len(index) != 1 or index[0][0] != "s" or index[0][3] not in (None, 1):
+            raise _Unsupported(f"it indexes with {index}, not one step-1 slice")
+        if not isinstance(base, Value) or base.aval.ndim != 1:
+            raise _Unsupported("it slices a value that is not 1-D")
+        return slice(*index[0][1:]).indices(base.aval.shape[0])[0]
+
+    def _scattered(self, node, g, k, base):
+        """``base`` plus ``g`` where ``j + k`` falls in the slice ``g`` was written to."""
+        out = node.out
+        start = self._slice_start(node, out)
+        stop = start + g.aval.shape[0]
+        lo, hi = self.lo + k, self.hi + k          # the indices of out this piece reads
+        for edge in (start, stop):
+            if lo < edge < hi:
+                raise _Split(edge - k)
+        if start <= lo and hi <= stop:
+            return _add(base, self.at(g, k - start))
+        return base
+
+
+def _lit(value):
+    return ("lit", value)
+
+
+def _op(prim, args):
+    return ("op", prim, args)
+
+
+def _add(a, b):
+    if a == ("lit", 0.0):
+        return b
+    return _op("add", (a, b))

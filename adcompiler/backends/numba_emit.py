@@ -1,0 +1,239 @@
+"""Write a planned gradient (:mod:`adcompiler.backends.loop_plan`) as numba loops.
+
+One ``@numba.njit`` kernel fills every output, one loop per piece; a plain Python function with
+the user's parameters allocates the outputs and calls it. For Rosenbrock's gradient::
+
+    @numba.njit(fastmath={"contract"}, error_model="numpy")
+    def _grad_rosenbrock_loops(x, dx):
+        for j in range(0, 1):
+            x_p1 = x[j + 1]
+            ...
+        for j in range(1, 999999):
+            ...
+            dx[j] = ...
+
+Choices, measured in benchmarks/NUMBA.md:
+
+- ``fastmath={"contract"}``: fused multiply-adds only; NaN and inf keep their meaning (all of
+  ``fastmath=True`` would let LLVM assume neither occurs).
+- ``error_model="numpy"``: a division by zero gives inf or NaN, as NumPy's does, and no check
+  per division stops the loop from vectorising.
+- ``exp``, ``tanh`` and ``expm1`` call :mod:`adcompiler.runtime.numba_math`, written so that
+  LLVM vectorises them (numba's ``math.exp`` is a scalar libm call here: no SVML); the other
+  functions are ``math`` calls.
+- ``numba.prange`` (threads) only for a piece of at least :data:`PARALLEL_MIN` elements that
+  calls a transcendental function: a memory-bound loop gains nothing from a second thread, and
+  a parallel region waits for the slowest one.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+
+PARALLEL_MIN = 1 << 15
+_INFIX = {"add": ("+", 1), "subtract": ("-", 1), "multiply": ("*", 2), "divide": ("/", 2)}
+_OWN = {"exp": "vexp", "tanh": "vtanh", "expm1": "vexpm1"}  # from adcompiler.runtime.numba_math
+_CALLS = {"abs": "abs", "log": "math.log", "log1p": "math.log1p", "sqrt": "math.sqrt",
+          "sin": "math.sin", "cos": "math.cos", "tan": "math.tan", "sinh": "math.sinh",
+          "cosh": "math.cosh", "arctan": "math.atan", "arcsin": "math.asin",
+          "arccos": "math.acos"}
+_COMPARE = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
+            "equal": "==", "not_equal": "!="}
+_NUMPY = {"sign": "np.sign", "maximum": "np.maximum", "minimum": "np.minimum"}  # NaN as NumPy
+_ATOM = 9
+
+
+def own_math_names() -> frozenset:
+    """The primitives :mod:`adcompiler.runtime.numba_math` provides."""
+    from ..runtime import numba_math
+    return frozenset(p for p, name in _OWN.items() if hasattr(numba_math, name))
+
+
+def emit_numba(loops, graph, fname: str, arg_names: list, doc=None) -> str:
+    """The module source: imports, the kernel, and ``def fname(*arg_names)``."""
+    own = own_math_names()
+    kernel = f"_{fname}_loops"
+    reserved = {"j", "numba", "np", "math", kernel, *_OWN.values()}
+    params = [p.name for p in graph.params]
+    inside = {}   # the kernel's name for each parameter: another where it would shadow a global
+    for name in params:
+        inside[name] = _unique(name, reserved) if name in reserved else name
+        reserved.add(inside[name])
+    outs = _output_names(loops, reserved | set(arg_names))
+    bodies, used, parallel = [], set(), False
+    for loop, out in zip(loops, outs):
+        for piece in loop.pieces:
+            text, piece_used, par = _piece(piece, out, own, inside, set(reserved))
+            bodies.append(text)
+            used |= piece_used
+            parallel |= par
+    flags = 'fastmath={"contract"}, error_model="numpy"' + (", parallel=True" if parallel else "")
+    kernel_args = [inside[p] for p in params] + outs
+    kernel_src = (f"@numba.njit({flags})\ndef {kernel}({', '.join(kernel_args)}):\n"
+                  + "\n".join(bodies))
+    imports = ["import numba"]
+    if used:
+        imports.append(f"from adcompiler.runtime.numba_math import {', '.join(sorted(used))}")
+    doc_line = [f'    """{doc}"""'] if doc else []
+    allocs = [f"    {o} = np.empty(({loop.out.aval.shape[0]},), dtype=np.float64)"
+              for loop, o in zip(loops, outs)]
+    wrapper = "\n".join([f"def {fname}({', '.join(arg_names)}):", *doc_line, *allocs,
+                         f"    {kernel}({', '.join(params + outs)})",
+                         f"    return {', '.join(outs)}"])
+    return "\n\n\n".join(["\n".join(imports), kernel_src, wrapper]) + "\n"
+
+
+def _output_names(loops, taken) -> list:
+    names = []
+    for i, loop in enumerate(loops):
+        base = re.sub(r"_\d+$", "", loop.out.name or "") or f"out{i}"   # dx_4 -> dx
+        names.append(_unique(_identifier(base), taken))
+    return names
+
+
+def _piece(piece, out, own, inside, taken):
+    """One loop: its source, the own-math names it calls, whether it runs in parallel."""
+    term = _lowered(piece.term)
+    uses = {}
+    _count(term, uses)
+    writer = _Writer(own, inside, taken)
+    for t in _order(term):  # bind every term read twice, operands first
+        if uses.get(t, 0) > 1 and t[0] in ("op", "read"):
+            writer.bind(t)
+    par = (piece.hi - piece.lo >= PARALLEL_MIN and writer.transcendental)
+    rng = "numba.prange" if par else "range"
+    lines = [f"    for j in {rng}({piece.lo}, {piece.hi}):"]
+    lines += [f"        {name} = {text}" for name, text in writer.lines]
+    lines.append(f"        {out}[j] = {writer.text(term)}")
+    return "\n".join(lines), writer.used, par
+
+
+def _lowered(term):
+    """``x ** 2`` and ``square(x)`` as ``x * x``, ``reciprocal(x)`` as ``1.0 / x``."""
+    if term[0] != "op":
+        return term
+    prim, args = term[1], tuple(_lowered(a) for a in term[2])
+    if prim == "square" or (prim == "power" and args[1] in (("lit", 2), ("lit", 2.0))):
+        return ("op", "multiply", (args[0], args[0]))
+    if prim == "reciprocal":
+        return ("op", "divide", (("lit", 1.0), args[0]))
+    return ("op", prim, args)
+
+
+def _count(term, uses):
+    uses[term] = uses.get(term, 0) + 1
+    if uses[term] == 1 and term[0] == "op":
+        for a in term[2]:
+            _count(a, uses)
+
+
+def _order(term, seen=None, out=None):
+    """Terms in dependency order (operands before their users), each once."""
+    seen, out = (set(), []) if seen is None else (seen, out)
+    if term in seen:
+        return out
+    seen.add(term)
+    if term[0] == "op":
+        for a in term[2]:
+            _order(a, seen, out)
+    out.append(term)
+    return out
+
+
+class _Writer:
+    """Python text of terms; a bound term prints as its local's name."""
+
+    def __init__(self, own, inside, taken):
+        self.own, self.inside, self.taken = own, inside, taken
+        self.names: dict = {}
+        self.lines: list = []
+        self.used: set = set()
+        self.transcendental = False
+
+    def bind(self, term):
+        text = self.text(term)
+        name = _unique(self._hint(term), self.taken)
+        self.names[term] = name
+        self.lines.append((name, text))
+
+    def _hint(self, term):
+        if term[0] == "read":
+            k = term[2]
+            name = self.inside[term[1]]
+            return f"{name}_{'p' if k > 0 else 'm'}{abs(k)}" if k else f"{name}_j"
+        return "t"
+
+    def text(self, term) -> str:
+        return self._text(term)[0]
+
+    def _text(self, term):
+        """(text, precedence): 0 a comparison, 1 + -, 2 * /, 3 unary minus, 4 **, 9 an atom."""
+        if term in self.names:
+            return self.names[term], _ATOM
+        tag = term[0]
+        if tag == "read":
+            name, k = self.inside[term[1]], term[2]
+            return f"{name}[j{' + ' if k > 0 else ' - '}{abs(k)}]" if k else f"{name}[j]", _ATOM
+        if tag == "scalar":
+            return self.inside[term[1]], _ATOM
+        if tag == "lit":
+            return _literal(term[1])
+        return self._op(term[1], term[2])
+
+    def _op(self, prim, args):
+        if prim in _INFIX:
+            sym, prec = _INFIX[prim]
+            (a, pa), (b, pb) = self._text(args[0]), self._text(args[1])
+            a = a if pa >= prec else f"({a})"
+            b = b if pb > prec else f"({b})"  # a + (b + c) as written: the IR's order
+            return f"{a} {sym} {b}", prec
+        if prim in _COMPARE:
+            a, b = (t if p > 0 else f"({t})" for t, p in map(self._text, args))  # no chains
+            return f"{a} {_COMPARE[prim]} {b}", 0  # a bool: 1 or 0 in arithmetic
+        if prim == "where":
+            c, a, b = (self.text(x) for x in args)
+            return f"({a} if {c} else {b})", _ATOM
+        if prim in _NUMPY:
+            return f"{_NUMPY[prim]}({', '.join(self.text(x) for x in args)})", _ATOM
+        if prim == "negative":
+            a, pa = self._text(args[0])
+            return (f"-{a}" if pa > 3 else f"-({a})"), 3
+        if prim == "power":
+            (a, pa), (b, pb) = self._text(args[0]), self._text(args[1])
+            return f"{a if pa > 4 else f'({a})'} ** {b if pb >= 4 else f'({b})'}", 4
+        a = self.text(args[0])
+        if prim in self.own:
+            self.used.add(_OWN[prim])
+            self.transcendental = True
+            return f"{_OWN[prim]}({a})", _ATOM
+        self.transcendental |= prim not in ("abs", "sqrt")
+        callee = _CALLS.get(prim, f"math.{prim}")
+        return f"{callee}({a})", _ATOM
+
+
+def _literal(value):
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "math.nan", _ATOM
+        if math.isinf(value):
+            return ("math.inf", _ATOM) if value > 0 else ("-math.inf", 3)
+    text = repr(value)
+    return text, (3 if text.startswith("-") else _ATOM)
+
+
+def _identifier(name: str) -> str:
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    if not name or name[0].isdigit() or keyword.iskeyword(name):
+        name = "v_" + name
+    return name
+
+
+def _unique(base: str, taken: set) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name

@@ -1,0 +1,236 @@
+"""backend="numba": whole elementwise gradients as loops over their outputs' elements.
+
+Every test compares against the NumPy backend's gradient of the same function (itself checked
+against finite differences and the tape elsewhere), and reads the generated source for the loop
+structure it promises.
+"""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import adcompiler as ad
+from adcompiler.backends import loop_plan
+from adcompiler.runtime import compile as runtime_compile
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture(autouse=True)
+def _no_disk_cache(monkeypatch):
+    monkeypatch.setenv("ADCOMPILER_CACHE", "0")
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def elementwise(x):
+    return np.sum(np.tanh(x) * x + 3.0 * x * x - np.exp(-x))
+
+
+def _both(f, *args, **kw):
+    return ad.grad(f, backend="numba", **kw), ad.grad(f, **kw)
+
+
+def _close(got, want, rtol=1e-12):
+    """Normwise: the largest error against the largest value (elements near a zero of the
+    gradient lose digits to cancellation in any evaluation order)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300)
+    assert err <= rtol, err
+
+
+def test_rosenbrock_is_one_kernel_of_three_pieces():
+    x = np.random.default_rng(0).uniform(-2, 2, 1000)
+    g, ref = _both(rosenbrock)
+    _close(g(x), ref(x))
+    src = g.source
+    assert src.count("@numba.njit") == 1 and "np.add" not in src and "ne.evaluate" not in src
+    assert "for j in range(0, 1):" in src          # dx[0]: x[:-1]'s term only
+    assert "for j in range(1, 999):" in src        # both terms: reads x[j - 1] and x[j + 1]
+    assert "for j in range(999, 1000):" in src     # dx[n-1]: x[1:]'s term only
+    assert "x[j - 1]" in src and "x[j + 1]" in src
+    assert "def grad_rosenbrock(x):" in src and "return dx" in src
+
+
+def test_elementwise_uses_the_vectorisable_exp_and_tanh_and_threads_when_large():
+    x = np.random.default_rng(1).uniform(-2, 2, 1 << 16)
+    g, ref = _both(elementwise)
+    _close(g(x), ref(x))
+    assert "numba.prange" in g.source and "parallel=True" in g.source
+    assert "vtanh(" in g.source and "vexp(" in g.source and "math.exp" not in g.source
+    small = np.linspace(-3, 3, 50)
+    g_small = ad.grad(elementwise, backend="numba")
+    _close(g_small(small), ref(small))
+    assert "prange" not in g_small.source          # too small to pay for threads
+
+
+def test_scalar_parameters_and_two_outputs_of_different_lengths():
+    def f(x, y, a):
+        return np.sum(a * np.sin(x[2:]) * y[:-1] + x[:-2] / a) + np.sum(y * y)
+
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=52), rng.normal(size=51)
+    g, ref = _both(f, wrt=(0, 1))
+    for got, want in zip(g(x, y, 1.5), ref(x, y, 1.5)):
+        _close(got, want)
+    assert "@numba.njit" in g.source and "def grad_f(x, y, a):" in g.source
+    for got, want in zip(g(x, y, -0.25), ref(x, y, -0.25)):  # a is an argument, not a constant
+        _close(got, want)
+
+
+def test_parameters_named_like_the_kernels_globals():
+    def f(j, numba, vexp):
+        return np.sum(np.exp(j[1:]) * numba[:-1] + vexp * j[:-1])
+
+    rng = np.random.default_rng(4)
+    j, m = rng.normal(size=20), rng.normal(size=20)
+    g, ref = _both(f, wrt=(0, 1))
+    for got, want in zip(g(j, m, 0.5), ref(j, m, 0.5)):
+        _close(got, want)
+    assert "def _grad_f_loops(j_1, numba_1, vexp_1, dj, dnumba):" in g.source
+
+
+def test_non_contiguous_and_special_values_mean_what_numpy_means():
+    def f(x):
+        return np.sum(np.log(x) + 1.0 / x + np.sqrt(x) * np.exp(x))
+
+    x = np.array([0.0, -1.0, np.inf, -np.inf, np.nan, 1e-300, 2.0, 800.0, -800.0, 3.0])
+    g, ref = _both(f)
+    with np.errstate(all="ignore"):
+        want = ref(x)
+    got = g(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    _close(got[finite], want[finite])
+    wide = np.linspace(0.1, 2.0, 40)
+    _close(g(wide[::2]), ref(wide[::2]))            # a strided view: another numba signature
+
+
+def test_what_has_no_loop_form_is_numpy_code_saying_why():
+    def f(w, X):
+        return np.sum(np.tanh(X @ w))
+
+    rng = np.random.default_rng(3)
+    w, X = rng.normal(size=4), rng.normal(size=(6, 4))
+    g, ref = _both(f)
+    _close(g(w, X), ref(w, X))
+    assert "numba" not in g.source.split('"""')[2]           # the body is NumPy code
+    assert "backend='numba' writes loops only" in g.source and "X is f64[6,4]" in g.source
+
+    def h(x):   # the forward mean is gone from the gradient, which is 2 x / n: a loop
+        return np.mean(x * x)
+    gh = ad.grad(h, backend="numba")
+    _close(gh(np.arange(5.0)), ad.grad(h)(np.arange(5.0)))
+    assert "@numba.njit" in gh.source
+
+
+def test_value_and_grad_and_jvp_fall_back_for_their_scalar_output():
+    x = np.linspace(-1, 1, 30)
+    v, d = ad.value_and_grad(rosenbrock, backend="numba")(x)
+    v0, d0 = ad.value_and_grad(rosenbrock)(x)
+    assert v == pytest.approx(v0, rel=1e-14)
+    _close(d, d0)
+
+
+def test_too_many_pieces_or_terms_fall_back_to_numpy_code(monkeypatch):
+    x = np.linspace(-1, 1, 40)
+    want = ad.grad(rosenbrock)(x)
+    monkeypatch.setattr(loop_plan, "MAX_PIECES", 2)       # Rosenbrock's dx needs 3
+    g = ad.grad(rosenbrock, backend="numba")
+    _close(g(x), want)
+    assert "@numba" not in g.source and "into more than 2 loops" in g.source
+    monkeypatch.setattr(loop_plan, "MAX_PIECES", 16)
+    monkeypatch.setattr(loop_plan, "MAX_TERMS", 5)
+    g = ad.grad(rosenbrock, backend="numba")
+    _close(g(x), want)
+    assert "@numba" not in g.source and "more than 5 terms" in g.source
+
+
+def test_a_missing_numba_is_an_install_hint():
+    assert not loop_plan.Unplanned("x")
+    assert "needs numba" in _missing_numba_message()
+
+
+def _missing_numba_message():
+    real = importlib.util.find_spec
+    try:
+        importlib.util.find_spec = lambda name, *a: None if name == "numba" else real(name, *a)
+        with pytest.raises(ImportError) as info:
+            ad.grad(rosenbrock, backend="numba")
+    finally:
+        importlib.util.find_spec = real
+    assert 'pip install "adcompiler[numba]"' in str(info.value)
+    return str(info.value)
+
+
+def test_an_unknown_backend_lists_the_three():
+    with pytest.raises(ValueError, match="'numpy', 'cupy' or 'numba'"):
+        runtime_compile.check_backend("jax")
+
+
+# ---- random elementwise expressions of shifted slices: numba against NumPy -------------------
+N = 3000
+
+
+@st.composite
+def expressions(draw, depth=3):
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["a", "b", "c", "0.5", "2.0"]))
+    kind = draw(st.sampled_from(["+", "-", "*", "/", "neg", "pow", "call"]))
+    a = draw(expressions(depth - 1))
+    if kind in "+-*":
+        return f"({a} {kind} {draw(expressions(depth - 1))})"
+    if kind == "/":
+        return f"({a} / {draw(st.sampled_from(['b', 'np.exp(c)', '(a * a + 1.0)']))})"
+    if kind == "neg":
+        return f"(-{a})"
+    if kind == "pow":
+        return f"({a}) ** {draw(st.sampled_from([2, 3]))}"
+    fn = draw(st.sampled_from(["tanh", "sin", "exp", "log1p", "expm1"]))
+    return f"np.{fn}({a} * 0.25)" if fn != "log1p" else f"np.log1p(np.abs({a}))"
+
+
+def _load(expr, directory):
+    path = Path(directory) / f"nb_{abs(hash(expr)) % 10 ** 12}.py"
+    path.write_text("import numpy as np\n\n\ndef f(x, y):\n    a, b, c = x[1:], x[:-1], y[2:]\n"
+                    f"    return np.sum({expr} * b)\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(expr=expressions())
+def test_random_gradients_match_numpy(expr, tmp_path):
+    f = _load(expr, tmp_path)
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0.5, 1.5, N + 1), rng.uniform(0.5, 1.5, N + 2)
+    g = ad.grad(f, wrt=(0, 1), backend="numba")
+    got = g(x, y)
+    assert "@numba.njit" in g.source, expr
+    for have, want in zip(got, ad.grad(f, wrt=(0, 1))(x, y)):
+        _close(have, want, rtol=1e-11)
+    assert math.isfinite(float(np.sum(got[0])))
+
+
+def test_piecewise_functions_split_ties_as_the_numpy_code_does():
+    def f(x, y):
+        return np.sum(np.maximum(x, y) * np.abs(x) + np.minimum(x, 0.5) + np.where(x > y, x, y * y))
+
+    x = np.array([-1.0, 0.0, 0.5, 0.5, 2.0, np.nan, 1.0])
+    y = np.array([-1.0, 1.0, 0.5, 3.0, 1.0, 0.0, np.nan])
+    g, ref = _both(f, wrt=(0, 1))
+    for got, want in zip(g(x, y), ref(x, y)):
+        np.testing.assert_array_equal(got, want)
+    assert "@numba.njit" in g.source
