@@ -124,7 +124,7 @@ def _method(meta: dict) -> list[str]:
         "from /proc/stat; before each task the runner waits (briefly) for a quieter machine, and "
         "at the end measures the most disturbed tasks again while its budget lasts, keeping the "
         f"quieter measurement. {meta.get('load_line', '')}",
-        "- Threads: " + (f"{s['threads']} (OMP/OpenBLAS/MKL_NUM_THREADS set in the workers)"
+        "- Threads: " + (f"{s['threads']} (OMP/OpenBLAS/MKL/NUMBA_NUM_THREADS set in the workers)"
                          if s.get("threads") else "each library's default (none set)") + ".",
         "- PyTorch runs `torch.autograd.grad` on float64 CPU tensors (threads left default); "
         "JAX runs `jax.jit(jax.grad(f, argnums))` with `jax_enable_x64` on CPU, waiting for "
@@ -157,8 +157,8 @@ def _header(meta: dict) -> list[str]:
 
 def _single_thread(single: Results, main: list[str], peers: list[str]) -> list[str]:
     return ["## Per call with one thread per library, relative to hand-written", "",
-            "The same workloads in a second pass with OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and "
-            "MKL_NUM_THREADS = 1 (and XLA's Eigen pool off). On a 2-vCPU virtual machine a "
+            "The same workloads in a second pass with OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, "
+            "MKL_NUM_THREADS and NUMBA_NUM_THREADS = 1 (and XLA's Eigen pool off). On a 2-vCPU virtual machine a "
             "parallel region waits for the slower vCPU, which the host may hold back for "
             "milliseconds; with one thread those stalls go, so this pass compares the code "
             "itself more steadily.", ""] + _ratio_table(single, main, peers) + [""]

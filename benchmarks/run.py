@@ -46,7 +46,7 @@ def availability(system: str) -> str | None:
         except Exception as e:  # noqa: BLE001 (a half-built tape is simply not there yet)
             return f"adcompiler.tape does not import: {type(e).__name__}: {e}"
         return None if hasattr(tape, "dynamic_grad") else "adcompiler.tape.dynamic_grad not built"
-    module = {"torch": "torch", "jax": "jax", "autograd": "autograd"}[system]
+    module = {"torch": "torch", "jax": "jax", "autograd": "autograd", "numba": "numba"}[system]
     return None if importlib.util.find_spec(module) else f"{module} is not installed"
 
 
@@ -74,7 +74,8 @@ def worker_env(threads: int | None) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     env["ADCOMPILER_CACHE"] = "0"  # time to first gradient includes compiling, every run
     if threads:
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS"):
             env[var] = str(threads)
         if threads == 1:
             env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false"

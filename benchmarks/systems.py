@@ -25,6 +25,7 @@ SYSTEMS = {
     "hand": ("hand-written NumPy", ("numpy",)),
     "compiled": ("adcompiler.grad", ("adcompiler",)),
     "generated": ("generated code only", ("adcompiler",)),
+    "numba": ("adcompiler.grad, backend='numba'", ("adcompiler", "numba")),
     "tape": ("adcompiler.tape", ("adcompiler", "adcompiler.tape")),
     "torch": ("PyTorch eager", ("torch",)),
     "jax": ("jax.jit(jax.grad)", ("jax", "jax.numpy")),
@@ -91,6 +92,15 @@ def _compiled(workload, args):
     import adcompiler
 
     g = adcompiler.grad(workload.fn, wrt=workload.wrt)
+    return _warm_as_one_call(lambda: g, args, adcompiler.CompileError)
+
+
+def _numba(workload, args):
+    """The opt-in numba backend: one loop per output where the gradient is elementwise on 1-D
+    arrays, the NumPy code (as ``compiled``) elsewhere."""
+    import adcompiler
+
+    g = adcompiler.grad(workload.fn, wrt=workload.wrt, backend="numba")
     return _warm_as_one_call(lambda: g, args, adcompiler.CompileError)
 
 
@@ -182,7 +192,7 @@ def _torch(workload, args):
 
 
 _ADAPTERS = {"hand": _hand, "compiled": _compiled, "generated": _generated, "tape": _tape,
-             "jax": _jax, "autograd": _autograd, "torch": _torch}
+             "numba": _numba, "jax": _jax, "autograd": _autograd, "torch": _torch}
 
 
 def prepare(system: str, workload, args) -> Runner:
