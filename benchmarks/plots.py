@@ -11,7 +11,7 @@ from .figures import Results, cumulative
 from .systems import ORDER, label
 
 STYLE = {"hand": ("black", "o", "-"), "compiled": ("tab:blue", "s", "-"),
-         "generated": ("tab:cyan", "P", ":"),
+         "generated": ("tab:cyan", "P", ":"), "numba": ("tab:brown", "*", "-."),
          "tape": ("tab:orange", "^", "-"), "torch": ("tab:red", "v", "--"),
          "jax": ("tab:green", "D", "--"), "autograd": ("tab:purple", "x", "--")}
 CUMULATIVE = ("seed_graph", "small_mlp", "mlp", "elementwise_1e6")
