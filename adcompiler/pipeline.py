@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .backends.emit import emit_module
+from .backends.emit import RESERVED, emit_module
 from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
 from .custom import runtime_names
@@ -50,6 +50,7 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
         return compile_jvp(fn, arguments, wrt, mode, plain, backend)
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
+    _check_parameter_names(graph, arguments)
     (out,) = _single_output(graph)
     _check_output(graph, out, mode)
     params = {p.name: p for p in graph.params}
@@ -97,6 +98,7 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False,
     the grad tangents being Hessian-vector products."""
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
+    _check_parameter_names(graph, arguments)
     (out,) = _single_output(graph)
     _check_output(graph, out, "vjp" if mode == "jvp" else "grad")
     params = {p.name: p for p in graph.params}
@@ -127,6 +129,19 @@ def lower(fn, arguments: dict):
     if isinstance(fn, GradientFunction):
         return lower_gradient(fn, arguments)
     return lower_function(fn, arguments)
+
+
+def _check_parameter_names(graph, names):
+    """The generated function takes the user's parameter names, and its body reads ``np``,
+    ``math``...: a parameter of such a name would shadow what the body needs."""
+    src = getattr(graph, "source", None)
+    for name in names:
+        if name in RESERVED and src is not None:
+            args = src.tree.args
+            node = next((a for a in args.posonlyargs + args.args + args.kwonlyargs
+                         if a.arg == name), src.tree)
+            raise src.error(node, f"parameter `{name}` has the name of a module or helper the "
+                            "generated code reads", f"rename `{name}` (e.g. `{name}_`)")
 
 
 def _single_output(graph):

@@ -300,6 +300,10 @@ def returns_nothing(x):
     y = x * 2.0
 
 
+def param_named_like_a_module(x, math=2.0):   # the generated body reads the module `math`
+    return np.sum(x * math)
+
+
 # (function, line offset from its def, the text under the caret, a fragment of the message)
 CASES = [
     (uses_print, 1, "print(x)", "`print` is not supported"),
@@ -356,6 +360,7 @@ CASES = [
     (returns_int, 1, "return (x > 0.0).sum()", "only floating results"),
     (returns_two, 1, "return x.sum(), x.max()", "returns 2 values"),
     (returns_nothing, 0, "def returns_nothing(x):", "`returns_nothing` "),
+    (param_named_like_a_module, 0, "math", "parameter `math` has the name of a module"),
 ]
 
 
