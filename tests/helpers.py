@@ -1,9 +1,13 @@
-"""Test helpers: central finite differences in float64, and a gradient check built on them."""
+"""Test helpers: central finite differences in float64, a gradient check built on them, and
+importing generated test sources from files (the compiler reads a function's source file)."""
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import importlib.util
 import inspect
+from pathlib import Path
 
 import numpy as np
 
@@ -65,3 +69,14 @@ def check_grads(f, *args, wrt=(0,), rtol=1e-6, atol=1e-7):
     assert isinstance(grads, tuple) and len(grads) == len(wrt)
     assert_matches_numerical(f, args, wrt, grads, rtol, atol)
     return grads
+
+
+def import_source(source: str, directory, prefix: str = "m"):
+    """Write ``source`` to a file in ``directory`` named by its hash, and import it as a module."""
+    name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"
+    path = Path(directory) / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -14,16 +14,15 @@ returns ``(source_text, function, example_args)``; :func:`random_programs` draws
 from __future__ import annotations
 
 import ast
-import hashlib
-import importlib.util
 import math
 import re
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from hypothesis import strategies as st
+
+from tests.helpers import import_source
 
 PARAMS = ("x", "y", "z")
 INPUT_SHAPES = [(), (3,), (2, 3), (1, 3), (2, 1)]
@@ -310,12 +309,7 @@ def programs(draw, min_statements=1, max_statements=7):
 
 def load(program: Program, directory):
     """Write ``program`` into ``directory``, import it; ``(source_text, function, example_args)``."""
-    name = "adprog_" + hashlib.sha1(program.source.encode()).hexdigest()[:16]
-    path = Path(directory) / f"{name}.py"
-    path.write_text(program.source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_source(program.source, directory, "adprog")
     return program.source, module.f, tuple(_copy(a) for a in program.args)
 
 

@@ -4,9 +4,7 @@ gradients equal to those compiled without the simplifier."""
 
 from __future__ import annotations
 
-import importlib.util
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from hypothesis import strategies as st
 import adcompiler as ad
 from adcompiler.passes import algebra
 from adcompiler.passes import algebra_poly as poly
+from tests.helpers import import_source
 
 X, Y, S = poly.atom(("in", 0)), poly.atom(("in", 1)), poly.atom(("in", 2))
 
@@ -81,12 +80,8 @@ def expressions(draw, depth=3):
 
 
 def _load(expr, directory):
-    path = Path(directory) / f"poly_{abs(hash(expr)) % 10 ** 12}.py"
-    path.write_text(f"import numpy as np\n\n\ndef f(x, y):\n    return np.sum({expr} * x)\n")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
+    source = f"import numpy as np\n\n\ndef f(x, y):\n    return np.sum({expr} * x)\n"
+    return import_source(source, directory, "poly").f
 
 
 @settings(max_examples=40, deadline=None,

@@ -7,7 +7,6 @@ structure it promises.
 
 import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 import adcompiler as ad
 from adcompiler.backends import loop_plan
 from adcompiler.runtime import compile as runtime_compile
+from tests.helpers import import_source
 
 pytest.importorskip("numba")
 
@@ -200,13 +200,9 @@ def expressions(draw, depth=3):
 
 
 def _load(expr, directory):
-    path = Path(directory) / f"nb_{abs(hash(expr)) % 10 ** 12}.py"
-    path.write_text("import numpy as np\n\n\ndef f(x, y):\n    a, b, c = x[1:], x[:-1], y[2:]\n"
-                    f"    return np.sum({expr} * b)\n")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
+    source = ("import numpy as np\n\n\ndef f(x, y):\n    a, b, c = x[1:], x[:-1], y[2:]\n"
+              f"    return np.sum({expr} * b)\n")
+    return import_source(source, directory, "nb").f
 
 
 @settings(max_examples=15, deadline=None,
