@@ -51,7 +51,7 @@ def own_math_names() -> frozenset:
     return frozenset(p for p, name in _OWN.items() if hasattr(numba_math, name))
 
 
-def emit_numba(loops, graph, fname: str, arg_names: list, doc=None) -> str:
+def emit_numba(loops, graph, fname: str, arg_names: list) -> str:
     """The module source: imports, the kernel, and ``def fname(*arg_names)``."""
     own = own_math_names()
     kernel = f"_{fname}_loops"
@@ -76,10 +76,9 @@ def emit_numba(loops, graph, fname: str, arg_names: list, doc=None) -> str:
     imports = ["import numba"]
     if used:
         imports.append(f"from adcompiler.runtime.numba_math import {', '.join(sorted(used))}")
-    doc_line = [f'    """{doc}"""'] if doc else []
     allocs = [f"    {o} = np.empty(({loop.out.aval.shape[0]},), dtype=np.float64)"
               for loop, o in zip(loops, outs)]
-    wrapper = "\n".join([f"def {fname}({', '.join(arg_names)}):", *doc_line, *allocs,
+    wrapper = "\n".join([f"def {fname}({', '.join(arg_names)}):", *allocs,
                          f"    {kernel}({', '.join(params + outs)})",
                          f"    return {', '.join(outs)}"])
     return "\n\n\n".join(["\n".join(imports), kernel_src, wrapper]) + "\n"

@@ -21,7 +21,8 @@ from functools import lru_cache
 import numpy as np
 
 BACKENDS = ("numpy", "cupy", "numba")
-XP_NAMES = {"numpy": "np", "cupy": "cp", "numba": "np"}   # how the generated source spells the array module
+# how the generated source spells the array module (numba's Python wrapper is NumPy code)
+XP_NAMES = {"numpy": "np", "cupy": "cp", "numba": "np"}
 INSTALL_HINT = 'pip install "adcompiler[cuda12]" (or [cuda13]: the cupy-cuda12x/13x wheels)'
 
 
