@@ -7,6 +7,7 @@ structure it promises.
 
 import importlib.util
 import math
+import re
 
 import numpy as np
 import pytest
@@ -70,6 +71,36 @@ def test_elementwise_uses_the_vectorisable_exp_and_tanh_and_threads_when_large()
     g_small = ad.grad(elementwise, backend="numba")
     _close(g_small(small), ref(small))
     assert "prange" not in g_small.source          # too small to pay for threads
+
+
+@pytest.mark.parametrize("fn, n, threads", [
+    (rosenbrock, 1 << 16, True), (rosenbrock, 1 << 14, False),   # arithmetic: from 2^15
+    (elementwise, 1 << 12, True), (elementwise, 1 << 11, False),  # tanh, exp: from 2^12
+])
+def test_threads_from_the_measured_sizes(fn, n, threads):
+    x = np.random.default_rng(3).uniform(-2, 2, n)
+    g, ref = _both(fn)
+    _close(g(x), ref(x))
+    assert ("numba.prange" in g.source) == threads and ("parallel=True" in g.source) == threads
+
+
+def test_parallel_loops_index_unsigned_so_they_load_whole_vectors():
+    """numba wraps a signed index that may be negative (``x[-1]``); in a prange loop LLVM cannot
+    rule that out, and gathers element by element. Unsigned indices give contiguous loads."""
+    def f(x):
+        return np.sum(np.tanh(x[1:] - x[:-1] ** 2))
+
+    x = np.random.default_rng(2).uniform(-2, 2, 1 << 16)
+    g, ref = _both(f)
+    _close(g(x), ref(x))
+    src = g.source
+    assert "for j in numba.prange(1, 65535):" in src and "i = numba.uint64(j)" in src
+    assert "x[numba.uint64(j + 1)]" in src and "x[numba.uint64(j - 1)]" in src and "dx[i]" in src
+    assert "for j in range(0, 1):" in src and "dx[j] =" in src   # serial pieces: plain j
+    fn = g.specialize(x).function
+    kernel = fn.__globals__["_grad_f_loops"]
+    llvm = kernel.inspect_llvm(kernel.signatures[0])
+    assert re.search(r"load <(4|8) x double>", llvm) and "gather" not in llvm
 
 
 def test_scalar_parameters_and_two_outputs_of_different_lengths():
