@@ -75,13 +75,13 @@ def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
     names = runtime_names(graph)  # custom functions the code calls by name (before emitting)
     doc = None
     if backend == "numba" and not plain:
-        loops = plan_loops(graph)
-        if loops:                                                             # numba loops
-            source = emit_numba(loops, graph, fname, arg_names)
+        plan = plan_loops(graph)
+        if plan:                                                              # numba loops
+            source = emit_numba(plan, graph, fname, arg_names)
             function = load_backend(source, fname, names, backend)
             return Compiled(graph, source, function, fname, backend, (), names)
         doc = (f"NumPy code: backend='numba' writes loops only for elementwise gradients of "
-               f"1-D arrays, and here {loops.reason}.")
+               f"1-D arrays, and here {plan.reason}.")
     emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], doc=doc,
                           plain=plain)                                        # source
     constants = {**names, **emitted.constants}

@@ -164,12 +164,66 @@ def test_what_has_no_loop_form_is_numpy_code_saying_why():
     assert "@numba.njit" in gh.source
 
 
-def test_value_and_grad_and_jvp_fall_back_for_their_scalar_output():
-    x = np.linspace(-1, 1, 30)
+def test_value_and_grad_fills_value_terms_in_the_gradient_loops_and_sums_them_with_numpy():
+    x = np.random.default_rng(4).uniform(-2, 2, 1 << 16)
     v, d = ad.value_and_grad(rosenbrock, backend="numba")(x)
     v0, d0 = ad.value_and_grad(rosenbrock)(x)
+    assert v == pytest.approx(v0, rel=1e-14) and type(v) is type(v0)
+    _close(d, d0)
+    src = ad.value_and_grad(rosenbrock, backend="numba").specialize(x).source
+    assert "NumPy code" not in src and "rosen = np.sum(terms)" not in src
+    assert "    rosenbrock = np.sum(terms)\n    return rosenbrock, dx" in src
+    # the value's terms (x[:-1]: 0 <= j < n-1) share the loops of dx's pieces
+    assert src.count("terms[i] = ") == 1 and src.count("terms[j] = ") == 1
+    assert src.count("for j in") == 3
+
+
+def test_a_scalar_output_is_reduced_in_numpys_order():
+    """np.sum of the buffer: the same pairwise summation as NumPy's, so exact terms give the
+    very same value (a running sum in the loop would round these terms differently)."""
+    def f(x, y, z):
+        return 0.5 * np.mean(x * y) + np.sum(y * y) / 3.0 - np.sum(z)
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([[1e16], rng.integers(0, 9, 4099), [-1e16]]).astype(np.float64)
+    y = rng.integers(1, 3, 4101).astype(np.float64)             # x * y and y * y: exact
+    z = rng.normal(size=7)
+    g = ad.value_and_grad(f, wrt=(0, 1, 2), backend="numba")
+    value, grads = g(x, y, z)
+    src = g.source
+    assert "np.mean(terms)" in src and "np.sum(terms_1)" in src
+    assert "np.sum(z)" in src and "_loops(x, y, z, dx, dy, dz, terms, terms_1)" in src  # no copy
+    assert value == 0.5 * np.mean(x * y) + np.sum(y * y) / 3.0 - np.sum(z)
+    running = 0.0
+    for term in x * y:
+        running += term
+    assert running != np.sum(x * y)                              # the order matters here
+    ref_value, ref_grads = ad.value_and_grad(f, wrt=(0, 1, 2))(x, y, z)
+    assert value == ref_value
+    for got, want in zip(grads, ref_grads):
+        _close(got, want)
+
+
+def test_jvp_of_a_loss_is_two_reductions_in_one_loop():
+    x = np.random.default_rng(6).uniform(-2, 2, 300)
+    t = np.random.default_rng(7).normal(size=300)
+    j = ad.jvp(elementwise, backend="numba")
+    (v, dv), (v0, dv0) = j(x, tangents=t), ad.jvp(elementwise)(x, tangents=t)
+    assert v == pytest.approx(v0, rel=1e-14) and dv == pytest.approx(dv0, rel=1e-13)
+    assert "@numba.njit" in j.source and j.source.count("np.sum(") == 2
+
+
+def test_a_reduction_inside_an_elementwise_expression_falls_back():
+    def centred(x):
+        return np.sum((x - np.mean(x)) ** 2)
+
+    x = np.linspace(-1, 3, 25)
+    g = ad.value_and_grad(centred, backend="numba")
+    v, d = g(x)
+    v0, d0 = ad.value_and_grad(centred)(x)
     assert v == pytest.approx(v0, rel=1e-14)
     _close(d, d0)
+    assert "NumPy code" in g.source and "mean, which has no loop form" in g.source
 
 
 def test_too_many_pieces_or_terms_fall_back_to_numpy_code(monkeypatch):

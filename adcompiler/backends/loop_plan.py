@@ -18,8 +18,14 @@ twice to a local):
 - ``("lit", value)``: a Python number;
 - ``("op", prim, args)``: an elementwise primitive of terms.
 
-Anything else (reductions, matmul, control flow, other dtypes, broadcasting beyond a scalar,
-index arrays, slices with a step, a graph that outputs a scalar) makes :func:`plan` return
+A scalar output (the value of ``value_and_grad``, a ``jvp`` of a loss) is scalar arithmetic of
+parameters, constants and leaves ``("reduce", prim, i)``: the ``np.sum`` or ``np.mean`` of a 1-D
+elementwise value, whose elements loop ``i`` of ``Plan.reductions`` writes to a buffer. The
+generated code then reduces that buffer with NumPy itself, so the value is summed in NumPy's
+(pairwise) order: the same value as NumPy's for the same elements.
+
+Anything else (reductions inside a loop's expression, matmul, control flow, other dtypes,
+broadcasting beyond a scalar, index arrays, slices with a step) makes :func:`plan` return
 ``Unplanned`` with the reason; the backend then emits NumPy code.
 """
 
@@ -57,6 +63,23 @@ class Loop:
 
 
 @dataclass(frozen=True)
+class Reduced:
+    out: Value       # a scalar graph output
+    term: tuple      # scalar terms and ("reduce", "sum" or "mean", index into Plan.reductions)
+
+
+@dataclass(frozen=True)
+class Plan:
+    outputs: tuple     # a Loop or a Reduced per graph output, in order
+    reductions: tuple  # Loops over the values a Reduced sums: each fills a buffer
+
+    @property
+    def loops(self) -> tuple:
+        """Every loop: the outputs' and the reduction buffers'."""
+        return tuple(o for o in self.outputs if isinstance(o, Loop)) + self.reductions
+
+
+@dataclass(frozen=True)
 class Unplanned:
     reason: str      # why the graph is not one set of loops (a sentence for a code comment)
 
@@ -77,16 +100,19 @@ class _Split(Exception):
 
 
 def plan(graph):
-    """The graph's outputs as gather loops (a tuple of :class:`Loop`), or :class:`Unplanned`."""
+    """The graph's outputs as gather loops and reductions (a :class:`Plan`), or
+    :class:`Unplanned`."""
+    if not graph.outputs:
+        return Unplanned("the graph has no output")
     try:
         producers = _producers(graph)
         _check_params(graph)
-        loops = tuple(_loop(graph, producers, out) for out in graph.outputs)
+        scalars = _Reductions(graph, producers)
+        outputs = tuple(Reduced(out, scalars.at(out, None)) if out.aval.ndim == 0
+                        else _loop(graph, producers, out) for out in graph.outputs)
     except _Unsupported as exc:
         return Unplanned(str(exc))
-    if not loops:
-        return Unplanned("the graph has no output")
-    return loops
+    return Plan(outputs, tuple(scalars.loops))
 
 
 def _producers(graph) -> dict:
@@ -274,6 +300,28 @@ class _Evaluator:
         if start <= lo and hi <= stop:
             return _add(base, self.at(g, k - start))
         return base
+
+
+class _Reductions(_Evaluator):
+    """Terms of scalar outputs, where a sum or mean of a 1-D value becomes a loop of its own."""
+
+    def __init__(self, graph, producers):
+        super().__init__(graph, producers, 0, 0)
+        self.loops: list = []      # Plan.reductions
+        self.index: dict = {}      # reduced value -> its position in loops
+
+    def _scalar(self, v):
+        node = self.producers.get(v)
+        if node is None or node.prim not in ("sum", "mean"):
+            return super()._scalar(v)
+        (x,) = node.inputs
+        if set(node.params) - {"axis"} or not isinstance(x, Value) or x.aval.ndim != 1:
+            raise _Unsupported(f"it computes {node.prim} of {getattr(x, 'aval', x)} with "
+                               f"{node.params}, not of a whole 1-D array")
+        if x not in self.index:
+            self.index[x] = len(self.loops)
+            self.loops.append(_loop(self.graph, self.producers, x))
+        return ("reduce", node.prim, self.index[x])
 
 
 def _lit(value):

@@ -1,7 +1,12 @@
 """Write a planned gradient (:mod:`adcompiler.backends.loop_plan`) as numba loops.
 
-One ``@numba.njit`` kernel fills every output, one loop per piece; a plain Python function with
-the user's parameters allocates the outputs and calls it. For Rosenbrock's gradient::
+One ``@numba.njit`` kernel fills every output; a plain Python function with the user's
+parameters allocates the outputs and calls it. The pieces of all outputs are cut at each
+other's edges, and one loop over ``j`` fills every array that has a piece there, so terms the
+outputs share (``tanh(x[j])`` in a value and its gradient) are computed once. A scalar output
+(``value_and_grad``'s value) is reduced by the wrapper from a buffer the kernel fills
+(``np.sum(terms)``), or from the parameter itself where the buffer would be a copy of one.
+For Rosenbrock's gradient::
 
     @numba.njit(fastmath={"contract"}, error_model="numpy")
     def _grad_rosenbrock_loops(x, dx):
@@ -40,6 +45,8 @@ import keyword
 import math
 import re
 
+from .loop_plan import Loop
+
 PARALLEL_MIN = 1 << 15        # elements, for a loop of arithmetic only
 PARALLEL_MIN_CALLS = 1 << 12  # for a loop that calls exp, tanh, log...
 _UNSIGNED_NOTE = "unsigned: no negative-index test, so the loop vectorises"
@@ -61,9 +68,8 @@ def own_math_names() -> frozenset:
     return frozenset(p for p, name in _OWN.items() if hasattr(numba_math, name))
 
 
-def emit_numba(loops, graph, fname: str, arg_names: list) -> str:
+def emit_numba(plan, graph, fname: str, arg_names: list) -> str:
     """The module source: imports, the kernel, and ``def fname(*arg_names)``."""
-    own = own_math_names()
     kernel = f"_{fname}_loops"
     reserved = {"j", "numba", "np", "math", kernel, *_OWN.values()}
     params = [p.name for p in graph.params]
@@ -71,53 +77,106 @@ def emit_numba(loops, graph, fname: str, arg_names: list) -> str:
     for name in params:
         inside[name] = _unique(name, reserved) if name in reserved else name
         reserved.add(inside[name])
-    outs = _output_names(loops, reserved | set(arg_names))
+    taken = reserved | set(arg_names)
+    read = {loop: loop.pieces[0].term[1] for loop in plan.reductions if _whole_param(loop)}
+    arrays = _array_names(plan, read, taken)   # Loop -> the array it fills (output or buffer)
     bodies, used, parallel = [], set(), False
-    for loop, out in zip(loops, outs):
-        for piece in loop.pieces:
-            text, piece_used, par = _piece(piece, out, own, inside, set(reserved))
-            bodies.append(text)
-            used |= piece_used
-            parallel |= par
+    for (lo, hi), writes in _groups(arrays).items():
+        text, group_used, par = _loop_source(lo, hi, writes, own_math_names(), inside,
+                                             set(reserved))
+        bodies.append(text)
+        used |= group_used
+        parallel |= par
     flags = 'fastmath={"contract"}, error_model="numpy"' + (", parallel=True" if parallel else "")
-    kernel_args = [inside[p] for p in params] + outs
+    kernel_args = [inside[p] for p in params] + list(arrays.values())
     kernel_src = (f"@numba.njit({flags})\ndef {kernel}({', '.join(kernel_args)}):\n"
                   + "\n".join(bodies))
     imports = ["import numba"]
     if used:
         imports.append(f"from adcompiler.runtime.numba_math import {', '.join(sorted(used))}")
-    allocs = [f"    {o} = np.empty(({loop.out.aval.shape[0]},), dtype=np.float64)"
-              for loop, o in zip(loops, outs)]
-    wrapper = "\n".join([f"def {fname}({', '.join(arg_names)}):", *allocs,
-                         f"    {kernel}({', '.join(params + outs)})",
-                         f"    return {', '.join(outs)}"])
+    wrapper = _wrapper(plan, arrays, read, (fname, arg_names, params, kernel), taken)
     return "\n\n\n".join(["\n".join(imports), kernel_src, wrapper]) + "\n"
 
 
-def _output_names(loops, taken) -> list:
-    names = []
-    for i, loop in enumerate(loops):
-        base = re.sub(r"_\d+$", "", loop.out.name or "") or f"out{i}"   # dx_4 -> dx
-        names.append(_unique(_identifier(base), taken))
+def _wrapper(plan, arrays, read, names, taken) -> str:
+    """Allocate the arrays, run the kernel, reduce the buffers of scalar outputs, return."""
+    fname, arg_names, params, kernel = names
+    lines = [f"def {fname}({', '.join(arg_names)}):"]
+    lines += [f"    {name} = np.empty(({loop.out.aval.shape[0]},), dtype=np.float64)"
+              for loop, name in arrays.items()]
+    lines.append(f"    {kernel}({', '.join(params + list(arrays.values()))})")
+    buffers = [read.get(loop) or arrays[loop] for loop in plan.reductions]
+    writer = _Writer(frozenset(), {p: p for p in params}, taken, buffers=buffers)
+    results = []
+    for out in plan.outputs:
+        if isinstance(out, Loop):
+            results.append(arrays[out])
+            continue
+        name = _unique(_identifier(_base_name(out.out, "value")), taken)
+        lines.append(f"    {name} = {writer.text(_lowered(out.term))}")
+        results.append(name)
+    lines.append(f"    return {', '.join(results)}")
+    return "\n".join(lines)
+
+
+def _whole_param(loop) -> bool:
+    """Whether ``loop`` would copy a parameter: a scalar output reduces the parameter itself."""
+    (piece, *more), n = loop.pieces, loop.out.aval.shape[0]
+    return not more and piece.term[0] == "read" and piece.term[2] == 0 and \
+        (piece.lo, piece.hi) == (0, n)
+
+
+def _array_names(plan, read, taken) -> dict:
+    """Each distinct loop's array: a gradient output, or a buffer a scalar output reduces (a
+    loop that is both, as in ``value = np.sum(dx)``, fills one array)."""
+    names = {}
+    for loop in plan.loops:
+        if loop not in names and loop not in read:
+            default = "terms" if loop in plan.reductions else f"out{len(names)}"
+            names[loop] = _unique(_identifier(_base_name(loop.out, default)), taken)
     return names
 
 
-def _piece(piece, out, own, inside, taken):
-    """One loop: its source, the own-math names it calls, whether it runs in parallel."""
-    term = _lowered(piece.term)
-    uses = {}
-    _count(term, uses)
+def _base_name(value, default) -> str:
+    return re.sub(r"_\d+$", "", value.name or "") or default   # dx_4 -> dx
+
+
+def _groups(arrays) -> dict:
+    """(lo, hi) -> [(array, term)]: the pieces of every loop cut at every loop's piece edges,
+    so that one loop over ``j`` fills each array that has a piece there (and computes their
+    shared terms once)."""
+    cuts = sorted({e for loop in arrays for p in loop.pieces for e in (p.lo, p.hi)})
+    groups: dict = {}
+    for loop, name in arrays.items():
+        for piece in loop.pieces:
+            inner = [c for c in cuts if piece.lo <= c <= piece.hi]
+            for lo, hi in zip(inner, inner[1:]):
+                groups.setdefault((lo, hi), []).append((name, piece.term))
+    return dict(sorted(groups.items()))
+
+
+def _loop_source(lo, hi, writes, own, inside, taken):
+    """One loop filling ``array[j] = term`` for each of ``writes``: its source, the own-math
+    names it calls, whether it runs in parallel."""
+    terms = [_lowered(term) for _, term in writes]
+    uses: dict = {}
+    for term in terms:
+        _count(term, uses)
     calls = any(t[0] == "op" and _is_transcendental(t[1]) for t in uses)
-    par = piece.hi - piece.lo >= (PARALLEL_MIN_CALLS if calls else PARALLEL_MIN)
+    par = hi - lo >= (PARALLEL_MIN_CALLS if calls else PARALLEL_MIN)
     writer = _Writer(own, inside, taken, unsigned=_unique("i", taken) if par else None)
-    for t in _order(term):  # bind every term read twice, operands first
+    seen, ordered = set(), []
+    for term in terms:
+        _order(term, seen, ordered)
+    for t in ordered:  # bind every term read twice, operands first
         if uses.get(t, 0) > 1 and t[0] in ("op", "read"):
             writer.bind(t)
-    lines = [f"    for j in {'numba.prange' if par else 'range'}({piece.lo}, {piece.hi}):"]
+    lines = [f"    for j in {'numba.prange' if par else 'range'}({lo}, {hi}):"]
     if par:
         lines.append(f"        {writer.unsigned} = numba.uint64(j)  # {_UNSIGNED_NOTE}")
     lines += [f"        {name} = {text}" for name, text in writer.lines]
-    lines.append(f"        {out}[{writer.index(0)}] = {writer.text(term)}")
+    lines += [f"        {array}[{writer.index(0)}] = {writer.text(term)}"
+              for (array, _), term in zip(writes, terms)]
     return "\n".join(lines), writer.used, par
 
 
@@ -162,9 +221,10 @@ def _order(term, seen=None, out=None):
 class _Writer:
     """Python text of terms; a bound term prints as its local's name."""
 
-    def __init__(self, own, inside, taken, unsigned=None):
+    def __init__(self, own, inside, taken, unsigned=None, buffers=None):
         self.own, self.inside, self.taken = own, inside, taken
         self.unsigned = unsigned  # parallel loops: the name of numba.uint64(j)
+        self.buffers = buffers    # the wrapper's scalar outputs: reduced arrays; NumPy calls
         self.names: dict = {}
         self.lines: list = []
         self.used: set = set()
@@ -202,6 +262,8 @@ class _Writer:
             return f"{name}[{self.index(k)}]", _ATOM
         if tag == "scalar":
             return self.inside[term[1]], _ATOM
+        if tag == "reduce":
+            return f"np.{term[1]}({self.buffers[term[2]]})", _ATOM
         if tag == "lit":
             return _literal(term[1])
         return self._op(term[1], term[2])
@@ -228,6 +290,8 @@ class _Writer:
             (a, pa), (b, pb) = self._text(args[0]), self._text(args[1])
             return f"{a if pa > 4 else f'({a})'} ** {b if pb >= 4 else f'({b})'}", 4
         a = self.text(args[0])
+        if self.buffers is not None:  # NumPy's function, for NumPy's inf/NaN and warnings
+            return f"np.{prim}({a})", _ATOM
         if prim in self.own:
             self.used.add(_OWN[prim])
             return f"{_OWN[prim]}({a})", _ATOM
