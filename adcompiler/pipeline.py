@@ -17,6 +17,7 @@ from .frontend.lower import lower_function
 from .ir import Aval, Value
 from .ir.verify import verify
 from .passes import optimize
+from .runtime import numba_cache
 from .runtime.compile import XP_NAMES, load_backend
 from .transforms.branch_values import bind_on_every_path
 from .transforms.forward import add_tangents
@@ -77,9 +78,7 @@ def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
     if backend == "numba" and not plain:
         plan = plan_loops(graph)
         if plan:                                                              # numba loops
-            source = emit_numba(plan, graph, fname, arg_names)
-            function = load_backend(source, fname, names, backend)
-            return Compiled(graph, source, function, fname, backend, (), names)
+            return _numba_loops(plan, graph, fname, arg_names, names)
         doc = (f"NumPy code: backend='numba' writes loops only for elementwise gradients of "
                f"1-D arrays, and here {plan.reason}.")
     emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], doc=doc,
@@ -88,6 +87,20 @@ def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
     function = load_backend(emitted.source, fname, constants, backend)
     return Compiled(graph, emitted.source, function, fname, backend, emitted.kernels,
                     constants)
+
+
+def _numba_loops(plan, graph, fname, arg_names, names) -> Compiled:
+    """numba code, its kernel cached on disk by numba where adcompiler's cache is on."""
+    if numba_cache.enabled():
+        source = emit_numba(plan, graph, fname, arg_names, cache=True)
+        try:
+            function = numba_cache.load(source, fname, names)
+            return Compiled(graph, source, function, fname, "numba", (), names)
+        except OSError:  # an unwritable cache directory: compile in this process only
+            pass
+    source = emit_numba(plan, graph, fname, arg_names)
+    function = load_backend(source, fname, names, "numba")
+    return Compiled(graph, source, function, fname, "numba", (), names)
 
 
 def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False,

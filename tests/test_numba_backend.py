@@ -7,7 +7,10 @@ structure it promises.
 
 import importlib.util
 import math
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -238,6 +241,47 @@ def test_too_many_pieces_or_terms_fall_back_to_numpy_code(monkeypatch):
     g = ad.grad(rosenbrock, backend="numba")
     _close(g(x), want)
     assert "@numba" not in g.source and "more than 5 terms" in g.source
+
+
+_CACHED_RUN = """
+import numpy as np, adcompiler as ad
+
+def loss(x):
+    return np.sum(np.tanh(x) * x + np.exp(-x))
+
+x = np.linspace(-2, 2, 5000)
+g = ad.grad(loss, backend="numba")
+d = g(x)
+kernel = g.specialize(x).function.__globals__["_grad_loss_loops"]
+print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()),
+      "cache=True" in g.source, repr(float(d @ np.arange(5000.0))))
+"""
+
+
+def test_kernels_are_cached_on_disk_by_numba_across_processes(tmp_path, monkeypatch):
+    script = tmp_path / "run.py"
+    script.write_text(_CACHED_RUN)
+    env = {**os.environ, "ADCOMPILER_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("ADCOMPILER_CACHE", None)
+    runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert runs[0][:3] == ["0", "1", "True"]      # compiled, and stored
+    assert runs[1][:3] == ["1", "0", "True"]      # loaded: no compile
+    assert runs[0][3] == runs[1][3]
+    (source,) = (tmp_path / "cache" / "numba").glob("grad_loss_*.py")
+    assert "cache=True" in source.read_text()
+    # with the cache off, nothing is written and the kernel is not marked for caching
+    monkeypatch.setenv("ADCOMPILER_CACHE_DIR", str(tmp_path / "off"))   # (ADCOMPILER_CACHE=0)
+    g = ad.grad(elementwise, backend="numba")
+    g(np.linspace(-1, 1, 30))
+    assert "cache=True" not in g.source and not (tmp_path / "off").exists()
+    # a cache directory that cannot be made: compiled in this process only, still right
+    (tmp_path / "a_file").write_text("")
+    monkeypatch.delenv("ADCOMPILER_CACHE")
+    monkeypatch.setenv("ADCOMPILER_CACHE_DIR", str(tmp_path / "a_file" / "cache"))
+    g = ad.grad(elementwise, backend="numba")
+    _close(g(np.linspace(-1, 1, 30)), ad.grad(elementwise)(np.linspace(-1, 1, 30)))
+    assert "cache=True" not in g.source
 
 
 def test_a_missing_numba_is_an_install_hint():

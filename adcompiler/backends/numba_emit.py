@@ -68,8 +68,9 @@ def own_math_names() -> frozenset:
     return frozenset(p for p, name in _OWN.items() if hasattr(numba_math, name))
 
 
-def emit_numba(plan, graph, fname: str, arg_names: list) -> str:
-    """The module source: imports, the kernel, and ``def fname(*arg_names)``."""
+def emit_numba(plan, graph, fname: str, arg_names: list, cache=False) -> str:
+    """The module source: imports, the kernel, and ``def fname(*arg_names)``; ``cache``: the
+    kernel is compiled with ``cache=True`` (loaded by :mod:`adcompiler.runtime.numba_cache`)."""
     kernel = f"_{fname}_loops"
     reserved = {"j", "numba", "np", "math", kernel, *_OWN.values()}
     params = [p.name for p in graph.params]
@@ -87,7 +88,8 @@ def emit_numba(plan, graph, fname: str, arg_names: list) -> str:
         bodies.append(text)
         used |= group_used
         parallel |= par
-    flags = 'fastmath={"contract"}, error_model="numpy"' + (", parallel=True" if parallel else "")
+    flags = ('fastmath={"contract"}, error_model="numpy"' + (", parallel=True" if parallel else "")
+             + (", cache=True" if cache else ""))
     kernel_args = [inside[p] for p in params] + list(arrays.values())
     kernel_src = (f"@numba.njit({flags})\ndef {kernel}({', '.join(kernel_args)}):\n"
                   + "\n".join(bodies))
