@@ -29,6 +29,9 @@ _ew("divide",   lambda ops, g, ans, x, y: g / y,
                 lambda ops, g, ans, x, y: -g * ans / y)
 _ew("power",    lambda ops, g, ans, x, y: g * y * x ** (y - 1),
                 lambda ops, g, ans, x, y: g * ans * ops.log(ops.where(ops.greater(x, 0), x, 1)))
+# x % y is x - y * (x // y), the quotient piecewise constant (as in JAX and PyTorch)
+_ew("remainder", lambda ops, g, ans, x, y: g,
+                 lambda ops, g, ans, x, y: -g * (x // y))
 _ew("negative", lambda ops, g, ans, x: -g)
 _ew("reciprocal", lambda ops, g, ans, x: -g * ans * ans)
 _ew("square",   lambda ops, g, ans, x: g * 2 * x)

@@ -103,7 +103,11 @@ class SymbolicOps:
                        "sign": sympy.sign, "maximum": sympy.Max, "minimum": sympy.Min,
                        "log1p": lambda x: sympy.log(1 + x), "expm1": lambda x: sympy.exp(x) - 1,
                        "square": lambda x: x ** 2, "reciprocal": lambda x: 1 / x,
-                       "negative": lambda x: -x}
+                       "negative": lambda x: -x,
+                       # Python's % and // by their definition (not sympy.Mod: its sign rule
+                       # for negative operands has changed between SymPy versions)
+                       "remainder": lambda x, y: x - y * sympy.floor(x / y),
+                       "floor_divide": lambda x, y: sympy.floor(x / y)}
 
     def __getattr__(self, name):
         return self._names[name]

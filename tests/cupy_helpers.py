@@ -35,7 +35,7 @@ UNARY = ["negative", "exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "c
          "logical_not"]
 BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "greater",
           "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
-          "logical_or"]
+          "logical_or", "remainder", "floor_divide"]
 ARRAY_ONLY = {"sum", "mean", "prod", "max", "min", "transpose", "reshape", "expand_dims",
               "squeeze", "broadcast_to", "where", "clip", "zeros_like", "ones_like", "copy",
               "dot", "outer", "concatenate", "stack"}

@@ -6,11 +6,12 @@ a printing mistake shows up here. The subset is what adcompiler.backends.cuda_ke
 ``const T name = expr;`` lines then ``out = expr;`` (a reduction's map and post-map
 expressions too); literals (``1.0``, ``0.01f``, ``2``, ``true``); parameters and locals;
 unary ``- !``; binary ``* / + - < <= > >= == != && ||``; ``c ? a : b``; casts ``(double) x``;
-calls to CUDA's math functions, ``fma``, ``isnan``, ``pow``. Types follow C++: every operation
-computes in the usual arithmetic conversion of its operands (``float * double`` is double,
-``float * float`` float, ``int`` promotes), math functions in their argument's floating type,
-and a value converts to the declared type where it is stored. Anything else raises
-``SyntaxError``, so an unexpected construct in a kernel fails the test instead of passing.
+calls to CUDA's math functions (``floor``, ``fmod``, ``copysign`` among them), ``fma``,
+``isnan``, ``pow``. Types follow C++: every operation computes in the usual arithmetic
+conversion of its operands (``float * double`` is double, ``float * float`` float, ``int``
+promotes), math functions in their argument's floating type, and a value converts to the
+declared type where it is stored. Anything else raises ``SyntaxError``, so an unexpected
+construct in a kernel fails the test instead of passing.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ _RANK = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
 _MATH = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
          "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "sinh": np.sinh,
          "cosh": np.cosh, "atan": np.arctan, "asin": np.arcsin, "acos": np.arccos,
-         "fabs": np.abs, "pow": np.power}
+         "fabs": np.abs, "floor": np.floor, "pow": np.power, "fmod": np.fmod,
+         "copysign": np.copysign}
+_TWO_ARGUMENTS = {"pow", "fmod", "copysign"}
 _BINARY = {"*": np.multiply, "/": np.divide, "+": np.add, "-": np.subtract}
 _COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
             "==": np.equal, "!=": np.not_equal}
@@ -196,7 +199,7 @@ class Program:
         data = [convert(a, dtype).data for a in args]
         if fn == "fma" and len(args) == 3:
             return Value(data[0] * data[1] + data[2], dtype)   # rounded twice, not once
-        if fn in _MATH and len(args) == (2 if fn == "pow" else 1):
+        if fn in _MATH and len(args) == (2 if fn in _TWO_ARGUMENTS else 1):
             return Value(_MATH[fn](*data), dtype)
         raise SyntaxError(f"kernel C: unknown function {fn}/{len(args)}")
 

@@ -98,8 +98,13 @@ def uses_setitem_augmented(x):
     return y
 
 
-def uses_floordiv(x):
-    return (x // 2.0).sum()
+def uses_shift(x):
+    return (x << 1).sum()
+
+
+def shifts_a_traced_int(x):
+    n = int(np.sum(x))
+    return np.sum(x) * (n << 1)
 
 
 def uses_chained_compare(x):
@@ -319,7 +324,8 @@ CASES = [
     (uses_assert, 1, "assert x.ndim == 1", "`assert` is not supported"),
     (uses_setitem, 1, "x.real[0]", "assign into a named array"),
     (uses_setitem_augmented, 2, "y", "is not an array that can be assigned into"),
-    (uses_floordiv, 1, "x // 2.0", "`//` on arrays is not supported"),
+    (uses_shift, 1, "x << 1", "`<<` on arrays is not supported"),
+    (shifts_a_traced_int, 2, "n << 1", "`<<` on traced values is not supported"),
     (uses_chained_compare, 1, "0.0 < x < 1.0", "chained comparisons"),
     (uses_floor, 1, "np.floor", "`np.floor` has no derivative rule"),
     (uses_sort, 1, "np.sort", "`np.sort` has no derivative rule"),

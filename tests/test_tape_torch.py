@@ -2,8 +2,10 @@
 
 The same expressions run on ``adcompiler.tape`` and on ``torch`` (float64 both): values, printed
 text (PyTorch's default dtype set to float64, ours), ``grad_fn`` names and first and second
-derivatives must agree. (Known difference, not exercised: ``2 / x`` records one DivBackward0
-where PyTorch records a reciprocal and a MulBackward0.)
+derivatives must agree. (Known differences, not exercised: ``2 / x`` records one DivBackward0
+where PyTorch records a reciprocal and a MulBackward0; ``x // y`` records no node (it carries no
+gradient, as ``sign``), where PyTorch records one whose backward raises "not implemented", and
+``2.0 % x`` records a RemainderBackward1 with the remainder's rule, where PyTorch has none.)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ EXPRESSIONS = {
     "pow": lambda m, x, y: 2 ** x + x ** y.abs() - (x * x + 1) / 3,
     "unary": lambda m, x, y: m.sqrt(x * x + 1) + m.atan(y) + m.log1p(x.abs()) - m.neg(y),
     "index": lambda m, x, y: x[[0, 2, 2]] * y[1],
+    "remainder": lambda m, x, y: (x % (y * 1.3)) * x + m.remainder(x, 0.7),
 }
 
 

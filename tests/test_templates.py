@@ -169,6 +169,28 @@ def _elementwise_cases():
         yield _case("clip", [x, lo, hi], id=f"clip-{_shape_id([lo_shape, hi_shape])}")
 
 
+def away_from_jumps(x, y, margin=0.01) -> bool:
+    """Whether every ``x / y`` (broadcast) is at least ``margin`` from an integer, where
+    ``x % y`` jumps: finite differences there measure the jump, not the derivative."""
+    q = np.asarray(x) / np.asarray(y)
+    return bool(np.all(np.abs(q - np.round(q)) > margin))
+
+
+def _remainder_cases():
+    """``x % y`` with both signs on either side, away from its jumps (an own generator, so that
+    the other cases keep their values)."""
+    rng = np.random.default_rng(31)
+    for shapes in SHAPE_PAIRS:
+        sx, sy = (() if s is None else s for s in shapes)
+        while True:
+            x = rng.uniform(-3, 3, sx)
+            y = rng.uniform(0.5, 2, sy) * rng.choice([-1.0, 1.0], sy)
+            if away_from_jumps(x, y):
+                break
+        args = [float(a) if s is None else np.asarray(a) for a, s in zip((x, y), shapes)]
+        yield _case("remainder", args, id=f"remainder-{_shape_id(shapes)}")
+
+
 def _reduction_cases():
     axes = [None, 0, 1, -1, (0, 2), (-1, 0)]
     for prim in ["sum", "mean", "prod", "max", "min"]:
@@ -292,7 +314,8 @@ def _conversion_cases():
                 id="astype-f64-f32")
 
 
-CASES = [*_elementwise_cases(), *_reduction_cases(), *_prod_with_zeros_cases(),
+CASES = [*_elementwise_cases(), *_remainder_cases(), *_reduction_cases(),
+         *_prod_with_zeros_cases(),
          *_linalg_cases(), *_shape_cases(),
          *_conversion_cases()]
 
@@ -331,8 +354,10 @@ def test_flags_agree_with_rules():
 def test_operators_on_python_floats_give_python_floats():
     """``evaluate`` computes what the emitted ``a + b`` computes: a float from two floats (the
     simplifier folds literal adjoints such as ``1.0 + 1.0`` with it)."""
-    for prim in ("add", "subtract", "multiply", "divide", "power"):
+    for prim in ("add", "subtract", "multiply", "divide", "power", "remainder",
+                 "floor_divide"):
         assert type(evaluate(prim, [1.5, 2.0], {})) is float
+    assert type(evaluate("remainder", [7, -3], {})) is int    # a loop counter stays an int
     assert type(evaluate("negative", [1.5], {})) is float
     assert type(evaluate("add", [np.float64(1.5), 2.0], {})) is np.float64
 
@@ -352,9 +377,17 @@ def test_ties_share_the_gradient_evenly():
 
 
 # ---- elementwise rules on SymPy symbols against sympy.diff ----------------------------------
+class _Floor(sympy.floor):
+    """``floor`` whose derivative is 0: true away from the integers, where it jumps (SymPy
+    leaves the derivative of ``floor`` unevaluated)."""
+
+    def fdiff(self, argindex=1):
+        return sympy.S.Zero
+
+
 _OPERATORS = {"add": lambda x, y: x + y, "subtract": lambda x, y: x - y,
               "multiply": lambda x, y: x * y, "divide": lambda x, y: x / y,
-              "power": lambda x, y: x ** y}
+              "power": lambda x, y: x ** y, "remainder": lambda x, y: x - y * _Floor(x / y)}
 ELEMENTWISE = sorted(p for p, spec in PRIMS.items()
                      if spec.family == "elementwise" and spec.differentiable)
 
@@ -372,6 +405,11 @@ def _point(prim, rng):
         domains = BINARY_DOMAINS[prim]
     elif prim == "where":
         return [float(rng.integers(0, 2)), *rng.uniform(-2, 2, 2)]
+    elif prim == "remainder":  # both signs, away from the jumps
+        while True:
+            x, y = rng.uniform(-3, 3), rng.uniform(0.5, 2) * rng.choice([-1.0, 1.0])
+            if away_from_jumps(x, y):
+                return [float(x), float(y)]
     else:  # maximum, minimum, clip: no two values closer than 0.05
         n = PRIMS[prim].arity
         while True:

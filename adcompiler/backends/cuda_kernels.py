@@ -167,12 +167,50 @@ def _sign(a):
     return K("select", a.dtype, (pos, _lit(1, a), K("select", a.dtype, (neg, _lit(-1, a), a))))
 
 
+def _fmod(a, b):
+    """The start of NumPy's ``npy_divmod`` (numpy/_core/src/npymath/npy_math_internal.h.src,
+    which ``np.remainder`` and ``np.floor_divide`` run for floats): ``(mod, moves)``, C's
+    ``fmod(a, b)`` and whether its sign is not ``b``'s, where Python's rule moves a nonzero
+    ``mod`` (``mod += b``, ``div -= 1``). A NaN ``mod`` is nonzero and not negative, as in C."""
+    mod, zero = _call("fmod")(a, b), _lit(0, a)
+    return mod, K("binop", "bool", (K("binop", "bool", (b, zero), "<"),
+                                    K("binop", "bool", (mod, zero), "<")), "!=")
+
+
+def _remainder(a, b):
+    """``npy_remainder``: ``mod`` moved to ``b``'s sign, a zero signed as ``b``. For ``b == 0``
+    NumPy returns ``fmod``'s NaN, which this passes through unchanged."""
+    mod, moves = _fmod(a, b)
+    zero = _lit(0, a)
+    return K("select", a.dtype, (K("binop", "bool", (mod, zero), "=="),
+                                 K("call", a.dtype, (zero, b), "copysign"),
+                                 K("select", a.dtype, (moves, _bin("+")(mod, b), mod))))
+
+
+def _floor_divide(a, b):
+    """``npy_floor_divide``: ``a / b`` for ``b == 0``, else ``npy_divmod``'s quotient
+    ``(a - mod) / b`` (minus one where a nonzero ``mod`` moves), snapped to the nearest integer
+    from ``floor``, a zero signed as ``a / b``. Plain ``-`` (no ``fma``): NumPy's roundings."""
+    mod, moves = _fmod(a, b)
+    zero, one, quotient = _lit(0, a), _lit(1, a), _bin("/")(a, b)
+    div = _bin("/")(_bin("-")(a, mod), b)
+    moved = K("binop", "bool", (K("binop", "bool", (mod, zero), "!="), moves), "&&")
+    div = K("select", a.dtype, (moved, _bin("-")(div, one), div))
+    floor = _call("floor")(div)
+    up = K("binop", "bool", (_bin("-")(div, floor), _lit(0.5, a)), ">")
+    snapped = K("select", a.dtype, (up, _bin("+")(floor, one), floor))
+    signed = K("select", a.dtype, (K("binop", "bool", (div, zero), "!="), snapped,
+                                   K("call", a.dtype, (zero, quotient), "copysign")))
+    return K("select", a.dtype, (K("binop", "bool", (b, zero), "=="), quotient, signed))
+
+
 _FLOAT_RULES = {
     "add": _add, "subtract": _subtract, "multiply": _bin("*"), "divide": _bin("/"),
     "negative": lambda a: K("unop", a.dtype, (a,), "-"), "power": _power,
     "square": lambda a: _bin("*")(a, a), "reciprocal": lambda a: _bin("/")(_lit(1, a), a),
     "sign": _sign, "maximum": _extremum(">"), "minimum": _extremum("<"),
     "clip": lambda x, lo, hi: _extremum("<")(_extremum(">")(x, lo), hi),
+    "remainder": _remainder, "floor_divide": _floor_divide,
     **{prim: _call(fn) for prim, fn in _MATH.items()},
 }
 
@@ -253,7 +291,8 @@ _NP_CALLS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1,
              "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
              "sinh": np.sinh, "cosh": np.cosh, "atan": np.arctan, "asin": np.arcsin,
              "acos": np.arccos, "fabs": np.abs, "isnan": np.isnan, "pow": np.power,
-             "fma": lambda a, b, c: a * b + c}
+             "fma": lambda a, b, c: a * b + c, "fmod": np.fmod, "floor": np.floor,
+             "copysign": np.copysign}
 _NP_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
            "==": operator.eq, "!=": operator.ne, "&&": np.logical_and, "||": np.logical_or}

@@ -14,7 +14,7 @@ from ..ir import Literal
 from ..ir.primitives import PRIMS, writes_once
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow,
-           "@": ast.MatMult}
+           "@": ast.MatMult, "%": ast.Mod, "//": ast.FloorDiv}  # astor parenthesises by precedence
 _CMPOPS = {">": ast.Gt, ">=": ast.GtE, "<": ast.Lt, "<=": ast.LtE, "==": ast.Eq, "!=": ast.NotEq}
 
 

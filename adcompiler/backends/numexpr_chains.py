@@ -42,6 +42,8 @@ from ..ir import Literal
 from .expressions import node_expr
 
 MIN_ELEMENTS = 1 << 18
+# Not remainder or floor_divide: numexpr's float `%` is ``a - floor(a / b) * b``, which rounds
+# differently from NumPy's (fmod-based, Python's sign rules), so those stay ufuncs.
 OPS = {"add", "subtract", "multiply", "divide", "power", "negative"}
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*$|_[A-Za-z0-9][A-Za-z0-9_]*$")
 _allowed: ContextVar[bool] = ContextVar("adcompiler_numexpr", default=True)

@@ -39,7 +39,7 @@ UFUNCS = {"add", "subtract", "multiply", "divide", "power", "negative", "exp", "
           "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan", "arcsin", "arccos",
           "sinh", "cosh", "abs", "sign", "maximum", "minimum", "reciprocal", "greater",
           "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
-          "logical_or", "logical_not", "clip"}
+          "logical_or", "logical_not", "clip", "remainder", "floor_divide"}
 
 
 def large(aval) -> bool:

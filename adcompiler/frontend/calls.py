@@ -22,7 +22,8 @@ ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "ex
                "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan",
                "arcsin", "arccos", "sinh", "cosh", "abs", "sign", "maximum", "minimum", "where",
                "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-               "logical_and", "logical_or", "logical_not", "reciprocal"]
+               "logical_and", "logical_or", "logical_not", "reciprocal", "remainder",
+               "floor_divide"]
 
 
 class CallError(Exception):
@@ -398,7 +399,8 @@ def _len(b, args, kwargs):
 
 
 FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
-FUNCTIONS.update({np.absolute: _ufunc("abs"), builtins.abs: _builtin_abs, builtins.int: _int,
+FUNCTIONS.update({np.absolute: _ufunc("abs"), np.mod: _ufunc("remainder"),  # (= np.remainder)
+                  builtins.abs: _builtin_abs, builtins.int: _int,
                   np.clip: _clip,
                   np.where: _where})
 FUNCTIONS.update({getattr(np, n): _reduce(n) for n in _REDUCE_PARAMS})

@@ -24,7 +24,8 @@ from .windows import MovingSlice
 BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("subtract", operator.sub),
           ast.Mult: ("multiply", operator.mul), ast.Div: ("divide", operator.truediv),
           ast.Pow: ("power", operator.pow), ast.MatMult: ("matmul", operator.matmul),
-          ast.FloorDiv: (None, operator.floordiv), ast.Mod: (None, operator.mod),
+          ast.FloorDiv: ("floor_divide", operator.floordiv),
+          ast.Mod: ("remainder", operator.mod),
           ast.LShift: (None, operator.lshift), ast.RShift: (None, operator.rshift),
           ast.BitAnd: (None, operator.and_), ast.BitOr: (None, operator.or_),
           ast.BitXor: (None, operator.xor)}
@@ -70,10 +71,7 @@ class ExpressionLowering:
         if not isinstance(left, Value) and not isinstance(right, Value):
             return self.static_op(node, pyop, left, right)
         if prim is None:
-            raise self.src.error(node, f"`{_OP_TEXT[type(node.op)]}` on arrays is not "
-                                 "supported: it has no useful derivative",
-                                 "write it with supported operations (+ - * / ** @) and "
-                                 "np.where")
+            raise self.unsupported_operator(node, left, right)
         return self.b.emit(prim, (self.operand(left, node.left), self.operand(right, node.right)))
 
     def expr_UnaryOp(self, node):
@@ -199,6 +197,18 @@ class ExpressionLowering:
                               "compiled function", "call NumPy functions, math functions, or "
                               "your own module-level functions (they are inlined)")
 
+    def unsupported_operator(self, node, left, right):
+        """The located error for a bitwise or shift operator on a traced value."""
+        text = _OP_TEXT[type(node.op)]
+        traced = [x for x in (left, right) if isinstance(x, Value)]
+        what = ("arrays" if all(x.aval.kind == "array" and x.aval.ndim != 0 for x in traced)
+                else "traced values")
+        return self.src.error(node, f"`{text}` on {what} is not supported: bitwise and shift "
+                              "operators have no derivative",
+                              "write it with + - * / // % ** @ and np.where (np.logical_and "
+                              "and np.logical_or for conditions), or compute it from Python "
+                              "constants, which run while compiling")
+
     def operand_summary(self, node) -> str:
         """The shapes of the traced names ``node`` reads, as a hint: ``x: f64[3], w: f64[4,2]``."""
         seen = []
@@ -211,8 +221,8 @@ class ExpressionLowering:
                 + (f" ({', '.join(shapes)})" if shapes else ""))
 
 
-_OP_TEXT = {ast.FloorDiv: "//", ast.Mod: "%", ast.LShift: "<<", ast.RShift: ">>",
-            ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+_OP_TEXT = {ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",
+            ast.BitXor: "^"}
 _CMP_TEXT = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
 _STATIC_COMPARE = {**{k: v[1] for k, v in COMPARE.items()}, ast.Is: operator.is_,
                    ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,

@@ -225,4 +225,4 @@ class ListLowering:
 
 
 _OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
-        ast.Pow: "power"}
+        ast.Pow: "power", ast.Mod: "remainder", ast.FloorDiv: "floor_divide"}

@@ -18,7 +18,7 @@ import numpy as np
 from ..ir import Value
 
 _OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
-        ast.Pow: "power"}
+        ast.Pow: "power", ast.Mod: "remainder", ast.FloorDiv: "floor_divide"}
 
 
 class SetitemLowering:

@@ -40,6 +40,10 @@ for _n, _op in [("add", "+"), ("subtract", "-"), ("multiply", "*"), ("divide", "
                 ("power", "**"), ("matmul", "@")]:
     _def(_n, getattr(np, _n), "linalg" if _n == "matmul" else "elementwise", _op, 2)
 _def("negative", np.negative, "elementwise", "-")
+# Python's `%` and `//` (NumPy's remainder has the divisor's sign, as Python's `%`); the
+# quotient is piecewise constant: no gradient.
+_def("remainder", np.remainder, "elementwise", "%", 2)
+_def("floor_divide", np.floor_divide, "elementwise", "//", 2, differentiable=False)
 for _n, _op in [("greater", ">"), ("greater_equal", ">="), ("less", "<"), ("less_equal", "<="),
                 ("equal", "=="), ("not_equal", "!=")]:
     _def(_n, getattr(np, _n), "elementwise", _op, 2, differentiable=False)
@@ -239,6 +243,7 @@ _def("empty_list", lambda **aval: [], "internal", "[]", 0, differentiable=False)
 # Operators on Python scalars are Python's (``1.0 + 1.0`` is a float, as the emitted code gives).
 PY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
                 "divide": operator.truediv, "power": operator.pow, "negative": operator.neg,
+                "remainder": operator.mod, "floor_divide": operator.floordiv,
                 "greater": operator.gt, "greater_equal": operator.ge, "less": operator.lt,
                 "less_equal": operator.le, "equal": operator.eq, "not_equal": operator.ne}
 
@@ -259,7 +264,7 @@ def evaluate(prim: str, args, params):
     if prim in PY_OPERATORS and all(type(a) in (bool, int, float) for a in args):
         try:
             return PY_OPERATORS[prim](*args)
-        except ArithmeticError:  # 1.0 / 0.0 raises where it runs; compile-time folding gets inf
-            pass
+        except ArithmeticError:  # x / 0, x % 0, x // 0 raise where they run; folding while
+            pass                 # compiling gets NumPy's inf or nan (with a RuntimeWarning)
     kw = {k: v for k, v in params.items() if k != "py"}
     return PRIMS[prim].fn(*args, **kw)

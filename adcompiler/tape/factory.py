@@ -71,7 +71,8 @@ FUNCTIONS = {name: _function(name) for name in
                        "clamp", "clip", "reshape", "transpose", "squeeze", "unsqueeze", "clone",
                        "permute"]}
 FUNCTIONS.update({p: _binary(p) for p in ["add", "subtract", "multiply", "divide", "matmul",
-                                          "maximum", "minimum", "dot", "outer"]})
+                                          "maximum", "minimum", "dot", "outer", "remainder",
+                                          "floor_divide"]})
 FUNCTIONS.update(sub=FUNCTIONS["subtract"], mul=FUNCTIONS["multiply"], div=FUNCTIONS["divide"],
                  pow=_binary("power"), mm=FUNCTIONS["matmul"],
                  where=lambda condition, x, y: apply("where", (condition, x, y)),

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from adcompiler.ir.primitives import build_index, store
+from adcompiler.ir.primitives import PRIMS, build_index, store
 from adcompiler.templates import cotangent
 
 from . import mode
@@ -144,7 +144,12 @@ def update(t, prim, other):
         # NumPy's 0-d results are scalars, and a scalar is immutable: ``s += v`` rebinds ``s``
         # (the compiler makes the same choice for every shape-() value)
         return result
-    return adopt(t, result)
+    adopt(t, result)
+    if not PRIMS[prim].differentiable:   # ``t //= y``: piecewise constant from here on, so no
+        t._tangents = None                # gradient or tangent flows back through it
+        if mode.is_grad_enabled():
+            t.detach_()
+    return t
 
 
 def adopt(t, result):

@@ -56,6 +56,8 @@ def _getitem(args, params):
 
 _VARIANTS = {
     "subtract": lambda args, p: "SubBackward0" if _is_tensor(args[0]) else "RsubBackward1",
+    "remainder": lambda args, p: ("RemainderBackward1" if _is_tensor(args[1])  # x % y
+                                  else "RemainderBackward0"),  # x % 2.0 (2.0 % x: no rule)
     "power": _power, "matmul": _product, "dot": _product, "getitem": _getitem,
     "sum": lambda args, p: "SumBackward0" if p.get("axis") is None else "SumBackward1",
     "mean": lambda args, p: "MeanBackward0" if p.get("axis") is None else "MeanBackward1",

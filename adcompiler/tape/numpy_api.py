@@ -22,7 +22,7 @@ _UFUNCS = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply",
 for _name in ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
               "sinh", "cosh", "arctan", "arcsin", "arccos", "reciprocal", "sign", "maximum",
               "minimum", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-              "logical_and", "logical_or", "logical_not"]:
+              "logical_and", "logical_or", "logical_not", "remainder", "floor_divide"]:
     _UFUNCS[getattr(np, _name)] = _name
 
 

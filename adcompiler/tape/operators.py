@@ -52,6 +52,8 @@ class Operators:
     __sub__, __rsub__ = _binary("subtract")
     __mul__, __rmul__ = _binary("multiply")
     __truediv__, __rtruediv__ = _binary("divide")
+    __mod__, __rmod__ = _binary("remainder")
+    __floordiv__, __rfloordiv__ = _binary("floor_divide")
     __matmul__, __rmatmul__ = _binary("matmul")
     __rpow__ = _binary("power")[1]
 
@@ -91,3 +93,5 @@ class Operators:
     __imul__ = _update("multiply")
     __itruediv__ = _update("divide")
     __ipow__ = _update("power")
+    __imod__ = _update("remainder")
+    __ifloordiv__ = _update("floor_divide")
