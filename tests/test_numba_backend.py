@@ -207,6 +207,23 @@ def test_a_scalar_output_is_reduced_in_numpys_order():
         _close(got, want)
 
 
+def test_buffers_named_like_the_loop_locals_keep_their_names():
+    """The reduced values are named by the user's variables (t, i), which are also the names
+    the loop would give its shared tanh and its unsigned index."""
+    def f(x):
+        t = np.tanh(x) * x
+        i = x * x
+        return np.sum(t) + np.mean(i)
+
+    x = np.linspace(-1, 1, 5000)
+    g = ad.value_and_grad(f, backend="numba")
+    (v, d), (v0, d0) = g(x), ad.value_and_grad(f)(x)
+    assert v == pytest.approx(v0, rel=1e-14)
+    _close(d, d0)
+    assert "numba.prange" in g.source and "np.sum(t) + np.mean(i)" in g.source
+    assert "t[i_1] = t_1 * x_j" in g.source
+
+
 def test_jvp_of_a_loss_is_two_reductions_in_one_loop():
     x = np.random.default_rng(6).uniform(-2, 2, 300)
     t = np.random.default_rng(7).normal(size=300)

@@ -81,10 +81,11 @@ def emit_numba(plan, graph, fname: str, arg_names: list, cache=False) -> str:
     taken = reserved | set(arg_names)
     read = {loop: loop.pieces[0].term[1] for loop in plan.reductions if _whole_param(loop)}
     arrays = _array_names(plan, read, taken)   # Loop -> the array it fills (output or buffer)
+    reserved |= set(arrays.values())           # no loop local may shadow an array
+    own = own_math_names()
     bodies, used, parallel = [], set(), False
     for (lo, hi), writes in _groups(arrays).items():
-        text, group_used, par = _loop_source(lo, hi, writes, own_math_names(), inside,
-                                             set(reserved))
+        text, group_used, par = _loop_source(lo, hi, writes, own, inside, set(reserved))
         bodies.append(text)
         used |= group_used
         parallel |= par
