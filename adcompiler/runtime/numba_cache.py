@@ -28,10 +28,7 @@ import types
 import numpy as np
 
 from . import cache
-
-
-def enabled() -> bool:
-    return cache.enabled()
+from .cache import enabled  # noqa: F401 (the same switch as the NumPy code's cache)
 
 
 def load(source: str, fname: str, constants: dict):
