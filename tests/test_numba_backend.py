@@ -106,6 +106,53 @@ def test_parallel_loops_index_unsigned_so_they_load_whole_vectors():
     assert re.search(r"load <(4|8) x double>", llvm) and "gather" not in llvm
 
 
+def _host_has_avx512():
+    from llvmlite import binding
+    return bool(binding.get_host_cpu_features().get("avx512f"))
+
+
+@pytest.mark.parametrize("n", [1 << 16, 1000])   # a parallel loop, a serial one
+def test_512_bit_vectors_as_set_give_the_same_bits(monkeypatch, n):
+    x = np.random.default_rng(4).uniform(-2, 2, n)
+    results, kernels = {}, {}
+    for bits in ("256", "512"):
+        monkeypatch.setenv("ADCOMPILER_NUMBA_VECTOR_BITS", bits)
+        for fn in (elementwise, rosenbrock):
+            g = ad.grad(fn, backend="numba")
+            results[bits, fn] = g(x)
+            assert ("wide_vectors()" in g.source) == (bits == "512")
+            function = g.specialize(x).function
+            kernels[bits, fn] = function.__globals__[f"_grad_{fn.__name__}_loops"]
+    for fn in (elementwise, rosenbrock):
+        _close(results["512", fn], ad.grad(fn)(x))
+        assert np.array_equal(results["256", fn], results["512", fn])
+        if _host_has_avx512():   # elsewhere LLVM has no 8-wide double registers to use
+            for bits in ("256", "512"):
+                kernel = kernels[bits, fn]
+                llvm = kernel.inspect_llvm(kernel.signatures[0])
+                assert ("<8 x double>" in llvm) == (bits == "512"), (bits, fn.__name__)
+
+
+@pytest.mark.parametrize("cpu, avx512, wide", [
+    ("sapphirerapids", True, True), ("rocketlake", True, True), ("znver4", True, True),
+    ("skylake-avx512", True, False),   # its 512-bit instructions lower the clock
+    ("sapphirerapids", False, False),  # a virtual machine that hides AVX-512
+    ("haswell", False, False),
+])
+def test_512_bit_vectors_by_default_where_they_cost_no_clock(monkeypatch, cpu, avx512, wide):
+    from llvmlite import binding
+
+    from adcompiler.runtime import numba_math
+    monkeypatch.delenv("ADCOMPILER_NUMBA_VECTOR_BITS", raising=False)
+    monkeypatch.setattr(binding, "get_host_cpu_name", lambda: cpu)
+    monkeypatch.setattr(binding, "get_host_cpu_features", lambda: {"avx512f": avx512})
+    assert numba_math.wide_vectors_pay() is wide
+    monkeypatch.setenv("ADCOMPILER_NUMBA_VECTOR_BITS", "256")
+    assert numba_math.wide_vectors_pay() is False
+    monkeypatch.setenv("ADCOMPILER_NUMBA_VECTOR_BITS", "512")
+    assert numba_math.wide_vectors_pay() is True
+
+
 def test_scalar_parameters_and_two_outputs_of_different_lengths():
     def f(x, y, a):
         return np.sum(a * np.sin(x[2:]) * y[:-1] + x[:-2] / a) + np.sum(y * y)
