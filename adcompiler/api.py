@@ -215,8 +215,9 @@ grad.__doc__ = """The gradient of ``f``'s scalar result with respect to ``wrt``.
 gives a tuple in that order (default: the first parameter). Use as ``grad(f)``, ``@grad`` or
 ``@grad(wrt=("w1", "w2"))``. A gradient has its input's shape and dtype (a float for a float).
 ``backend="cupy"`` compiles CuPy code for CuPy arrays (every transform takes ``backend=``);
-``backend="numba"`` (opt-in, needs numba) compiles a gradient that is elementwise on 1-D arrays,
-slices such as ``x[1:]`` included, into one numba loop per output, and NumPy code otherwise.
+``backend="numba"`` (opt-in, needs numba) compiles a gradient that is elementwise on float64
+arrays of one shape (1-D slices such as ``x[1:]`` included) into numba loops, and NumPy code
+otherwise.
 """
 value_and_grad = _transform("value_and_grad")
 value_and_grad.__doc__ = "Like :func:`grad`, returning ``(value, gradient)``."

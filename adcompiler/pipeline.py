@@ -80,7 +80,7 @@ def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
         if plan:                                                              # numba loops
             return _numba_loops(plan, graph, fname, arg_names, names)
         doc = (f"NumPy code: backend='numba' writes loops only for elementwise gradients of "
-               f"1-D arrays, and here {plan.reason}.")
+               f"float64 arrays, and here {plan.reason}.")
     emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], doc=doc,
                           plain=plain)                                        # source
     constants = {**names, **emitted.constants}

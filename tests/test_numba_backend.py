@@ -205,7 +205,7 @@ def test_what_has_no_loop_form_is_numpy_code_saying_why():
     g, ref = _both(f)
     _close(g(w, X), ref(w, X))
     assert "numba" not in g.source.split('"""')[2]           # the body is NumPy code
-    assert "backend='numba' writes loops only" in g.source and "X is f64[6,4]" in g.source
+    assert "backend='numba' writes loops only" in g.source and "computes matmul" in g.source
 
     def h(x):   # the forward mean is gone from the gradient, which is 2 x / n: a loop
         return np.mean(x * x)
@@ -252,6 +252,79 @@ def test_a_scalar_output_is_reduced_in_numpys_order():
     assert value == ref_value
     for got, want in zip(grads, ref_grads):
         _close(got, want)
+
+
+def _nd(x, y, c):
+    return np.sum(np.tanh(x) * y + c * x * x - np.exp(-y))
+
+
+@pytest.mark.parametrize("shape", [(37, 29), (5, 6, 7), (1 << 9, 1 << 8)])   # the last: threads
+def test_arrays_of_more_dimensions_loop_over_their_elements_in_c_order(shape):
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(-2, 2, shape), rng.uniform(-2, 2, shape)
+    g = ad.grad(_nd, wrt=(0, 1), backend="numba")
+    dx, dy = g(x, y, 0.5)
+    for got, want in zip((dx, dy), ad.grad(_nd, wrt=(0, 1))(x, y, 0.5)):
+        assert got.shape == shape and got.flags.c_contiguous
+        _close(got, want)
+    src = g.source
+    assert "@numba.njit" in src and f"dx = np.empty({shape!r}, dtype=np.float64)" in src
+    assert "(x.reshape(-1), y.reshape(-1), c, dx.reshape(-1), dy.reshape(-1))" in src
+    assert ("numba.prange" in src) == (math.prod(shape) >= loop_plan_threads())
+    # views that are not C-contiguous: reshape copies them in C order, so j still matches
+    xt, ys = rng.uniform(-2, 2, shape[::-1]).T, rng.uniform(-2, 2, shape[:-1] + (2 * shape[-1],))
+    ys = ys[..., ::2]
+    for got, want in zip(g(xt, ys, 0.5), ad.grad(_nd, wrt=(0, 1))(xt, ys, 0.5)):
+        _close(got, want)
+
+
+def loop_plan_threads():
+    from adcompiler.backends import numba_emit
+    return numba_emit.PARALLEL_MIN_CALLS
+
+
+@pytest.mark.parametrize("shape", [(65, 63), (4095,)])
+def test_a_value_is_summed_as_numpy_sums_it_and_a_gradient_equal_to_a_parameter_is_a_copy(shape):
+    """dy = x while np.mean(x) reads x itself: dy must still be an array of its own (it was
+    once left without one)."""
+    def f(x, y):
+        return np.sum(x * y) - np.mean(x)
+
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 9, shape).astype(np.float64)
+    x.flat[0], x.flat[-1] = 1e16, -1e16
+    y = rng.integers(1, 3, shape).astype(np.float64)           # x * y: exact
+    value, (dx, dy) = ad.value_and_grad(f, wrt=(0, 1), backend="numba")(x, y)
+    ref_value, ref_grads = ad.value_and_grad(f, wrt=(0, 1))(x, y)
+    assert value == ref_value == np.sum(x * y) - np.mean(x)
+    _close(dx, ref_grads[0])
+    _close(dy, ref_grads[1])
+    assert np.array_equal(dy, x) and not np.shares_memory(dy, x)
+
+
+def _bias(x, b):
+    return np.sum(np.tanh(x + b))
+
+
+def _rows(x, b):
+    return np.sum(np.tanh(x[1:]) * x[:-1])
+
+
+def _columns(x, b):
+    return np.sum(np.sum(x * x, axis=0) * b)
+
+
+@pytest.mark.parametrize("body, reason", [
+    (_bias, "broadcasts f64[4] against f64[3,4]"),    # a bias row needs 2-D indices
+    (_rows, "not 1-D"),
+    (_columns, "broadcasts f64[1,4] to f64[3,4]"),
+])
+def test_what_a_flat_loop_cannot_do_on_2d_arrays_falls_back(body, reason):
+    rng = np.random.default_rng(8)
+    x, b = rng.normal(size=(3, 4)), rng.normal(size=4)
+    g = ad.grad(body, backend="numba")
+    _close(g(x, b), ad.grad(body)(x, b))
+    assert "@numba.njit" not in g.source and reason in g.source, g.source
 
 
 def test_buffers_named_like_the_loop_locals_keep_their_names():

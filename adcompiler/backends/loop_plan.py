@@ -1,6 +1,6 @@
 """Plan a gradient as gather loops over its outputs' elements (the numba backend's input).
 
-Where a whole optimised graph is elementwise arithmetic on 1-D float64 arrays, step-1 slices of
+Where a whole optimised graph is elementwise arithmetic on float64 arrays, step-1 slices of
 them (``x[1:]``, ``x[:-1]``) and the adjoints of such slices (``scatter_add``, ``index_add``),
 each output element ``out[j]`` is a scalar expression in input elements ``x[j + k]`` and scalar
 inputs. :func:`plan` finds that expression for every ``j``: the range ``[0, n)`` of each output
@@ -24,6 +24,10 @@ elementwise value, whose elements loop ``i`` of ``Plan.reductions`` writes to a 
 generated code then reduces that buffer with NumPy itself, so the value is summed in NumPy's
 (pairwise) order: the same value as NumPy's for the same elements.
 
+Arrays of more dimensions take the same loops over their elements in C order, where every array
+the gradient reads or writes has the same shape (no broadcasting beyond a scalar) and nothing
+slices them: the generated code passes each to the kernel as a flat view (``x.reshape(-1)``).
+
 Anything else (reductions inside a loop's expression, matmul, control flow, other dtypes,
 broadcasting beyond a scalar, index arrays, slices with a step) makes :func:`plan` return
 ``Unplanned`` with the reason; the backend then emits NumPy code.
@@ -31,6 +35,7 @@ broadcasting beyond a scalar, index arrays, slices with a step) makes :func:`pla
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..ir import Literal, Value
@@ -125,21 +130,30 @@ def _producers(graph) -> dict:
     return producers
 
 
+def size(aval) -> int:
+    """The number of elements of an array aval (a loop runs over them in C order)."""
+    return math.prod(aval.shape)
+
+
+def _float64_array(a) -> bool:
+    return a.kind == "array" and a.dtype == "float64" and a.shape is not None and len(a.shape) >= 1
+
+
 def _check_params(graph):
     for p in graph.params:
         a = p.aval
         if a.kind in ("float", "int"):
             continue
-        if a.kind != "array" or a.dtype != "float64" or a.shape is None or len(a.shape) != 1:
-            raise _Unsupported(f"parameter {p.name} is {a}, not a 1-D float64 array or a "
-                               "Python number")
+        if not _float64_array(a):
+            raise _Unsupported(f"parameter {p.name} is {a}, not a float64 array or a Python "
+                               "number")
 
 
 def _loop(graph, producers, out) -> Loop:
     a = out.aval
-    if a.kind != "array" or a.dtype != "float64" or a.shape is None or len(a.shape) != 1:
-        raise _Unsupported(f"output {out.name} is {a}, not a 1-D float64 array")
-    todo, pieces, count = [(0, a.shape[0])], [], 0
+    if not _float64_array(a):
+        raise _Unsupported(f"output {out.name} is {a}, not a float64 array")
+    todo, pieces, count = [(0, size(a))], [], 0
     while todo:
         lo, hi = todo.pop()
         if lo >= hi:
@@ -200,7 +214,7 @@ class _Evaluator:
         return self._compute(node, None)
 
     def _element(self, v, k):
-        n = v.aval.shape[0]
+        n = size(v.aval)
         if not (0 <= self.lo + k and self.hi - 1 + k < n):
             raise _Unsupported(f"an element of {v.name or 'a value'} outside its range is read")
         if v in self.params:
@@ -303,7 +317,7 @@ class _Evaluator:
 
 
 class _Reductions(_Evaluator):
-    """Terms of scalar outputs, where a sum or mean of a 1-D value becomes a loop of its own."""
+    """Terms of scalar outputs, where a sum or mean of a whole array becomes a loop of its own."""
 
     def __init__(self, graph, producers):
         super().__init__(graph, producers, 0, 0)
@@ -315,9 +329,11 @@ class _Reductions(_Evaluator):
         if node is None or node.prim not in ("sum", "mean"):
             return super()._scalar(v)
         (x,) = node.inputs
-        if set(node.params) - {"axis"} or not isinstance(x, Value) or x.aval.ndim != 1:
+        whole = isinstance(x, Value) and x.aval.ndim >= 1 and (
+            x.aval.ndim == 1 or node.params.get("axis") is None)   # every axis of x
+        if set(node.params) - {"axis"} or not whole:
             raise _Unsupported(f"it computes {node.prim} of {getattr(x, 'aval', x)} with "
-                               f"{node.params}, not of a whole 1-D array")
+                               f"{node.params}, not of a whole array")
         if x not in self.index:
             self.index[x] = len(self.loops)
             self.loops.append(_loop(self.graph, self.producers, x))

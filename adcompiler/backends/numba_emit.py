@@ -50,12 +50,13 @@ import keyword
 import math
 import re
 
-from .loop_plan import Loop
+from .loop_plan import Loop, size
 
 PARALLEL_MIN = 1 << 15        # elements, for a loop of arithmetic only
 PARALLEL_MIN_CALLS = 1 << 12  # for a loop that calls exp, tanh, log...
 WIDE_MIN = 64                 # elements: shorter loops are not worth a note in the source
 _WIDE_NOTE = "LLVM may use 512-bit vectors in this loop"
+_FLAT_NOTE = "arrays of more dimensions go in as flat views: element j in C order"
 _UNSIGNED_NOTE = "unsigned: no negative-index test, so the loop vectorises"
 _INFIX = {"add": ("+", 1), "subtract": ("-", 1), "multiply": ("*", 2), "divide": ("/", 2)}
 _OWN = {"exp": "vexp", "tanh": "vtanh", "expm1": "vexpm1"}  # from adcompiler.runtime.numba_math
@@ -86,7 +87,9 @@ def emit_numba(plan, graph, fname: str, arg_names: list, cache=False) -> str:
         inside[name] = _unique(name, reserved) if name in reserved else name
         reserved.add(inside[name])
     taken = reserved | set(arg_names)
-    read = {loop: loop.pieces[0].term[1] for loop in plan.reductions if _whole_param(loop)}
+    returned = {o for o in plan.outputs if isinstance(o, Loop)}   # arrays of their own, always
+    read = {loop: loop.pieces[0].term[1] for loop in plan.reductions
+            if _whole_param(loop) and loop not in returned}
     arrays = _array_names(plan, read, taken)   # Loop -> the array it fills (output or buffer)
     reserved |= set(arrays.values())           # no loop local may shadow an array
     own, wide = own_math_names(), _wide_vectors()
@@ -105,17 +108,22 @@ def emit_numba(plan, graph, fname: str, arg_names: list, cache=False) -> str:
     imports = ["import numba"]
     if used:
         imports.append(f"from adcompiler.runtime.numba_math import {', '.join(sorted(used))}")
-    wrapper = _wrapper(plan, arrays, read, (fname, arg_names, params, kernel), taken)
+    wrapper = _wrapper(plan, graph, arrays, read, (fname, arg_names, params, kernel), taken)
     return "\n\n\n".join(["\n".join(imports), kernel_src, wrapper]) + "\n"
 
 
-def _wrapper(plan, arrays, read, names, taken) -> str:
+def _wrapper(plan, graph, arrays, read, names, taken) -> str:
     """Allocate the arrays, run the kernel, reduce the buffers of scalar outputs, return."""
     fname, arg_names, params, kernel = names
     lines = [f"def {fname}({', '.join(arg_names)}):"]
-    lines += [f"    {name} = np.empty(({loop.out.aval.shape[0]},), dtype=np.float64)"
+    lines += [f"    {name} = np.empty({tuple(loop.out.aval.shape)!r}, dtype=np.float64)"
               for loop, name in arrays.items()]
-    lines.append(f"    {kernel}({', '.join(params + list(arrays.values()))})")
+    flat = {v.name: v.aval.kind == "array" and len(v.aval.shape) > 1 for v in graph.params}
+    flat.update({arrays[loop]: len(loop.out.aval.shape) > 1 for loop in arrays})
+    kernel_args = [f"{a}.reshape(-1)" if flat[a] else a for a in params + list(arrays.values())]
+    if any(flat.values()):
+        lines.append(f"    # {_FLAT_NOTE}")
+    lines.append(f"    {kernel}({', '.join(kernel_args)})")
     buffers = [read.get(loop) or arrays[loop] for loop in plan.reductions]
     writer = _Writer(frozenset(), {p: p for p in params}, taken, buffers=buffers)
     results = []
@@ -132,7 +140,7 @@ def _wrapper(plan, arrays, read, names, taken) -> str:
 
 def _whole_param(loop) -> bool:
     """Whether ``loop`` would copy a parameter: a scalar output reduces the parameter itself."""
-    (piece, *more), n = loop.pieces, loop.out.aval.shape[0]
+    (piece, *more), n = loop.pieces, size(loop.out.aval)
     return not more and piece.term[0] == "read" and piece.term[2] == 0 and \
         (piece.lo, piece.hi) == (0, n)
 
