@@ -42,12 +42,13 @@ def _both(f, *args, **kw):
     return ad.grad(f, backend="numba", **kw), ad.grad(f, **kw)
 
 
-def _close(got, want, rtol=1e-12):
+def _close(got, want, rtol=1e-12, scale=1e-300):
     """Normwise: the largest error against the largest value (elements near a zero of the
-    gradient lose digits to cancellation in any evaluation order)."""
+    gradient lose digits to cancellation in any evaluation order), or against ``scale`` where
+    that is larger: a gradient that cancels to zero is rounding noise in any order."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype
-    err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), 1e-300)
+    err = np.max(np.abs(got - want)) / max(np.max(np.abs(want)), scale)
     assert err <= rtol, err
 
 
@@ -482,7 +483,9 @@ def test_random_gradients_match_numpy(expr, tmp_path):
     got = g(x, y)
     assert "@numba.njit" in g.source, expr
     for have, want in zip(got, ad.grad(f, wrt=(0, 1))(x, y)):
-        _close(have, want, rtol=1e-11)
+        # inputs in [0.5, 1.5] give terms of order 1: c * (c/b + c/b) * b has a gradient in x
+        # that is 0 exactly, and both backends return rounding noise of 1e-16 for it
+        _close(have, want, rtol=1e-11, scale=1.0)
     assert math.isfinite(float(np.sum(got[0])))
 
 
