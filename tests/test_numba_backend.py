@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import adcompiler as ad
-from adcompiler.backends import loop_plan
+from adcompiler.backends import loop_plan, numba_emit
 from adcompiler.runtime import compile as runtime_compile
 from tests.helpers import import_source
 
@@ -271,17 +271,12 @@ def test_arrays_of_more_dimensions_loop_over_their_elements_in_c_order(shape):
     src = g.source
     assert "@numba.njit" in src and f"dx = np.empty({shape!r}, dtype=np.float64)" in src
     assert "(x.reshape(-1), y.reshape(-1), c, dx.reshape(-1), dy.reshape(-1))" in src
-    assert ("numba.prange" in src) == (math.prod(shape) >= loop_plan_threads())
+    assert ("numba.prange" in src) == (math.prod(shape) >= numba_emit.PARALLEL_MIN_CALLS)
     # views that are not C-contiguous: reshape copies them in C order, so j still matches
     xt, ys = rng.uniform(-2, 2, shape[::-1]).T, rng.uniform(-2, 2, shape[:-1] + (2 * shape[-1],))
     ys = ys[..., ::2]
     for got, want in zip(g(xt, ys, 0.5), ad.grad(_nd, wrt=(0, 1))(xt, ys, 0.5)):
         _close(got, want)
-
-
-def loop_plan_threads():
-    from adcompiler.backends import numba_emit
-    return numba_emit.PARALLEL_MIN_CALLS
 
 
 @pytest.mark.parametrize("shape", [(65, 63), (4095,)])
