@@ -7,7 +7,7 @@ import importlib.metadata
 import os
 import platform
 
-from . import targets, workloads
+from . import rounds, targets, workloads
 from .figures import Results, crossover, megabytes, ratio, seconds
 from .load import BUSY_LIMIT
 from .systems import ORDER, label
@@ -108,6 +108,7 @@ def _method(meta: dict) -> list[str]:
         "- Each (system, workload) runs in its own fresh process (`python -m benchmarks.worker`), "
         "one after another; the system is imported first and its import is excluded from "
         "every figure.",
+        *_rounds_line(s.get("rounds", 1)),
         "- **Check before timing**: every gradient is compared with the hand-written one "
         "(`np.allclose`, rtol 1e-6); a mismatch is reported as WRONG and not timed.",
         f"- **Per call**: median over batches of back-to-back calls (the batch size makes a batch "
@@ -133,6 +134,16 @@ def _method(meta: dict) -> list[str]:
         "- Ratios are per-call medians over the hand-written gradient's, measured in the same "
         "run; < 1 is faster. \"not yet supported\" is a CompileError of adcompiler; n/a means "
         "the system is not installed (or, for the tape, not built yet).", ""]
+
+
+def _rounds_line(n: int) -> list[str]:
+    if n <= 1:
+        return []
+    return [f"- **Rounds**: {', '.join(label(s) for s in rounds.SYSTEMS)} each ran in {n} fresh "
+            "processes per workload and pass (the later ones after the workload's peers, so "
+            "spread over time); their figures are medians over those processes. Every ratio "
+            "divides by the hand-written gradient, and one process's figure can be off by up "
+            "to 20% on this shared machine (see `benchmarks/rounds.py`)."]
 
 
 def _failures(res: Results) -> list[str]:

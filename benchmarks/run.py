@@ -21,7 +21,7 @@ import time
 if __package__ in (None, ""):          # run as a script: python benchmarks/run.py
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import load, plots, report, systems, workloads  # noqa: E402
+from benchmarks import load, plots, report, rounds, systems, workloads  # noqa: E402
 from benchmarks.figures import Results  # noqa: E402
 from benchmarks.progress import Progress  # noqa: E402
 
@@ -29,10 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # target: seconds of timed calls per task; wait: the most one task waits for a quieter machine;
 # wait_total, retry_total: the run's budgets for waiting and for measuring disturbed tasks again
+# rounds: fresh processes for each of rounds.SYSTEMS (the hand-written and adcompiler's gradients)
 FULL = {"target": 1.0, "min_repeats": 7, "timeout": 300, "wait": 10, "wait_total": 90,
-        "retry_total": 150}
+        "retry_total": 150, "rounds": 3}
 QUICK = {"target": 0.15, "min_repeats": 3, "timeout": 120, "wait": 0, "wait_total": 0,
-         "retry_total": 0}
+         "retry_total": 0, "rounds": 1}
 HEAVY = {"elementwise_1e7": 5.0, "rosenbrock_1e6": 1.5, "elementwise_1e6": 1.5, "rnn": 1.5}
 
 
@@ -159,7 +160,8 @@ def tasks_of(opts) -> list[tuple[str, str, int | None]]:
     tasks = [(w, s, opts.threads) for w, s in pairs]
     if opts.threads is None and not opts.quick:
         tasks += [(w, s, 1) for w, s in pairs]
-    return tasks
+    return rounds.expand(tasks, opts.settings["rounds"],
+                         {w.name for w in workloads.WORKLOADS if w.sweep})
 
 
 def out_folder(opts) -> str:
@@ -173,7 +175,8 @@ def save(rows, opts, began: float) -> dict:
     meta.update(command="python -m benchmarks.run " + " ".join(sys.argv[1:]),
                 duration_s=time.perf_counter() - began,
                 settings={"target_s": opts.settings["target"], "threads": opts.threads,
-                          "min_repeats": opts.settings["min_repeats"]},
+                          "min_repeats": opts.settings["min_repeats"],
+                          "rounds": opts.settings["rounds"]},
                 memory_methods=sorted({r["memory_method"] for r in rows if "memory_method" in r}),
                 load_line=_load_line(rows))
     with open(os.path.join(out_folder(opts), "results.json"), "w") as f:
@@ -234,7 +237,7 @@ def main(argv=None) -> int:
             saved = json.load(f)
         rows, meta = saved["rows"], saved["meta"]
     else:
-        rows = measure_all(tasks_of(opts), opts.settings)
+        rows = rounds.merge(measure_all(tasks_of(opts), opts.settings))
         meta = save(rows, opts, began)
     path = write_reports(rows, meta, opts)
     print(f"wrote {os.path.relpath(path)} in {time.perf_counter() - began:.0f} s")
