@@ -247,18 +247,33 @@ def test_arrays_made_twice_stay_two_arrays_in_the_source():
     assert "np.array(" not in g.source
 
 
+def accumulator_not_kept(x, y, z):
+    acc = np.zeros(3)
+    b = 0.0
+    for i in range(3):
+        acc += x * z
+        b = b + np.sum(acc * y)   # linear in acc: without dy, the adjoint does not read acc
+    return b
+
+
 def test_loops_still_update_their_own_arrays_in_place():
     """Checking every value that shares an array does not cost the in-place updates that are
     safe: a carried accumulator (``acc += ...``), a cotangent scattered into in the adjoint
-    loop (``dz[0] += ...``), a sum accumulated into a carried cotangent (``dx += ...``)."""
-    fwd = ad.grad(accumulator_read_in_loop, wrt=(0, 1, 2))
-    fwd(X, Y, Z)
+    loop (``dz[0] += ...``), a sum accumulated into a carried cotangent (``dx += ...``). An
+    accumulator the adjoint reads is kept per iteration: its sum goes straight into its
+    stack's row, which makes no new array either and saves the copy ``accs[i] = acc``."""
+    kept = ad.grad(accumulator_read_in_loop, wrt=(0, 1, 2))
+    kept(X, Y, Z)
+    assert "acc = np.add(acc, x * z, out=accs[i])" in kept.source
+    assert "accs[i] = " not in kept.source
+    assert "dx += " in kept.source
+    fwd = ad.grad(accumulator_not_kept, wrt=(0, 2))
+    assert_matches_numerical(accumulator_not_kept, (X, Y, Z), (0, 2), fwd(X, Y, Z))
     assert "acc += x * z" in fwd.source
-    assert "dx += " in fwd.source
     made = ad.grad(buffer_made_in_loop, wrt=(0, 1, 2))
     made(X, Y, Z)
     assert "dz[0] += " in made.source
-    for g in (fwd, made):
+    for g in (kept, fwd, made):
         assert "np.array(" not in g.source   # no defensive copy anywhere
 
 
@@ -386,3 +401,16 @@ def test_a_negated_term_added_is_a_subtraction():
     assert "negative" not in str(ga.ir)
     np.testing.assert_array_equal(dy, x - np.cos(y))
     np.testing.assert_array_equal(dx, y)
+
+
+def float32_sum(x):
+    return np.sum(np.tanh(x.astype(np.float32))).astype(np.float64)
+
+
+def test_a_constant_cotangent_cast_to_float32_is_a_numpy_scalar():
+    """The cotangent of the result is the constant 1.0; its cast to float32 was written
+    ``(1.0).astype(np.float32)``, which Python cannot run."""
+    g = ad.grad(float32_sum)
+    got = g(X)
+    assert "np.float32(1.0)" in g.source and got.dtype == np.float64
+    np.testing.assert_allclose(got, 1 - np.tanh(X) ** 2, rtol=1e-6, atol=1e-7)

@@ -170,7 +170,7 @@ def test_a_nested_loop_and_rows_of_a_matrix():
     src = compiled(nested, W, x, wrt=(0, 1))
     outer = src.split("for i in range(2):")[1].split("hss[i] = hs")[0].split("for j in range(4)")
     assert "xi_W_flat = np.reshape(xi, (8, 3)) @ W" in outer[0]
-    assert "np.tanh(xi_W[j] + h)" in outer[1] and "@" not in outer[1]
+    assert "np.tanh(xi_W[j] + h, out=hs[j])" in outer[1] and "@" not in outer[1]
     W, x, b = RNG.standard_normal((3, 4)) / 2, RNG.standard_normal((5, 3)), RNG.standard_normal(4)
     check_grads(rows_of_vectors, W, x, b, wrt=(0, 1, 2))
     head, body = before_the_loop(compiled(rows_of_vectors, W, x, b, wrt=(0, 1, 2)))
@@ -306,4 +306,4 @@ def test_a_chain_of_invariant_terms_is_hoisted_term_by_term():
     head, body = before_the_loop(compiled(two_biases, Wh, Wx, b, c, x, h0, wrt=(0, 1, 2, 3)))
     # the second sum is written in place on the first's fresh array
     assert "x_Wx_b = x_Wx + b\n    x_Wx_b += c\n" in head
-    assert "h = np.tanh(h @ Wh + x_Wx_b[t])" in body
+    assert "h = np.tanh(h @ Wh + x_Wx_b[t], out=hs[t])" in body

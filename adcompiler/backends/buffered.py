@@ -16,10 +16,12 @@ from . import numexpr_chains
 from .expressions import const, node_expr
 
 
-def ufunc_call(node, args, out: str, xp_name="np"):
-    """``np.<prim>(*args, out=out)`` for an elementwise primitive."""
+def ufunc_call(node, args, out, xp_name="np"):
+    """``np.<prim>(*args, out=out)`` for an elementwise primitive (``out``: a name, or an
+    expression such as ``hs[t]``)."""
     func = ast.Attribute(ast.Name(xp_name, ast.Load()), node.prim, ast.Load())
-    return ast.Call(func, list(args), [ast.keyword("out", ast.Name(out, ast.Load()))])
+    target = ast.Name(out, ast.Load()) if isinstance(out, str) else out
+    return ast.Call(func, list(args), [ast.keyword("out", target)])
 
 
 class BufferedEmission:
@@ -129,6 +131,35 @@ class BufferedEmission:
             exprs[p] = ast.Name(name, ast.Load())
         self.uses_numexpr = True
         return lines, steps
+
+    def into_row(self, node, args):
+        """A stacked value computed into its stack's row: ``h = np.tanh(t1 + t2, out=hs[t])``
+        (a fused chain's last operation writes the row; the rest stays one expression)."""
+        value = node.outputs[0]
+        stack, counter = self.rows[value]
+        row = ast.Subscript(ast.Name(self.names[stack], ast.Load()),
+                            ast.Name(self.names[counter], ast.Load()), ast.Load())
+        lines, root, ins = [], node, args
+        if node.prim == "fused":
+            (block,) = node.regions
+            lines, exprs = self.fused_params(block, args)
+            *inner, root = block.nodes
+            exprs = {**exprs, **{n.outputs[0]: e for n, e in
+                                 zip(inner, self._chain_steps(inner, exprs))}}
+            ins = [const(x.value) if isinstance(x, Literal) else exprs[x] for x in root.inputs]
+        where = (self.live.pos[node], self.live.path[node])
+        target = self.name(value, *where)
+        call = ufunc_call(root, ins, row, self.xp)
+        return lines + [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
+
+    def _chain_steps(self, nodes, exprs):
+        """Each of ``nodes``' expression, in order (inputs from ``exprs`` or earlier nodes)."""
+        exprs, out = dict(exprs), []
+        for inner in nodes:
+            ins = [const(x.value) if isinstance(x, Literal) else exprs[x] for x in inner.inputs]
+            exprs[inner.outputs[0]] = node_expr(inner, ins, self.xp)
+            out.append(exprs[inner.outputs[0]])
+        return out
 
     def buffered_single(self, node, args, at, path):
         """A planned single ufunc: ``t1 = np.tanh(x, out=_buf0)``."""

@@ -21,7 +21,7 @@ from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
-                      stack_is_dead)
+                      stack_is_dead, stack_rows)
 
 RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
 
@@ -52,7 +52,9 @@ class Emitter(BufferedEmission, InPlaceEmission):
         self.uses_threads = False  # set once a ufunc is cut over threads (runtime.threaded)
         self.live = Liveness(graph)
         self.pool = Pool()
-        self.sharing = Sharing(graph)  # which values may hold one array (for in-place updates)
+        # stacked values computed into their stack's row (h = np.tanh(..., out=hs[t]))
+        self.rows = {} if plain or xp_name != "np" else stack_rows(graph)
+        self.sharing = Sharing(graph, self.rows)  # which values may hold one array
         rows = frozenset() if plain else row_arrays(graph, self.sharing)
         self.planned = set() if plain else set(plannable_nodes(graph, rows))
         self.chains = set() if plain else set(buffered_chains(graph))
@@ -128,6 +130,9 @@ class Emitter(BufferedEmission, InPlaceEmission):
         lines, group = [], None
         for node in nodes:
             args = [self.atom(x) for x in node.inputs]
+            if node.outputs and node.outputs[0] in self.rows:
+                lines.extend(self.into_row(node, args))
+                continue
             if node.outputs and node.outputs[0] in self.live.inlined:
                 self.inline[node.outputs[0]] = node_expr(node, args, self.xp)
                 continue
@@ -262,7 +267,7 @@ class Emitter(BufferedEmission, InPlaceEmission):
         once the body's statements have named them: an in-place update may take over a name)."""
         stores = []
         for s, x in zip(stacked, body.outputs[first:]):
-            if (x in body.params) != top:
+            if (x in body.params) != top or x in self.rows:  # (rows: written by into_row)
                 continue
             stack = ast.Name(self.names[s], ast.Load())
             if s.aval.kind == "list":

@@ -23,9 +23,10 @@ _UPDATES = {"index_add", "setitem"}   # update their first input; ``add`` either
 
 class Sharing:
     """May-alias facts of a graph: :meth:`aliases`, :meth:`slots`, and each loop body's
-    carried params."""
+    carried params. ``rows``: the stacked values computed into their stack's row
+    (:func:`~adcompiler.backends.planner.stack_rows`), each one with its stack."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, rows=None):
         self.copied: dict = {}   # value -> the slots it is stored under (phi: the same array)
         self.kept: dict = {}     # value -> views of it, and lists it is appended to
         self.carried: dict = {}  # body param -> (loop node, initial value, next value, slot)
@@ -39,6 +40,9 @@ class Sharing:
                         _add(self.copied, x, [out])
             elif node.prim in ("loop", "while"):
                 self._loop(node)
+        for x, (stack, _) in (rows or {}).items():  # computed into its stack's row: a view
+            _add(self.kept, x, [stack])
+            _add(self.kept, stack, [x])
         for p, (_, _, nxt, _) in self.carried.items():
             # what keeps one iteration's next value (a residual list, a view) holds the array
             # the param has in the next iteration: an update of the param in place would

@@ -142,6 +142,38 @@ def pooled_stacks(graph, sharing) -> set:
     return found
 
 
+def stack_rows(graph) -> dict:
+    """Values a ``for`` loop stacks that are computed straight into their stack's row:
+    ``h = np.tanh(t1 + t2, out=hs[t])`` instead of a fresh ``h`` copied by ``hs[t] = h``.
+    Each maps to (its stack, the loop's counter param). Only a float array made by a ufunc
+    (or a fused chain of them) at the body's top level, of its inputs' dtype (so ``out=``
+    casts nothing). ``h`` is then a view of the stack: :class:`~adcompiler.backends.inplace.
+    Sharing` takes it as one (no update in place while the stack is read, no pooled stack
+    while ``h`` may be returned). The RNN's gradient: 4.8 -> 4.4 ms, with the adjoint loop's
+    ``dt2s[t] = dt2`` written the same way."""
+    rows = {}
+    for node in walk(graph.nodes):
+        if node.prim != "loop":
+            continue
+        body = node.regions[0]
+        m = node.params.get("stacked", 0)
+        made = {n.outputs[0]: n for n in body.nodes if len(n.outputs) == 1}
+        kept = body.outputs[len(body.outputs) - m:]
+        for stack, x in zip(node.outputs[len(node.outputs) - m:], kept):
+            producer = made.get(x) if isinstance(x, Value) else None
+            if (producer is not None and kept.count(x) == 1 and stack.aval.kind == "array"
+                    and _computable_into_buffer(producer) and _same_float(producer)):
+                rows[x] = (stack, body.params[0])
+    return rows
+
+
+def _same_float(node) -> bool:
+    out = node.outputs[0].aval
+    arrays = [x.aval for x in node.inputs if isinstance(x, Value)]
+    return (out.kind == "array" and (out.ndim or 0) >= 1 and out.dtype in ("float64", "float32")
+            and all(a.dtype == out.dtype for a in arrays))
+
+
 def stack_is_dead(stack, sharing, read_after) -> bool:
     """Whether no value that may hold ``stack``'s buffer is read after this point."""
     return not any(read_after(a) for a in sharing.aliases(stack))
