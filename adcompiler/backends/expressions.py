@@ -98,6 +98,8 @@ def node_expr(node, args, xp_name="np"):
     if prim == "transpose" and p.get("axes") is None:
         return ast.Attribute(args[0], "T", ast.Load())
     if prim == "astype":
+        if isinstance(args[0], ast.Constant):  # a Python number has no .astype: np.float32(1.0)
+            return _call(dtype_expr(p["dtype"], xp_name), args)
         return _call(ast.Attribute(args[0], "astype", ast.Load()), [dtype_expr(p["dtype"], xp_name)])
     if prim in ("to_float", "to_int"):
         return _call(_name(PRIMS[prim].spell), args)
