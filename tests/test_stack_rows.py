@@ -111,3 +111,22 @@ def test_float32_rows_stay_float32():
     for h in reversed(hs[1:]):
         want = want * (1 - h * h) * 0.9
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_fused_chain_writes_its_last_operation_into_the_row():
+    """Large arrays: the kept pre-activation ``h * xs[t] + W[0]`` is a fused chain, whose
+    add writes the row; checked against the adjoint written by hand."""
+    rng = np.random.default_rng(5)
+    w, xs, h0 = (rng.standard_normal((2, 50000)), rng.standard_normal((3, 50000)),
+                 rng.standard_normal(50000))
+    g = ad.grad(elementwise_recurrence, wrt=2)
+    got = g(w, xs, h0)
+    assert "np.add(h * t1, t2, out=saved[t])" in g.source
+    pres, h = [], h0
+    for t in range(3):
+        pres.append(h * xs[t] + w[0])
+        h = np.sin(pres[-1])
+    want = np.ones_like(h0)
+    for t in reversed(range(3)):
+        want = want * np.cos(pres[t]) * xs[t]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

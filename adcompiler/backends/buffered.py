@@ -44,11 +44,15 @@ class BufferedEmission:
 
     def chain_expression(self, block, exprs):
         """The fused chain as one expression (its inputs substituted)."""
+        return self.chain_expressions(block.nodes, exprs)[block.outputs[0]]
+
+    def chain_expressions(self, nodes, exprs):
+        """``exprs`` and each of ``nodes``' expression, inputs substituted (in order)."""
         exprs = dict(exprs)
-        for inner in block.nodes:
+        for inner in nodes:
             ins = [const(x.value) if isinstance(x, Literal) else exprs[x] for x in inner.inputs]
             exprs[inner.outputs[0]] = node_expr(inner, ins, self.xp)
-        return exprs[block.outputs[0]]
+        return exprs
 
     def fused(self, node, args, at, path):
         """A fused elementwise chain: one expression, or a buffered chain when planned."""
@@ -144,22 +148,12 @@ class BufferedEmission:
             (block,) = node.regions
             lines, exprs = self.fused_params(block, args)
             *inner, root = block.nodes
-            exprs = {**exprs, **{n.outputs[0]: e for n, e in
-                                 zip(inner, self._chain_steps(inner, exprs))}}
+            exprs = self.chain_expressions(inner, exprs)
             ins = [const(x.value) if isinstance(x, Literal) else exprs[x] for x in root.inputs]
         where = (self.live.pos[node], self.live.path[node])
         target = self.name(value, *where)
         call = ufunc_call(root, ins, row, self.xp)
         return lines + [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
-
-    def _chain_steps(self, nodes, exprs):
-        """Each of ``nodes``' expression, in order (inputs from ``exprs`` or earlier nodes)."""
-        exprs, out = dict(exprs), []
-        for inner in nodes:
-            ins = [const(x.value) if isinstance(x, Literal) else exprs[x] for x in inner.inputs]
-            exprs[inner.outputs[0]] = node_expr(inner, ins, self.xp)
-            out.append(exprs[inner.outputs[0]])
-        return out
 
     def buffered_single(self, node, args, at, path):
         """A planned single ufunc: ``t1 = np.tanh(x, out=_buf0)``."""
