@@ -7,8 +7,9 @@ over three pairs of workers, logistic regression's compiled/hand-written ratio c
 1.02 and 1.04, and the hand-written seed f took 0.12 µs in one process and 0.14 µs in another.
 
 So the hand-written gradient (the denominator of every ratio) and adcompiler's own gradients are
-measured in ``ROUNDS`` processes each, the later rounds run after the workload's peers so that
-the rounds are spread over time, and each figure of the merged row is the median over rounds.
+measured in several processes each (``run.FULL["rounds"]``: 3), the later rounds run after the
+workload's peers so that the rounds are spread over time, and each figure of the merged row is
+the median over rounds.
 Timing the two in turns inside one process was tried and dropped: the hand-written gradient then
 allocates into a heap that the compiled one has shaped (the RNN's took 6.6 ms there, 4.6 ms
 alone), and a second process beside it meets the first one's spinning BLAS threads.
