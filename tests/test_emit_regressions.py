@@ -414,3 +414,36 @@ def test_a_constant_cotangent_cast_to_float32_is_a_numpy_scalar():
     got = g(X)
     assert "np.float32(1.0)" in g.source and got.dtype == np.float64
     np.testing.assert_allclose(got, 1 - np.tanh(X) ** 2, rtol=1e-6, atol=1e-7)
+
+
+TRIANGLE = np.tril(np.ones((3, 3)))
+
+
+def through_constant_transpose(x):
+    return np.sum(x @ TRIANGLE.T * np.exp(x))
+
+
+def transposes_that_cancel(x, w):
+    return np.sum(np.transpose(np.transpose(x, (1, 2, 0)), (2, 0, 1)) * w)
+
+
+def transposes_that_do_not_cancel(x, w):
+    return np.sum(np.transpose(np.transpose(x, (1, 2, 0)), (1, 2, 0)) * w)
+
+
+def test_two_transposes_that_cancel_are_gone():
+    """The adjoint of ``x @ C.T`` reads ``C.T.T``: it is ``C`` itself, with no transpose left;
+    axes that compose to no change cancel too, and others stay."""
+    x = np.random.default_rng(1).normal(size=(2, 3))
+    g = ad.grad(through_constant_transpose)
+    e = np.exp(x)
+    np.testing.assert_allclose(g(x), e @ TRIANGLE + (x @ TRIANGLE.T) * e, rtol=1e-12)
+    assert str(g.ir).count("= transpose") == 1 and "@ TRIANGLE\n" in g.source
+    x3, w = np.arange(24.0).reshape(2, 3, 4), np.arange(24.0).reshape(2, 3, 4) + 1
+    g = ad.grad(transposes_that_cancel)
+    np.testing.assert_array_equal(g(x3, w), w)
+    assert "= transpose" not in str(g.ir)
+    w2 = np.arange(24.0).reshape(4, 2, 3)
+    g = ad.grad(transposes_that_do_not_cancel)
+    assert_matches_numerical(transposes_that_do_not_cancel, (x3, w2), (0,), (g(x3, w2),))
+    assert str(g.ir).count("= transpose") == 2

@@ -49,7 +49,7 @@ def _simplify_nodes(nodes, subst, producers):
         _literal_operands(node, producers)
         kept += _merge_scatters(node, producers)
         replacement = (_fold(node) or _identity(node, producers)
-                       or _double_negation(node, producers))
+                       or _double_negation(node, producers) or _double_transpose(node, producers))
         if replacement is not None:
             subst[node.out] = replacement
         else:
@@ -169,6 +169,24 @@ def _double_negation_in_products(node, producers):
             node.prim, node.inputs = producer.prim, (inner.inputs[0], b)
 
 
+def _double_transpose(node, producers):
+    """``x.T.T`` is ``x`` (and any two transposes whose axes compose to no change): the
+    adjoint of ``x @ C.T`` reads ``C.T.T``."""
+    if node.prim != "transpose" or not isinstance(node.inputs[0], Value):
+        return None
+    producer = producers.get(node.inputs[0])
+    if producer is None or producer.prim != "transpose" or node.out.aval.shape is None:
+        return None
+    inner = producer.inputs[0]
+    ndim = len(node.out.aval.shape)
+    first = producer.params.get("axes") or tuple(reversed(range(ndim)))
+    second = node.params.get("axes") or tuple(reversed(range(ndim)))
+    composed = [first[a % ndim] % ndim for a in second]
+    if composed == list(range(ndim)) and isinstance(inner, Value) and inner.aval == node.out.aval:
+        return inner
+    return None
+
+
 def _doubling(node):
     """``a + a`` becomes ``2.0 * a`` (rewritten in place): one operation, foldable below."""
     if node.prim == "add" and node.inputs[0] is node.inputs[1] and isinstance(node.inputs[0], Value):
@@ -210,7 +228,6 @@ def _literal_operands(node, producers):
                      [a.value if isinstance(a, Literal) else None for a in inputs], node.params)
         if aval == node.out.aval:
             node.inputs = inputs
-
 
 
 def _merge_scatters(node, producers) -> list:
