@@ -82,7 +82,7 @@ class Emitter(BufferedEmission, InPlaceEmission):
             while f"t{k}" in self.taken:
                 k += 1
             return self._bind(v, f"t{k}")
-        base = _base(v.name)
+        base = _base(v.name, v.origin)
         if keyword.iskeyword(base) or base in RESERVED or not base.isidentifier():
             base = base + "_"
         if (at is not None and base in self.holders and not self._conflict(base, at, path, {v})
@@ -327,10 +327,13 @@ def _empty(v, xp_name, plain=False):
                     [ast.keyword("dtype", dtype_expr(v.aval.dtype, xp_name))])
 
 
-def _base(name):
-    """The user's name behind an SSA name: ``dl1`` for ``dl1_2``; ``t`` for a temporary."""
+def _base(name, origin=None):
+    """The user's name behind an SSA name: ``dl1`` for ``dl1_2``; ``t`` for a temporary. A
+    value from the user's variable (``origin``) keeps that name whole: ``w_1`` stays ``w_1``."""
     if not name:
         return "t"
+    if origin and (name == origin or _base(name) == origin):
+        return origin
     head, _, tail = name.rpartition("_")
     return head if head and tail.isdigit() else name
 

@@ -221,6 +221,7 @@ class Graph:
         """Give ``old``'s name to ``new`` (``old`` becomes unnamed): the final value gets the
         readable name when a value is wrapped (a cast, a conversion)."""
         new.name, old.name = old.name, None
+        new.origin, old.origin = old.origin, None
         return new
 
     def __str__(self):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir import Aval, Block, Literal, Node, Value, walk
-from .reverse import accumulate, backprop, cotangent_name
+from .reverse import accumulate, backprop, cotangent_name, name_cotangent
 
 
 def cotangent_aval(x: Value) -> Aval:
@@ -77,7 +77,7 @@ def _active_free(b, blocks) -> list:
 
 
 def _new_value(b, x, aval=None):
-    return b.graph.name_value(Value(aval or cotangent_aval(x)), cotangent_name(b, x))
+    return name_cotangent(b, Value(aval or cotangent_aval(x)), x)
 
 
 # ---- if / else --------------------------------------------------------------------------------

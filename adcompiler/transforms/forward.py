@@ -139,6 +139,8 @@ def _name(b, t, x: Value):
 
 def tangent_name(x: Value) -> str:
     """``<the user's variable>_dot``: ``h_dot`` for every SSA version (``h_2``) of ``h``."""
+    if x.origin:
+        return x.origin + "_dot"
     name = x.name or "t"
     head, _, tail = name.rpartition("_")
     while head and tail.isdigit():

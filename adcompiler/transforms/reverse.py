@@ -143,7 +143,7 @@ def accumulate(b: Builder, ct: dict, x: Value, c):
     elif old is not None:
         c = b.emit("add", (old, c))
     if isinstance(c, Value) and c.name is None:
-        b.graph.name_value(c, cotangent_name(b, x))
+        name_cotangent(b, c, x)
     ct[x] = c
 
 
@@ -162,6 +162,15 @@ def _fresh_row(b: Builder, c) -> bool:
     zeros, row = b.target[-2:]
     return (row.prim == "setitem" and row.outputs[0] is c and zeros.prim == "zeros_like"
             and row.inputs[0] is zeros.outputs[0] and c.aval.kind == "list")
+
+
+def name_cotangent(b: Builder, c: Value, x: Value) -> Value:
+    """Name ``c``, the cotangent of ``x``: ``d<x's name>``, and ``d<the user's variable>`` as
+    its origin, which the emitter keeps whole (``dw_1`` for a parameter ``w_1``)."""
+    b.graph.name_value(c, cotangent_name(b, x))
+    if x.origin:
+        c.origin = "d" + x.origin
+    return c
 
 
 def cotangent_name(b: Builder, x: Value) -> str:
@@ -202,4 +211,4 @@ def _wrap(b: Builder, g, prim, params, param: Value):
     out = b.emit(prim, (g,), params)
     if isinstance(g, Value) and g.name and g.name.startswith("d" + param.name):
         return b.graph.take_name(out, g)
-    return b.graph.name_value(out, "d" + param.name)
+    return name_cotangent(b, out, param)
