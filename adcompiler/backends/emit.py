@@ -20,6 +20,7 @@ from .buffered import BufferedEmission
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
+from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
                       stack_is_dead, stack_rows)
 
@@ -122,7 +123,9 @@ class Emitter(BufferedEmission, InPlaceEmission):
     def body(self):
         """Lines of the function body, with ``# grad of:`` comments over adjoint blocks."""
         lines = self.statements(self.graph.nodes, top=True)
-        outs = [self.atom(x) for x in self.graph.outputs]
+        copies = copied_outputs(self.graph, self.sharing)  # each result an array of its own
+        outs = [_copy(self.atom(x)) if i in copies else self.atom(x)
+                for i, x in enumerate(self.graph.outputs)]
         ret = outs[0] if len(outs) == 1 else ast.Tuple(outs, ast.Load())
         return lines + [_render(ast.Return(ret))]
 
@@ -302,6 +305,10 @@ class Emitter(BufferedEmission, InPlaceEmission):
         if any(n.prim == "last_writes" for n in walk(self.graph.nodes)):
             out.append(_HELPERS["_last_writes"].strip("\n").replace("np.", f"{self.xp}."))
         return out
+
+
+def _copy(expr):
+    return ast.Call(ast.Attribute(expr, "copy", ast.Load()), [], [])
 
 
 def _store(name):
