@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 
 import numpy as np
 
-from . import fastpath
-from .errors import CompileError
+from . import fastpath, state
+from .frontend import fence
+from .frontend.source import read_function
+from .errors import ArgumentError, CompileError, as_user_error
 from .pipeline import Compiled, compile_gradient
 from .runtime import cache as disk_cache
 from .runtime.compile import check_backend
@@ -27,6 +30,13 @@ class GradientFunction:
     ``backend="numba"`` compiles numba loops where it can (README, numba backend)."""
 
     def __init__(self, fn, wrt, mode, backend="numpy"):
+        if inspect.ismethod(fn):
+            cls = type(fn.__self__).__name__
+            raise TypeError(
+                f"{mode}({cls.lower()}.{fn.__name__}): a bound method; take the {mode} of the "
+                f"function, {mode}({cls}.{fn.__name__}, wrt=...), and call it with the object "
+                f"first, or decorate the method in the class (@adcompiler.{mode}(wrt=...)) and "
+                f"call it as {cls.lower()}.{fn.__name__}(...)")
         self.primal = fn
         self.mode = mode
         self.backend = check_backend(backend)
@@ -34,11 +44,21 @@ class GradientFunction:
         self.wrt = resolve_wrt(fn, 0 if wrt is None else wrt)
         self._single = wrt is None or not isinstance(wrt, (tuple, list))
         self._signature = inspect.signature(fn)
+        self._variadic = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                             for p in self._signature.parameters.values())
         self._cache: dict = {}
+        self._snapshots: dict = {}  # id(compiled) -> what it read outside its arguments
         self._fast: dict = {}  # cheap key of positional arguments -> what to call
         self._last: Compiled | None = None
         functools.update_wrapper(self, fn, updated=())  # not fn.__dict__: grad(grad(f))
         self._own_class()
+
+    def __get__(self, obj, objtype=None):
+        """A gradient decorated in a class binds its instance as a method does:
+        ``model.loss(x)`` calls it with ``model`` first (its attributes are read each call)."""
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
 
     def _bind(self, args, kwargs):
         cotangent = kwargs.pop("cotangent", None) if self.mode == "vjp" else None
@@ -53,19 +73,36 @@ class GradientFunction:
         return self._compiled(arguments, cotangent)[0]
 
     def _compiled(self, arguments, cotangent):
+        if self._variadic:  # the located error lowering gives, before **kwargs meets classify
+            try:
+                fence.check(read_function(self.primal))
+            except CompileError as exc:
+                raise as_user_error(exc)
         avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
         ct_aval = classify(cotangent, "cotangent", True) if cotangent is not None else None
         key = key_of(avals) + (ct_aval,)
         compiled = self._cache.get(key)
-        if compiled is None:  # then the disk cache (NumPy code only: adcompiler.runtime.cache)
-            compiled = disk_cache.fetch(
-                disk_cache.key_for(self.primal, self.mode, self.wrt, key)
-                if self.backend == "numpy" else None,
-                lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval,
-                                         backend=self.backend))
+        if compiled is not None and not self._snapshots[id(compiled)].holds():
+            del self._snapshots[id(compiled)]  # a global, closure cell or attribute it read
+            compiled = None                    # was rebound: compile again
+        if compiled is None:
+            snapshot = state.take(self.primal, arguments)
+            try:
+                compiled = self._build(key, avals, ct_aval)
+            except (CompileError, ArgumentError) as exc:  # the user's mistake: shown without
+                raise as_user_error(exc)                  # the compiler's frames
             self._cache[key] = compiled
+            self._snapshots[id(compiled)] = snapshot
         self._last = compiled
         return compiled, arguments
+
+    def _build(self, key, avals, ct_aval) -> Compiled:
+        """Compile, or fetch from the disk cache (NumPy code only: adcompiler.runtime.cache)."""
+        return disk_cache.fetch(
+            disk_cache.key_for(self.primal, self.mode, self.wrt, key)
+            if self.backend == "numpy" else None,
+            lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval,
+                                     backend=self.backend))
 
     def __call__(self, *args, **kwargs):
         return self._call(args, kwargs)
@@ -90,10 +127,26 @@ class GradientFunction:
     def _remember(self, key, compiled):
         """Send calls of this fast key straight to ``compiled``: through the ``_fast`` dict, and
         the guard chain (which may inline the generated source where ``_direct`` adds nothing)."""
-        self._fast[key] = direct = self._direct(compiled.function)
+        direct = self._direct(compiled.function)
+        snapshot = self._snapshots[id(compiled)]
+        if snapshot:  # it read globals, cells or attributes: check them first
+            direct = self._checked(key, direct, snapshot.holds)
+        self._fast[key] = direct
         if direct is compiled.function:
             self._inline[key] = fastpath.Source(compiled.source)
         self._install_fast_path()
+
+    def _checked(self, key, run, holds):
+        """``run``, where what it read when compiled is unchanged; else the full path, which
+        compiles again (and remembers the new code in place of this)."""
+        def checked(*args):
+            if holds():
+                return run(*args)
+            self._fast.pop(key, None)
+            self._inline.pop(key, None)
+            self._install_fast_path()
+            return self._call(args, {})
+        return checked
 
     def _own_class(self):
         """Give this object a class of its own, whose ``__call__`` is the generated guard chain

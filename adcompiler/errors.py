@@ -6,6 +6,8 @@ under the construct, and (when there is one) a hint saying what to write instead
 
 from __future__ import annotations
 
+import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Optional
 
@@ -48,6 +50,23 @@ class CompileError(Exception):
         return text
 
 
+class ArgumentError(ValueError):
+    """A call's arguments do not fit what the function computes (a vjp's cotangent shaped
+    unlike the result): the mistake is in the call, so it has no location in the source."""
+
+
+def as_user_error(exc: BaseException) -> BaseException:
+    """``exc`` (a CompileError or an ArgumentError) ready to be raised again from the public
+    call: its traceback through the compiler dropped, and the exception it was raised while
+    handling (``inspect`` finding no source, say) not shown. ``ADCOMPILER_TRACEBACK=1`` keeps
+    both, for debugging adcompiler itself."""
+    if os.environ.get("ADCOMPILER_TRACEBACK", "").strip() not in ("", "0"):
+        return exc
+    exc.__traceback__ = None
+    exc.__suppress_context__ = True
+    return exc
+
+
 def _excerpt(loc: Location) -> str:
     """The offending line, unindented, and a caret line under the construct."""
     stripped = loc.line.rstrip()
@@ -55,5 +74,14 @@ def _excerpt(loc: Location) -> str:
     end = loc.end_col if loc.end_col and loc.end_col > loc.col else loc.col + 1
     end = min(end, len(stripped)) if len(stripped) > loc.col else loc.col + 1
     start = max(loc.col, indent)
-    carets = "^" * max(end - start, 1)
-    return f"\n    {stripped.lstrip()}\n    {' ' * (start - indent)}{carets}"
+    carets = "^" * max(_width(stripped[start:end]), 1)
+    return f"\n    {stripped.lstrip()}\n    {_blank(stripped[indent:start])}{carets}"
+
+
+def _blank(text: str) -> str:
+    """Blanks as wide as ``text`` on a terminal: its tabs kept, wide characters doubled."""
+    return "".join(c if c == "\t" else " " * _width(c) for c in text)
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .backends.emit import RESERVED, emit_module
 from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
 from .custom import runtime_names
-from .errors import CompileError
+from .errors import ArgumentError, CompileError
 from .frontend.lower import lower_function
-from .ir import Aval, Value
+from .ir import Aval, Literal, Value
 from .ir.verify import verify
 from .passes import optimize
 from .runtime import numba_cache
@@ -51,12 +53,13 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
         return compile_jvp(fn, arguments, wrt, mode, plain, backend)
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
-    _check_parameter_names(graph, arguments)
+    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []))
     (out,) = _single_output(graph)
     _check_output(graph, out, mode)
     params = {p.name: p for p in graph.params}
     wrt_values = [params[name] for name in wrt]
     if mode == "vjp":
+        _check_cotangent(fn, out, cotangent)
         seed = graph.name_value(Value(cotangent, origin="cotangent"), "cotangent")
         graph.params.append(seed)
     else:
@@ -111,7 +114,7 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False,
     the grad tangents being Hessian-vector products."""
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
-    _check_parameter_names(graph, arguments)
+    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []))
     (out,) = _single_output(graph)
     _check_output(graph, out, "vjp" if mode == "jvp" else "grad")
     params = {p.name: p for p in graph.params}
@@ -149,12 +152,20 @@ def _check_parameter_names(graph, names):
     ``math``...: a parameter of such a name would shadow what the body needs."""
     src = getattr(graph, "source", None)
     for name in names:
+        if name == "cotangent" and names.count(name) > 1 and src is not None:
+            raise src.error(_parameter(src, name), "vjp takes the cotangent as the keyword "
+                            "`cotangent=`, which this parameter's name would take over",
+                            "rename the parameter `cotangent` (e.g. `cotangent_`)")
         if name in RESERVED and src is not None:
-            args = src.tree.args
-            node = next((a for a in args.posonlyargs + args.args + args.kwonlyargs
-                         if a.arg == name), src.tree)
-            raise src.error(node, f"parameter `{name}` has the name of a module or helper the "
+            raise src.error(_parameter(src, name), f"parameter `{name}` has the name of a module or helper the "
                             "generated code reads", f"rename `{name}` (e.g. `{name}_`)")
+
+
+def _parameter(src, name):
+    """The ``def`` line's node of parameter ``name`` (the def itself if not found)."""
+    args = src.tree.args
+    return next((a for a in args.posonlyargs + args.args + args.kwonlyargs if a.arg == name),
+                src.tree)
 
 
 def _single_output(graph):
@@ -163,9 +174,11 @@ def _single_output(graph):
         raise graph.source.error(node, f"the function returns {len(graph.outputs)} values; "
                                  "it must return one", "return a single array or number")
     out = graph.outputs[0]
-    if not isinstance(out, Value):
+    if isinstance(out, (int, float, np.number)):  # a constant: its gradients are zeros
+        graph.outputs = [Literal(out)]
+    elif not isinstance(out, Value):
         node = graph.source.tree.body[-1]
-        raise graph.source.error(node, "the result does not depend on the inputs being traced",
+        raise graph.source.error(node, "the result is a constant array, whatever the inputs",
                                  "return an expression of the function's array arguments")
     return graph.outputs
 
@@ -181,6 +194,15 @@ def _check_output(graph, out: Value, mode):
             f"{out.aval.known_shape}",
             "reduce it (e.g. .sum() or .mean()), or use adcompiler.vjp(f, wrt=...)(..., "
             "cotangent=c) for the vector-Jacobian product")
+
+
+def _check_cotangent(fn, out, cotangent: Aval):
+    """A vjp's cotangent has the result's shape (as PyTorch's ``backward(gradient)`` checks)."""
+    want, got = out.aval.known_shape, cotangent.known_shape
+    if want is not None and got is not None and tuple(want) != tuple(got):
+        raise ArgumentError(f"vjp of {fn.__name__}: the cotangent has shape {tuple(got)}, but the "
+                         f"result has shape {tuple(want)}; pass cotangent= an array shaped "
+                         "like the result")
 
 
 def cotangent_aval(cotangent) -> Aval:

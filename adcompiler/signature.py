@@ -57,6 +57,13 @@ def classify(value, name, differentiate: bool):
     """An Aval for a traced argument, or the value itself for a static one."""
     if isinstance(value, float):
         return Aval("float", "float64")
+    if isinstance(value, complex) or (
+            isinstance(value, (np.ndarray, np.generic)) or is_device_array(value)) and \
+            np.dtype(value.dtype).kind == "c":
+        raise TypeError(f"{name!r} is complex ({type(value).__name__}"
+                        f"{'' if isinstance(value, complex) else ' of dtype ' + str(value.dtype)}"
+                        "): adcompiler differentiates real computations only; pass the real "
+                        f"and imaginary parts as two float arrays ({name}.real, {name}.imag)")
     if isinstance(value, (np.ndarray, np.generic)) or is_device_array(value):
         aval = Aval("array", np.dtype(value.dtype).name, tuple(value.shape))
         if differentiate and not aval.is_float:
@@ -74,7 +81,12 @@ def classify(value, name, differentiate: bool):
         raise TypeError(f"cannot differentiate with respect to {name!r}: "
                         f"{type(value).__name__} is not a float or an array")
     if isinstance(value, list):
-        return Aval.of(np.asarray(value))
+        try:
+            return Aval.of(np.asarray(value))
+        except ValueError:
+            raise TypeError(f"argument {name!r} is a list that is not one array (its items "
+                            "differ in shape, or are arrays of arrays): pass each array as "
+                            "its own parameter") from None
     return value
 
 
@@ -112,16 +124,32 @@ def check_backend_arguments(arguments: dict, backend: str, what: str):
 def key_of(arguments: dict) -> tuple:
     """A hashable key of a bound call: avals for traced arguments, values for static ones."""
     out = []
-    for value in arguments.values():
+    for name, value in arguments.items():
         if isinstance(value, Aval):
             out.append(value)
         else:
             try:
                 hash(value)
             except TypeError:
-                raise TypeError(f"argument {value!r} is neither an array, a float, nor hashable")
+                raise TypeError(_unhashable(name, value)) from None
             out.append(("static", type(value).__name__, value))
     return tuple(out)
+
+
+def _unhashable(name, value) -> str:
+    """Why argument ``name`` cannot select compiled code, and what to pass instead."""
+    kind = type(value).__name__
+    if isinstance(value, dict):
+        return (f"argument {name!r} is a dict ({len(value)} entries): a function compiled by "
+                "adcompiler takes arrays, floats and static values (ints, bools, strings, "
+                "tuples of those) as parameters, not **kwargs or dicts; pass each array as "
+                "its own parameter")
+    if isinstance(value, tuple):
+        return (f"argument {name!r} is a tuple holding arrays: a tuple is static (its values "
+                "pick the compiled code, as an int does), so it may hold numbers and strings "
+                "only; pass each array as its own parameter")
+    return (f"argument {name!r} (a {kind}) is neither an array, a float, nor a static value "
+            "(int, bool, string, tuple of those): pass arrays and floats, or hashable values")
 
 
 def resolve_wrt(fn, wrt) -> tuple:

@@ -1,0 +1,111 @@
+"""What a compiled gradient took from outside its traced arguments, and whether it still holds.
+
+Compiling reads more than the arguments' shapes: module-level floats, arrays and helper
+functions, closure cells, and the attributes of objects passed as arguments (``self.w`` in a
+method) become constants of the generated code. A :class:`Snapshot` taken when a gradient is
+compiled records each of them; before a compiled specialisation runs again, the gradient object
+checks that every one is still the same object (or, for numbers and strings, an equal one), and
+compiles again where one changed: ``model.w = 5.0`` is seen by the next ``model.loss(x)``, as
+rebinding ``W = new_array`` at module level is. Arrays changed in place need no check: the
+generated code reads the very array object.
+
+What is recorded is a superset of what the code reads (every global or closure name the
+function's code loads, recursively through the plain functions it calls, except modules;
+the ``__dict__`` of each object argument, two levels deep), so a check can only cost a
+compilation too many, never miss a change it covers. Not covered: a module's own attributes
+(``np.pi``, ``mymodule.SCALE``), and objects reached through containers (a list's items).
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+
+import numpy as np
+
+_EQUAL_TYPES = (int, float, bool, str, type(None))
+_STATIC = (int, float, bool, str, bytes, complex, type(None), tuple, frozenset, np.dtype, type,
+           np.ndarray, np.generic, types.ModuleType)
+_DEPTH = 2        # object attributes: self.w, self.cfg.scale
+_LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"}
+
+
+class Snapshot:
+    """Entries ``(kind, holder, key, value)``: ``holder[key]`` (a dict), ``holder.cell_contents``
+    (a cell) or ``getattr(holder, key)`` was ``value`` when the gradient was compiled."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries):
+        self.entries = tuple(entries)
+
+    def __bool__(self):
+        return bool(self.entries)
+
+    def holds(self) -> bool:
+        for kind, holder, key, value in self.entries:
+            try:
+                now = (holder[key] if kind == "dict" else holder.cell_contents if kind == "cell"
+                       else getattr(holder, key))
+            except (KeyError, ValueError, AttributeError):
+                return False
+            if now is not value and not (type(now) is type(value)
+                                         and isinstance(value, _EQUAL_TYPES) and now == value):
+                return False
+        return True
+
+
+def take(fn, arguments: dict) -> Snapshot:
+    """The snapshot of what compiling ``fn`` with these arguments reads from outside them."""
+    entries: list = []
+    _function(fn, entries, set())
+    for value in arguments.values():
+        _object(value, entries, _DEPTH, set())
+    return Snapshot(entries)
+
+
+def _function(fn, entries, seen):
+    code = getattr(fn, "__code__", None)
+    if code is None or id(fn) in seen:
+        return
+    seen.add(id(fn))
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    for name in sorted(_names(code)):
+        if name in cells:
+            try:
+                value = cells[name].cell_contents
+            except ValueError:   # an empty cell: not bound yet
+                continue
+            kind, holder = "cell", cells[name]
+        elif name in fn.__globals__:
+            value, kind, holder = fn.__globals__[name], "dict", fn.__globals__
+        else:
+            continue          # a builtin, or the name of an attribute
+        if isinstance(value, types.ModuleType):
+            continue
+        entries.append((kind, holder, name, value))
+        if isinstance(value, types.FunctionType):
+            _function(value, entries, seen)
+
+
+def _names(code) -> set:
+    """The global and closure names ``code`` (and code nested in it) loads: not attribute
+    names, which ``co_names`` holds too (``x.T`` must not make a global ``T`` a dependency)."""
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _LOADS}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _object(value, entries, depth, seen):
+    """The attributes of an object argument (a model, a config), ``depth`` levels down."""
+    if depth == 0 or isinstance(value, _STATIC) or callable(value) or id(value) in seen:
+        return
+    attributes = getattr(value, "__dict__", None)
+    if not isinstance(attributes, dict):
+        return
+    seen.add(id(value))
+    for name, item in list(attributes.items()):
+        entries.append(("attr", value, name, item))
+        _object(item, entries, depth - 1, seen)
