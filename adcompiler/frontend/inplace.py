@@ -36,7 +36,7 @@ class Stale:
 
     @classmethod
     def of(cls, stmt, target, text):
-        return cls(target, text, stmt.lineno, _rebind_hint(stmt, target))
+        return cls(target, text, stmt.lineno, rebind_hint(stmt, target))
 
 
 class InplaceLowering:
@@ -109,7 +109,7 @@ class InplaceLowering:
             raise self.src.error(stmt, f"`{name}` is (a view of) an array from a "
                                  "module global or a closure; updating it in place would "
                                  "change that array for every later call",
-                                 _rebind_hint(stmt, name))
+                                 rebind_hint(stmt, name))
         return root
 
     def stale_before_loop(self, stmt, name, value: Value):
@@ -138,7 +138,7 @@ class InplaceLowering:
             raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
                                  f"change `{others[0]}`, which names the same memory; that is "
                                  "not supported inside a `for` or `while` body yet",
-                                 _rebind_hint(stmt, target))
+                                 rebind_hint(stmt, target))
 
     def stale_error(self, name, stale: Stale, node):
         return self.src.error(
@@ -150,7 +150,7 @@ class InplaceLowering:
             f"{stale.hint}")
 
 
-def _rebind_hint(stmt, name) -> str:
+def rebind_hint(stmt, name) -> str:
     if not isinstance(stmt, ast.AugAssign) or not isinstance(stmt.target, ast.Name):
         return f"take a .copy() first (`{name} = {name}.copy()`) so no other name shares it"
     op = _OP_TEXT.get(type(stmt.op), "op")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from ..ir import Aval, Literal, Value
 from .indexing import IndexLowering
+from .inplace import rebind_hint
+from .loops import rebound_first, updated_in_place
 
 _FRESH_ROWS = {"zeros_like", "copy", "add"}  # new arrays of rows (not Python lists)
 _READ_HINT = "read it by index after the loop (xs[k]), or np.array(xs) for an array of rows"
@@ -67,6 +69,7 @@ class ListLowering:
             return super().lower_while(stmt)
         for name, append in appends.items():
             self._check_empty(name, append)
+            self._check_kept(stmt, name, append)
             self.env[name] = Building(name, stmt.lineno)
         records = []
         self.list_frames = self.list_frames + ((stmt, records),)
@@ -89,6 +92,21 @@ class ListLowering:
         if others:
             raise self.src.error(append, f"`{others[0]}` names the same list as `{name}`",
                                  f"give `{name}` its own `{name} = []`")
+
+    def _check_kept(self, stmt, name, append):
+        """A list holds the array appended, not a copy: ``xs.append(h); h += 1`` changes the
+        entry too in NumPy. The stack stores values, so such an update is refused."""
+        (arg,) = append.value.args or (None,)
+        if not isinstance(arg, ast.Name) or rebound_first(stmt.body, arg.id):
+            return
+        for node in (n for s in stmt.body for n in ast.walk(s)):
+            if updated_in_place(node) == arg.id and isinstance(self.env.get(arg.id), Value) \
+                    and self.env[arg.id].aval.ndim:
+                raise self.src.error(node, f"`{arg.id}` is updated in place in a loop that "
+                                     f"appends it to `{name}`: in NumPy the list holds that "
+                                     "very array, so the update would change its entries too",
+                                     f"{rebind_hint(node, arg.id)}, or append "
+                                     f"`{arg.id}.copy()`")
 
     def lower_append(self, stmt):
         """``xs.append(v)``: recorded for the loop's stack (see :meth:`lower_while`)."""

@@ -63,6 +63,7 @@ class LoopLowering:
         header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
         self.b.source = header
         n, bind_target = self.iteration(stmt)
+        self.check_row_updates(stmt)
         if n <= 0:  # range(0), range(5, 2), an empty array: the body never runs, as in Python
             return
 
@@ -152,13 +153,13 @@ class LoopLowering:
         carries names, not arrays, so such an alias is refused rather than silently stale, and
         a view sharing its memory goes stale (reading it later is an error)."""
         for node in (n for s in stmt.body for n in ast.walk(s)):
-            name = _updated_in_place(node)
+            name = updated_in_place(node)
             if name is None:
                 continue
             value = self.env.get(name)
             if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
                 continue
-            if _rebound_first(stmt.body, name):  # y = y.copy(); y[i] = v: a new array each time
+            if rebound_first(stmt.body, name):  # y = y.copy(); y[i] = v: a new array each time
                 continue
             others = [n for n, v in self.env.items() if v is value and n != name]
             if others:
@@ -167,6 +168,30 @@ class LoopLowering:
                                      f"copy it first ({others[0]} = {name}.copy()) so each "
                                      "name has its own array")
             self.stale_before_loop(node, name, value)
+
+    def check_row_updates(self, stmt):
+        """In NumPy a loop over an array's rows binds views: ``row *= 2`` writes the array, and
+        ``Y[i] = ...`` is seen by the rows still to come. The compiled loop reads rows as values,
+        so an update of a row, or of the array looped over, is refused rather than lost."""
+        if _is_range(stmt.iter, self):
+            return
+        rows = {t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
+        looped = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)
+                  and isinstance(self.env.get(n.id), Value) and self.env[n.id].aval.ndim}
+        looped |= {name for name, v in self.env.items()
+                   if any(v is self.env.get(n) for n in looped) and isinstance(v, Value)}
+        for node in (n for s in stmt.body for n in ast.walk(s)):
+            name = updated_in_place(node)
+            if name in rows and not rebound_first(stmt.body, name):
+                raise self.src.error(node, f"`{name}` is a row of the array looped over: NumPy "
+                                     "would write this update into that array, which the "
+                                     "compiled loop does not", "loop over range(len(...)) and "
+                                     "update the array by index (Y[i] = Y[i] * 2)")
+            if name in looped:
+                raise self.src.error(node, f"`{name}` is updated inside a loop over its rows: "
+                                     "NumPy's rows still to come would see the update, the "
+                                     "compiled loop's would not", "loop over range(len(...)) "
+                                     f"and read {name}[i] in the body")
 
     def iteration(self, stmt):
         """The trip count and a function binding the loop target for iteration ``k``."""
@@ -198,7 +223,12 @@ class LoopLowering:
                              "over", "loop over range(len(x)) and index x[i]")
 
 
-def _updated_in_place(node):
+def _is_range(node, lowering) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and lowering.lookup(node.func.id, node.func) is range)
+
+
+def updated_in_place(node):
     """The array name ``node`` writes into in place (``y *= 2``, ``y[i] = v``, ``y[i] += v``,
     ``np.add.at(y, i, v)``)."""
     if add_at_target(node):
@@ -213,7 +243,7 @@ def _updated_in_place(node):
     return None
 
 
-def _rebound_first(body, name) -> bool:
+def rebound_first(body, name) -> bool:
     """Whether the first statement of ``body`` that writes ``name`` is ``name = ...`` at the top
     level: later in-place updates then write that new array. (Were it another name's array, the
     update would change that name too, which a loop body refuses: see ``check_region``.)"""
@@ -221,7 +251,7 @@ def _rebound_first(body, name) -> bool:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name):
             return True
-        if any(_updated_in_place(n) == name or name in _assigned([n])
+        if any(updated_in_place(n) == name or name in _assigned([n])
                for n in ast.walk(stmt) if isinstance(n, ast.stmt)):
             return False
     return False

@@ -24,7 +24,7 @@ from . import fence
 from .control import NO_RETURN, ControlLowering
 from .expressions import ExpressionLowering
 from .indexing import IndexLowering
-from .inplace import InplaceLowering, Stale
+from .inplace import InplaceLowering, Stale, memory_root, open_producers
 from .lists import ListLowering, is_append
 from .setitem import SetitemLowering, is_add_at
 from .windows import WindowLowering
@@ -101,13 +101,34 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
                 raise self.src.error(target, "cannot unpack this value into "
                                      f"{len(target.elts)} names",
                                      "unpack tuples of matching length only")
+            stored = {}  # root of an array stored into by an earlier target -> its text
             for t, v in zip(target.elts, value):
+                self.check_unpacked_view(stored, t, v)
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+                        isinstance(self.env.get(t.value.id), Value):
+                    root = memory_root(self.env[t.value.id], open_producers(self.b))
+                    stored[root] = self.src.text(t)
                 self.bind(t, v, stmt)
         elif isinstance(target, ast.Subscript):
             self.assign_subscript(target, value, stmt)
         else:
             raise self.src.error(target, "assigning to an attribute is not supported",
                                  "assign to a plain name, and return the value")
+
+    def check_unpacked_view(self, stored, target, value):
+        """``Y[0], Y[1] = Y[1], Y[0]``: NumPy stores into ``Y[0]`` before it reads the view
+        ``Y[0]`` on the right for the second store (so both rows end up as the old ``Y[1]``).
+        The compiled right side holds values, so a view into an array an earlier target of the
+        same unpacking stored into is refused."""
+        if not stored or not isinstance(value, Value):
+            return
+        producers = open_producers(self.b)
+        root = memory_root(value, producers)
+        if root is not value and root in stored:
+            raise self.src.error(
+                target, f"the value stored here is a view of the array that `{stored[root]} = "
+                "...` may just have changed: NumPy would store the changed data", "index with arrays "
+                "to swap (Y[[0, 1]] = Y[[1, 0]]), or .copy() the right side's items")
 
     # ---- statements ---------------------------------------------------------------------------
     def run_body(self):

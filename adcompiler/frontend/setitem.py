@@ -36,6 +36,8 @@ class SetitemLowering:
                                  "np.empty_like, .copy() and the like")
         index = self.expr(target.slice)
         items = index if isinstance(index, tuple) else (index,)
+        if _mask(items) is not None:
+            self.check_masked_value(value, stmt.value)
         if op is not None:
             current = self.subscript_read(old, items, target)
             value = self.b.emit(_OPS[type(op)], (current, self.operand(value, stmt.value)))
@@ -44,6 +46,19 @@ class SetitemLowering:
             new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
         self.update_aliases(stmt, old, new, name)
         self.bind(target.value, new, stmt)
+
+    def check_masked_value(self, value, node):
+        """``y[mask] = v`` compiles as ``np.where(mask, v, y)``: right for a number, or an
+        array of one element; NumPy reads any other ``v`` in order, one item per True entry,
+        so those are refused."""
+        size = 1
+        if isinstance(value, Value) and value.aval.kind == "array":
+            shape = value.aval.shape
+            size = None if shape is None else int(np.prod(shape))
+        if size != 1:
+            raise self.src.error(node, "a boolean mask takes a number here (NumPy would store "
+                                 "this array's items one per True entry, in order)",
+                                 "use np.where(mask, values, y) with values shaped like y")
 
     def lower_add_at(self, stmt):
         """``np.add.at(y, idx, v)`` (what generated adjoint code writes where indices repeat):
