@@ -139,3 +139,19 @@ def test_the_caret_lines_up_under_tabs_and_wide_characters():
     assert line == "    y = x\t+ z" and carets == "    " + "     \t^"
     text = CompileError("bad", Location("f.py", 1, 4, "y = 求和(x)", 6)).render()
     assert text.splitlines()[2] == "    " + "    " + "^^^^"
+
+
+def summed_over_range(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x * i
+    return s
+
+
+def test_range_of_a_float_is_pythons_type_error_located():
+    with pytest.raises(CompileError, match=r"range\(\) takes integers, and this is a float") \
+            as err:
+        ad.grad(summed_over_range)(2.0, 2.5)
+    assert "range(int(n))" in str(err.value) and err.value.filename == __file__
+    assert ad.grad(summed_over_range)(2.0, 3) == 3.0
+    assert ad.grad(summed_over_range)(2.0, np.int64(4)) == 6.0

@@ -55,6 +55,13 @@ class LoopLowering:
         if len(bounds) == 3 and isinstance(bounds[2], Value):
             raise self.src.error(node.args[2], "a traced range step is not supported",
                                  "use a constant step")
+        for arg, b in zip(node.args, bounds):  # Python's TypeError, located
+            kind = b.aval.kind if isinstance(b, Value) else type(b).__name__
+            whole = (kind in ("int", "bool") or hasattr(b, "__index__") if not isinstance(b, Value)
+                     else kind in ("int", "bool") or b.aval.dtype.startswith(("int", "uint")))
+            if not whole:
+                raise self.src.error(arg, f"range() takes integers, and this is a {kind}",
+                                     f"convert it: range(int({self.src.text(arg)}))")
         return any(isinstance(b, Value) for b in bounds)
 
     def lower_for(self, stmt: ast.For):
