@@ -2,9 +2,12 @@
 
 Invariants: the user's module is read, never executed (see :mod:`adcompiler.frontend.module`);
 the only user code run is ``example_<FUNC>()`` (for example inputs) and, under ``check``, the
-function itself. A user's mistake prints as ``path:line:col: error: ...`` with the line and a
-caret (or ``adcompiler: error: ...`` when there is no line to point at) and exits with code 2,
-never with a traceback; ``check`` exits with 1 when a gradient disagrees.
+function itself. Outputs are checked before any compiling and written whole
+(:mod:`adcompiler.cli_output`): never over an input, nor over a file ``compile`` did not write
+unless ``--force`` is given. Options and examples are checked first
+(:mod:`adcompiler.cli_inputs`). A user's mistake prints as ``path:line:col: error: ...`` with the
+line and a caret (or ``adcompiler: error: ...`` when there is no line to point at) and exits with
+code 2, never with a traceback; ``check`` exits with 1 when a gradient disagrees.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import draw, standalone, standalone_forward
+from . import cli_inputs, cli_output, draw, standalone, standalone_forward
 from .backends import numexpr_chains
 from .api import GradientFunction, TangentFunction
 from .errors import CompileError
@@ -66,10 +69,12 @@ def _parser():
     _options(p, backend=False)
     p = command("check", _check, "compare gradients with finite differences on random inputs")
     p.add_argument("target", metavar="PATH.py[:FUNC]")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--rtol", type=float, help="tolerance (default 1e-5; 1e-3 in float32)")
-    p.add_argument("--max-entries", type=int, default=1000,
-                   help="check at most this many random entries of each input (default 1000)")
+    p.add_argument("--seed", type=cli_inputs.seed, default=0, help="random seed (default 0)")
+    p.add_argument("--rtol", type=cli_inputs.positive_float,
+                   help="tolerance, above 0 (default 1e-5; 1e-3 in float32)")
+    p.add_argument("--max-entries", type=cli_inputs.count, default=1000,
+                   help="check at most this many random entries of each input, at least 1 "
+                        "(default 1000)")
     _options(p, backend=False)
     p = command("cache", _cache, "show (info) or empty (clear) the on-disk cache")
     p.add_argument("action", choices=("info", "clear"))
@@ -81,6 +86,8 @@ def _compile_and_show_commands(command):
     p.add_argument("paths", nargs="+", metavar="PATH", help="a .py file, or a directory")
     p.add_argument("-o", "--output", help="the output file (one module only); default: "
                                           "<name>_grad.py beside the module")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output file that adcompiler did not write")
     _options(p, wrt=False)
     p.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
                    help="how grad/value_and_grad/vjp are computed: reverse (default, one pass) "
@@ -102,6 +109,7 @@ def _options(p, wrt=True, backend=True):
         p.add_argument("--wrt", help="comma-separated parameter names (default: the "
                                      "decorator's, else the first parameter)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
+                   type=cli_inputs.shape,
                    help="an example input shape (see below); repeat for each parameter")
     if backend:
         p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
@@ -116,10 +124,20 @@ def _target(text, need_function=True):
     """``(path, function)`` from ``PATH.py:FUNC`` (``PATH.py`` alone when allowed)."""
     if text.endswith(".py") and not need_function:
         return text, None
+    if os.path.isdir(text):
+        raise UsageError(f"{text} is a directory: expected PATH.py:FUNCTION, naming a Python "
+                         "file and a function in it")
     path, _, fname = text.rpartition(":")
     if not path or not fname or not fname.isidentifier():
         raise UsageError(f"expected PATH.py:FUNCTION, got {text!r}")
     return path, fname
+
+
+def _load(path):
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory: expected PATH.py:FUNCTION, naming a Python "
+                         "file and a function in it")
+    return load_module(path)
 
 
 @contextmanager
@@ -135,6 +153,7 @@ def _gradient(module, fname, wrt_text=None, backend="numpy", forward=False) -> G
     """The transform the decorator asks for (``grad`` of the first parameter if unmarked); with
     ``forward``, its jvp (``compile --mode forward`` assembles the gradient from jvps)."""
     fn = module.function(fname)
+    cli_inputs.check_transform(module, fname)
     mode, wrt = module.marked.get(fname, ("grad", None))
     if wrt_text:
         wrt = tuple(w.strip() for w in wrt_text.split(","))
@@ -147,6 +166,7 @@ def _specialised(module, fname, args, forward=False):
         gradient = _gradient(module, fname, getattr(args, "wrt", None),
                              getattr(args, "backend", "numpy"), forward)
         examples = example_arguments(module, fname, args.shape)
+        cli_inputs.check_examples(module, fname, examples, args.shape)
         return gradient, examples, standalone.specialise(gradient, examples)
 
 
@@ -161,25 +181,37 @@ def _compile(args) -> int:
             print(f"[{i}/{len(paths)}] {path}", file=sys.stderr, flush=True)
         try:
             with numexpr_chains.disabled():  # the modules written need NumPy only
-                out, functions = _compile_one(path, args, explicit=path in args.paths)
+                out, functions, left_out = _compile_one(path, args, path in args.paths, paths)
         except CompileError as exc:
             print(exc, file=sys.stderr)
+            failed += 1
+            continue
+        except (ValueError, TypeError) as exc:   # one module's: the others still compile
+            if len(paths) == 1:
+                raise
+            print(f"adcompiler: error: {path}: {exc}", file=sys.stderr)
             failed += 1
             continue
         if out:
             written += 1
             print(f"wrote {out}: " + ", ".join(map(_summary, functions)), file=sys.stderr)
-            for name, mode, _ in forward_of(functions):
-                print(f"  {mode}_{name}: forward mode, one jvp_{name} per input entry",
-                      file=sys.stderr)
-            for f in functions:
-                for why in f.per_shape:
-                    print(f"  note: {f.mode}_{f.name} is compiled per shape: {why}",
-                          file=sys.stderr)
+            _notes(functions, left_out, out)
     if len(paths) > 1:
         print(f"compiled {written} of {len(paths)} modules ({failed} failed, "
               f"{len(paths) - written - failed} without marked functions)", file=sys.stderr)
     return 2 if failed else 0
+
+
+def _notes(functions, left_out, out):
+    for name, mode, _ in forward_of(functions):
+        print(f"  {mode}_{name}: forward mode, one jvp_{name} per input entry", file=sys.stderr)
+    for f in functions:
+        for why in f.per_shape:
+            print(f"  note: {f.mode}_{f.name} is compiled per shape: {why}", file=sys.stderr)
+    for name, (transform, loc) in left_out:
+        print(f"  note: {name} is left out of {out}: it is marked @adcompiler.{transform} "
+              f"({loc.filename}:{loc.lineno}), and compile writes {cli_inputs.COMPILED} only",
+              file=sys.stderr)
 
 
 def forward_of(functions) -> list:
@@ -197,12 +229,17 @@ def _summary(fn) -> str:
 
 
 def _sources(paths) -> list:
+    """The modules to compile: the files named, and the .py files under the directories named,
+    less those ``compile`` wrote (its outputs)."""
     out = []
     for path in paths:
         if os.path.isdir(path):
+            found = []
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
-                out += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+                found += [os.path.join(root, f) for f in sorted(files) if f.endswith(".py")]
+            ours = cli_output.generated_sources(found)
+            out += [f for f in found if f not in ours]
         elif os.path.isfile(path):
             out.append(path)
         else:
@@ -210,13 +247,24 @@ def _sources(paths) -> list:
     return out
 
 
-def _compile_one(path, args, explicit):
+def _compile_one(path, args, explicit, inputs):
+    """``(output path, compiled functions, left out)`` for one module: its output checked
+    first, then compiled, then written whole (or ``(None, [], [])`` when nothing is marked)."""
     module = load_module(path)
+    left_out = [(n, t) for n, t in module.uncompiled.items() if t[0] != "custom_vjp"]
     if not module.marked:
         if explicit:
+            also = "; it marks " + ", ".join(f"{n} @adcompiler.{t}" for n, (t, _) in left_out) + \
+                ", which compile does not write" if left_out else ""
             raise CompileError(f"{path} has no function marked with @adcompiler.grad, "
-                               "value_and_grad, vjp or jvp: there is nothing to compile")
-        return None, []
+                               f"value_and_grad, vjp or jvp: there is nothing to compile{also}")
+        return None, [], []
+    base = os.path.splitext(os.path.basename(path))[0]
+    out = args.output or os.path.splitext(path)[0] + "_grad.py"
+    cli_output.check_output(out, inputs, args.force, f"{base}_grad.py",
+                            "" if args.output else path)
+    with _explained(module):
+        cli_inputs.check_shape_names(module, list(module.marked), args.shape)
     functions = []
     for name, (mode, wrt) in module.marked.items():
         by_jvp = args.mode == "forward" and mode != "jvp"
@@ -233,16 +281,17 @@ def _compile_one(path, args, explicit):
     if forward_of(functions):
         text = text.rstrip("\n") + "\n\n\n" + standalone_forward.wrappers(
             module, forward_of(functions))
-    out = args.output or os.path.splitext(path)[0] + "_grad.py"
     compile(text, out, "exec")  # the module must at least parse
-    draw.write_atomically(out, text.encode())
-    return out, functions
+    cli_output.write_file(out, text.encode())
+    return out, functions, left_out
 
 
 # ---- show, graph -------------------------------------------------------------------------------
 def _show(args) -> int:
     path, fname = _target(args.target)
-    module = load_module(path)
+    module = _load(path)
+    with _explained(module):
+        cli_inputs.check_shape_names(module, [fname], args.shape)
     gradient, _, specs = _specialised(module, fname, args)
     if gradient.mode == "jvp" and args.part and not args.ir:
         raise UsageError("a jvp's source computes each tangent beside its value, so it has no "
@@ -264,15 +313,21 @@ def _show(args) -> int:
 
 def _graph(args) -> int:
     path, fname = _target(args.target)
-    module = load_module(path)
+    module = _load(path)
+    cli_output.check_output(args.output, [path], True, f"{fname}.dot")
+    with _explained(module):
+        cli_inputs.check_shape_names(module, [fname], args.shape)
     gradient, examples, specs = _specialised(module, fname, args)
     arguments = bind_arguments(gradient.primal, examples[0], {})
     avals = {n: classify(v, n, n in gradient.wrt) for n, v in arguments.items()}
     with _explained(module):
         forward = lower_function(gradient.primal, avals)
     title = f"{gradient.mode} of {fname} ({os.path.basename(path)})"
-    draw.write(draw.dot_source(forward, specs[0].compiled.graph, gradient.wrt, title),
-               args.output)
+    try:
+        draw.write(draw.dot_source(forward, specs[0].compiled.graph, gradient.wrt, title),
+                   args.output)
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
@@ -280,11 +335,17 @@ def _graph(args) -> int:
 # ---- check -------------------------------------------------------------------------------------
 def _check(args) -> int:
     path, fname = _target(args.target, need_function=False)
-    module = load_module(path)
+    module = _load(path)
     names = [fname] if fname else list(module.marked)
     if not names:
         raise UsageError(f"{path} has no function marked with @adcompiler.grad, value_and_grad, "
                          "vjp or jvp: name one as PATH.py:FUNC")
+    with _explained(module):
+        cli_inputs.check_shape_names(module, names, args.shape)
+    for name, (transform, loc) in ([] if fname else module.uncompiled.items()):
+        if transform != "custom_vjp":
+            print(f"{path}:{name}: not checked: it is marked @adcompiler.{transform} (line "
+                  f"{loc.lineno}), and check compares {cli_inputs.COMPILED}")
     rng = np.random.default_rng(args.seed)
     bad = 0
     for name in names:

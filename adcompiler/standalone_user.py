@@ -2,8 +2,10 @@
 generated code must not clash with, and constants written as literals.
 
 Invariants: the copied statements are the user's own text, in file order, minus decorators and
-imports of adcompiler; a literal round-trips its array exactly (dtype, shape, NaN and
-infinities), and arrays above ``MAX_LITERAL`` elements are refused with a hint.
+imports of adcompiler (where the copied code reads ``stop_gradient`` through one, a stand-in
+without adcompiler replaces it: the identity, as it is in a forward pass); a literal round-trips
+its array exactly (dtype, shape, NaN and infinities), and arrays above ``MAX_LITERAL`` elements
+are refused with a hint.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ def primal_section(module, roots, header_imports) -> str:
         if name in needed or stmt is None:
             continue
         needed.add(name)
-        parts = ([stmt.args, *stmt.body] if isinstance(stmt, ast.FunctionDef) else [stmt])
-        todo += [n.id for p in parts for n in ast.walk(p) if isinstance(n, ast.Name)]
+        todo += [n.id for n in _nodes(stmt) if isinstance(n, ast.Name)]
     stmts = {id(module.definitions[n]): module.definitions[n] for n in needed}
     text = "".join(module.lines)
     out = f"# ---- from {os.path.basename(module.path)}, as written (decorators removed) ----"
@@ -41,12 +42,43 @@ def primal_section(module, roots, header_imports) -> str:
             piece = "".join(module.lines[stmt.lineno - 1:stmt.end_lineno]).rstrip()
         else:
             piece = ast.get_source_segment(text, stmt)
-            if piece in header_imports or (isinstance(stmt, (ast.Import, ast.ImportFrom))
-                                           and _imports_adcompiler(stmt)):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and _imports_adcompiler(stmt):
+                piece, is_def = _stand_in(module, stmt, needed, stmts.values()), True
+            if not piece or piece in header_imports:
                 continue
         out += ("\n\n\n" if is_def or previous in (None, True) else "\n") + piece
         previous = is_def
     return out
+
+
+def _stand_in(module, stmt, needed, copied) -> str:
+    """What replaces ``import adcompiler as ad`` (``from adcompiler import stop_gradient``) for
+    the copied code: the names it reads through it, where they are only stop_gradient."""
+    import adcompiler
+    out = []
+    for alias in stmt.names:
+        name = alias.asname or alias.name.split(".")[0]
+        if name not in needed or module.namespace.get(name) is None:
+            continue
+        if module.namespace[name] is adcompiler.stop_gradient:
+            out.append(f"def {name}(x):\n    {_IDENTITY}\n    return x")
+            continue
+        used = {n.attr for s in copied for n in _nodes(s) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id == name}
+        if module.namespace[name] is adcompiler and used == {"stop_gradient"}:
+            out.append(f"class {name}:\n    \"\"\"adcompiler, as far as the code here uses it: "
+                       f"this module runs without it.\"\"\"\n\n    @staticmethod\n"
+                       f"    def stop_gradient(x):\n        {_IDENTITY}\n        return x")
+    return "\n\n\n".join(out)
+
+
+def _nodes(stmt):
+    """The nodes of a statement as copied: a ``def``'s without its decorators."""
+    parts = [stmt.args, *stmt.body] if isinstance(stmt, ast.FunctionDef) else [stmt]
+    return [n for p in parts for n in ast.walk(p)]
+
+
+_IDENTITY = '"""adcompiler.stop_gradient: x itself (no gradient flows through it)."""'
 
 
 def _imports_adcompiler(stmt) -> bool:

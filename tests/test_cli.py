@@ -398,7 +398,7 @@ def test_errors_are_located_with_a_caret_and_exit_2(tmp_path, name):
     (("show", SAMPLES / "mlp.py"), "expected PATH.py:FUNCTION"),
     (("show", f"{SAMPLES / 'mlp.py'}:nothing"), "defines no function 'nothing'"),
     (("graph", f"{SAMPLES / 'mlp.py'}:loss", "-o", "g.gif"), "must end in .dot, .svg or .png"),
-    (("show", f"{SAMPLES / 'mlp.py'}:loss", "--shape", "x=a,b"), "--shape 'x=a,b'"),
+    (("show", f"{SAMPLES / 'mlp.py'}:loss", "--shape", "x=a,b"), "argument --shape: 'x=a,b'"),
 ])
 def test_command_line_mistakes_exit_2_without_a_traceback(tmp_path, args, message):
     done = adcompiler(*args, cwd=tmp_path)

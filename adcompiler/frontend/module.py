@@ -1,12 +1,15 @@
 """Load a user's module *statically*: its functions, imports and constants, never its top level.
 
-Invariant: nothing the user wrote runs. Imports of numpy, math, cupy and adcompiler are resolved
-to the real modules; module-level constants are kept when they are literals (or literal arrays);
-``def`` statements are compiled with their decorators removed and their annotations unevaluated,
-so defining them runs no user code (defaults must be literals). Everything else at top level is
-never executed: the names it binds are recorded in ``unresolved`` with their location, and
-removed from the namespace, so the static view never holds a value the running module would
-have replaced.
+Invariant: nothing the user wrote runs. The file is decoded as Python decodes it (a coding
+comment, a UTF-8 BOM; UTF-8 otherwise), with universal newlines, so line numbers are Python's.
+Imports of numpy, math, cupy and adcompiler are resolved to the real modules; module-level
+constants are kept when they are literals (or literal arrays); ``def`` statements are compiled
+with their decorators removed and their annotations unevaluated, so defining them runs no user
+code (defaults must be literals). A decorator naming an adcompiler transform (through any alias)
+marks the function; a mistake in it is kept in ``errors`` for that function alone. Everything
+else at top level is never executed: the names it binds are recorded in ``unresolved`` with their
+location, and removed from the namespace, so the static view never holds a value the running
+module would have replaced.
 """
 
 from __future__ import annotations
@@ -14,16 +17,21 @@ from __future__ import annotations
 import __future__
 import ast
 import importlib
+import io
 import math
+import os
+import tokenize
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import CompileError, Location
+from ..signature import resolve_wrt
 
 RESOLVABLE = ("numpy", "math", "adcompiler", "cupy")
 _ARRAY_BUILDERS = {"array", "asarray", "arange", "linspace", "eye", "ones", "zeros", "full"}
-_TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp")
+_TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp")    # what the command line compiles
+_OTHERS = ("hessian", "jacobian", "custom_vjp")             # adcompiler's, but not compiled
 
 
 @dataclass
@@ -36,6 +44,7 @@ class StaticModule:
     definitions: dict = field(default_factory=dict)  # name -> the top-level statement binding it
     unresolved: dict = field(default_factory=dict)  # name -> (Location, why it is not resolved)
     errors: dict = field(default_factory=dict)      # function name -> CompileError defining it
+    uncompiled: dict = field(default_factory=dict)  # name -> (transform, Location): @ad.hessian...
 
     def function(self, name):
         """The function ``name``, or the located error that kept it from being defined."""
@@ -48,8 +57,8 @@ class StaticModule:
 
     def location(self, node) -> Location:
         line = self.lines[node.lineno - 1].rstrip("\n") if self.lines else ""
-        end = node.end_col_offset if node.end_lineno == node.lineno else len(line)
-        return Location(self.path, node.lineno, node.col_offset, line, end)
+        end = _chars(line, node.end_col_offset) if node.end_lineno == node.lineno else len(line)
+        return Location(self.path, node.lineno, _chars(line, node.col_offset), line, end)
 
     def explain(self, err: CompileError) -> CompileError:
         """``err`` with a hint saying why a name it reports undefined was not resolved."""
@@ -62,16 +71,19 @@ class StaticModule:
 
 def load_module(path: str) -> StaticModule:
     """The functions, imports and literal constants of the file at ``path``, without running it."""
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    lines = text.splitlines(True)
+    text = read_source(path)
+    lines = io.StringIO(text).readlines()
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
+        lineno = min(max(exc.lineno or 1, 1), max(len(lines), 1))
         raise CompileError(f"syntax error: {exc.msg}",
-                           Location(path, exc.lineno or 1, (exc.offset or 1) - 1,
-                                    lines[(exc.lineno or 1) - 1] if lines else ""),
+                           Location(path, lineno, max((exc.offset or 1) - 1, 0),
+                                    lines[lineno - 1].rstrip("\n") if lines else ""),
                            "fix the syntax error: Python cannot import this file either")
+    except ValueError as exc:   # a NUL byte
+        raise CompileError(f"{path} cannot be parsed: {exc}",
+                           hint="Python cannot import this file either") from None
     module = StaticModule(path, {"__name__": "adcompiler_static", "__file__": path}, lines)
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -83,6 +95,43 @@ def load_module(path: str) -> StaticModule:
         else:
             _forget(module, stmt, _bound_names(stmt), "a statement adcompiler does not run")
     return module
+
+
+def read_source(path: str) -> str:
+    """The text of the file at ``path``, decoded as Python decodes a module (its coding comment,
+    a UTF-8 BOM, else UTF-8) and with its newlines made ``\\n``; undecodable bytes raise a
+    CompileError naming the file and the line."""
+    if os.path.isdir(path):
+        raise CompileError(f"{path} is a directory, not a Python file",
+                           hint="name a .py file (PATH.py, or PATH.py:FUNCTION)")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    hint = ("save the file as UTF-8, or declare its encoding on line 1 or 2 (# -*- coding: "
+            "latin-1 -*-): Python cannot import it either")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown coding, or a line 1-2 that is not UTF-8
+        if "unknown encoding" in exc.msg or "encoding problem" in exc.msg:
+            raise CompileError(f"{path} cannot be decoded: {exc.msg}", hint=hint) from None
+        encoding = "utf-8"   # the bytes that are not are located below
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        end = data.find(b"\n", exc.start)
+        line = data[start:end if end >= 0 else len(data)].decode(encoding, "replace")
+        col = len(data[start:exc.start].decode(encoding, "replace"))
+        raise CompileError(f"{path} is not valid {encoding.replace('-sig', '')} text: byte "
+                           f"0x{data[exc.start]:02x} on line {lineno} cannot be decoded",
+                           Location(path, lineno, col, line.rstrip("\r"), col + 1),
+                           hint) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _chars(line: str, byte_offset: int) -> int:
+    """The ast module counts columns in UTF-8 bytes; carets count characters."""
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
 
 
 def _bind(module, name, value, stmt):
@@ -98,6 +147,7 @@ def _forget(module, stmt, names, why):
         module.definitions.pop(name, None)
         module.functions.pop(name, None)
         module.marked.pop(name, None)
+        module.uncompiled.pop(name, None)
         module.unresolved[name] = (module.location(stmt), why)
 
 
@@ -187,16 +237,15 @@ def _static_value(ns, node):
 
 
 def _define(module: StaticModule, stmt: ast.FunctionDef):
-    module.errors.pop(stmt.name, None)
-    marked = _marking(module, stmt)
+    for table in (module.errors, module.marked, module.uncompiled):
+        table.pop(stmt.name, None)
     for default in stmt.args.defaults + [d for d in stmt.args.kw_defaults if d is not None]:
         if _static_value(module.namespace, default) is _UNKNOWN:
             _forget(module, stmt, [stmt.name], "a `def` whose default values are not literals")
+            _mark(module, stmt)  # compiling it reports the error
             module.errors[stmt.name] = CompileError(
                 "a default value must be a literal to compile without running the module",
                 module.location(default), "use a number, string, tuple or None")
-            if marked:  # compiling it reports the error
-                module.marked[stmt.name] = marked
             return
     bare = ast.FunctionDef(stmt.name, stmt.args, stmt.body, [], stmt.returns,
                            getattr(stmt, "type_comment", None), **_loc(stmt))
@@ -207,46 +256,90 @@ def _define(module: StaticModule, stmt: ast.FunctionDef):
     exec(code, module.namespace)  # defines the function; its body does not run
     _bind(module, stmt.name, module.namespace[stmt.name], stmt)
     module.functions[stmt.name] = module.namespace[stmt.name]
-    module.marked.pop(stmt.name, None)
-    if marked:
-        module.marked[stmt.name] = marked
+    _mark(module, stmt)
 
 
-def _marking(module, stmt):
-    """("grad", wrt) for ``@adcompiler.grad(wrt=...)`` / ``@ad.value_and_grad`` / ..., else None."""
+def _mark(module, stmt):
+    """Record what adcompiler decorator ``stmt`` carries: ``marked[name] = (mode, wrt)`` for
+    grad, value_and_grad, vjp and jvp, ``uncompiled`` for the others; a mistake in the
+    decorator goes to ``errors``, for this function alone."""
     for dec in stmt.decorator_list:
         call = dec if isinstance(dec, ast.Call) else None
-        func = dec.func if call else dec
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name not in _TRANSFORMS or not _from_adcompiler(module, func):
-            continue
-        wrt = None
-        for kw in (call.keywords if call else []):
-            if kw.arg == "wrt":
-                wrt = _literal_wrt(module, kw.value)
-        return name, wrt
+        transform = _transform(module, call.func if call else dec)
+        if transform in _OTHERS:
+            module.uncompiled[stmt.name] = (transform, module.location(dec))
+            return
+        if transform in _TRANSFORMS:
+            wrt = None
+            for kw in (call.keywords if call else []):
+                if kw.arg == "wrt":
+                    try:
+                        wrt = _literal_wrt(module, kw.value)
+                        _check_wrt(module, stmt.name, wrt, kw.value)
+                    except CompileError as exc:
+                        module.errors.setdefault(stmt.name, exc)
+            module.marked[stmt.name] = (transform, wrt)
+            return
+
+
+def _check_wrt(module, name, wrt, node):
+    """``wrt`` names parameters of the function ``name`` (when it is defined)."""
+    if name in module.functions:
+        try:
+            resolve_wrt(module.functions[name], wrt)
+        except ValueError as exc:
+            raise CompileError(str(exc), module.location(node),
+                               "name parameters of the function, or their positions") from None
+
+
+def _transform(module, func):
+    """The name of the adcompiler transform a decorator names (``grad`` for ``ad.grad``,
+    ``value_and_grad`` for ``vag`` imported ``as vag``), else None. Resolved by identity."""
+    import adcompiler
+    value = _resolved(module.namespace, func)
+    for name in _TRANSFORMS + _OTHERS:
+        if value is getattr(adcompiler, name, _UNKNOWN):
+            return name
     return None
 
 
-def _from_adcompiler(module, func) -> bool:
-    """Whether a decorator names adcompiler's transform: ``ad.grad``, or ``grad`` imported from
-    adcompiler (``jvp`` too, before adcompiler has it, so that the error can say so)."""
-    if isinstance(func, ast.Attribute):
-        base = module.namespace.get(func.value.id) if isinstance(func.value, ast.Name) else None
-        return getattr(base, "__name__", "").split(".")[0] == "adcompiler"
-    value = module.namespace.get(func.id)
-    if value is None:
-        return module.unresolved.get(func.id, (None, ""))[1].startswith("`from adcompiler ")
-    return getattr(value, "__module__", "").split(".")[0] == "adcompiler"
+def _resolved(ns, node):
+    """What a name or a dotted name (``ad.grad``) is bound to in the static namespace."""
+    if isinstance(node, ast.Name):
+        return ns.get(node.id, _UNKNOWN)
+    if isinstance(node, ast.Attribute):
+        base = _resolved(ns, node.value)
+        if isinstance(base, type(math)):  # only modules: never an attribute of user code
+            return getattr(base, node.attr, _UNKNOWN)
+    return _UNKNOWN
 
 
 def _literal_wrt(module, node):
+    """``wrt=`` as written: a literal, or a module-level name bound to one (``WRT = ("a", "b")``)
+    before the decorator, evaluated with ``ast.literal_eval``, never by running the module."""
+    hint = "write the parameter names or positions: wrt=(\"w\", \"b\")"
+    value = node
+    if isinstance(node, ast.Name):
+        stmt = module.definitions.get(node.id)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            value = stmt.value
+        elif node.id in module.unresolved:
+            loc, why = module.unresolved[node.id]
+            raise CompileError(f"wrt={node.id} is not a literal: `{node.id}` is bound at "
+                               f"{loc.filename}:{loc.lineno} by {why}",
+                               module.location(node), hint) from None
+        else:
+            raise CompileError(f"wrt={node.id}: `{node.id}` is not a module-level constant "
+                               "defined above the function", module.location(node), hint)
     try:
-        return ast.literal_eval(node)
-    except ValueError:
-        raise CompileError("wrt= must be a literal to compile without running the module",
-                           module.location(node),
-                           "write the parameter names or positions: wrt=(\"w\", \"b\")") from None
+        return ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if value is not node:
+            raise CompileError(f"wrt={node.id}: `{node.id}` is not bound to a literal (names or "
+                               "positions of parameters)", module.location(node), hint) from None
+        raise CompileError("wrt= must be a literal (or a module-level name bound to one) to "
+                           "compile without running the module", module.location(node),
+                           hint) from None
 
 
 def _loc(node):
