@@ -241,5 +241,9 @@ def write_atomically(path, data: bytes):
     directory = os.path.dirname(os.path.abspath(path))
     with tempfile.NamedTemporaryFile(dir=directory, prefix=".tmp-", delete=False) as fh:
         fh.write(data)
-    os.chmod(fh.name, 0o644)
-    os.replace(fh.name, path)
+    try:
+        os.chmod(fh.name, 0o644)
+        os.replace(fh.name, path)
+    except BaseException:
+        os.unlink(fh.name)  # no temporary file left behind
+        raise

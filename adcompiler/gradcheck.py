@@ -58,7 +58,7 @@ def check_gradient(module, gradient, example, rng, rtol=None, max_entries=1000) 
     rows = []
     if value is not None:
         expected = scalar(*args)
-        rows.append(Row("value", "", _error(value, expected), rtol or 1e-6))
+        rows.append(Row("value", "", _error(value, expected), 1e-6 if rtol is None else rtol))
     taped = _tape(gradient, args, kwargs.get("cotangent"))
     for k, (name, g) in enumerate(zip(gradient.wrt, grads)):
         i = params.index(name)
@@ -109,7 +109,7 @@ def _compare(name, g, args, i, scalar, rng, rtol, max_entries) -> Row:
         g = np.asarray(g, dtype=np.float64).reshape(-1)[list(entries)]
         what = f"{x.dtype}[{', '.join(str(d) for d in x.shape)}]"
     low_precision = not isinstance(x, float) and x.dtype.itemsize < 8
-    tolerance = rtol or (1e-3 if low_precision else 1e-5)
+    tolerance = (1e-3 if low_precision else 1e-5) if rtol is None else rtol
     checked = f"{len(entries)} of {np.size(x)} entries" if entries is not None and \
         len(entries) < np.size(x) else ""
     return Row(name, what, _error(g, fd), tolerance, checked)
@@ -147,5 +147,5 @@ def _check_jvp(module, gradient, args, rng, rtol) -> list:
     expected = call_user(module, f"{gradient.primal.__name__}()", gradient.primal,
                          *copy.deepcopy(args))
     what = f"{np.asarray(fd).dtype}[{', '.join(str(d) for d in np.shape(fd))}]"
-    return [Row("value", "", _error(value, expected), rtol or 1e-6),
-            Row("tangent", what, _error(tangent, fd), rtol or 1e-5)]
+    return [Row("value", "", _error(value, expected), 1e-6 if rtol is None else rtol),
+            Row("tangent", what, _error(tangent, fd), 1e-5 if rtol is None else rtol)]
