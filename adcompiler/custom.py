@@ -7,7 +7,9 @@ in generated code: the function itself (``lse = logsumexp(z)``), its ``fwd`` (re
 Invariants: the generated module binds every such name to the user's object
 (:func:`runtime_names`); shapes and dtypes of results are learnt by running ``fwd`` once per
 input signature on arrays of ones; the dynamic tape records the same call with ``bwd`` as its
-backward (:mod:`adcompiler.tape.custom`); forward mode through it raises, as in JAX.
+backward (:mod:`adcompiler.tape.custom`); forward mode through it, or through the ``fwd`` and
+``bwd`` calls of its gradient, raises (:class:`adcompiler.transforms.forward.ForwardModeError`),
+as in JAX.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ class custom_vjp:
     plain function; the compiler and the dynamic tape use ``fwd`` and ``bwd`` (under ``grad``
     only ``fwd`` runs; ``value_and_grad`` runs the function for the value and ``fwd`` for the
     residuals). Arguments are positional: arrays, floats, and static numbers. Forward mode
-    (``jvp``, ``hessian``) through it raises, as in JAX.
+    (``jvp``, ``jacobian(mode="fwd")``) through it raises, as in JAX; ``hessian`` differentiates
+    the gradient's generated source, reading ``fwd`` and ``bwd`` as NumPy code
+    (:class:`adcompiler.higher.HessianVectorProduct`).
     """
 
     def __init__(self, fun):

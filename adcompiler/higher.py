@@ -1,5 +1,6 @@
 """Higher order: ``grad(grad(f))`` by compiling generated source again, ``jacobian`` (forward or
-reverse mode) and ``hessian`` (forward over reverse).
+reverse mode) and ``hessian`` (forward over reverse; through a custom_vjp call, forward over the
+gradient's generated source).
 
 Invariants: the gradient differentiated again is the plain source its compilation emits (no
 in-place updates, no fused nodes; loop residuals in ``np.zeros`` stacks or, for a ``while``, in
@@ -19,6 +20,7 @@ from .api import GradientFunction, TangentFunction
 from .errors import CompileError
 from .ir import Aval
 from .signature import bind_arguments, classify, key_of
+from .transforms.forward import ForwardModeError
 
 FORWARD, REVERSE = "fwd", "rev"
 
@@ -151,13 +153,66 @@ def jacobian(f=None, *, wrt=None, mode="auto"):
 
 
 # ---- Hessians --------------------------------------------------------------------------------
+class HessianVectorProduct:
+    """``hvp(*args, tangents=v)`` gives ``(gradient, H v)``: the tangents of the compiled gradient
+    graph (forward over reverse, ``.source`` is ``def hvp_f(...)``).
+
+    Forward mode has no rule for the ``fwd`` and ``bwd`` calls a custom_vjp function puts in the
+    gradient graph, and refuses them (:class:`ForwardModeError`); then, and from then on, this
+    takes the jvp of the gradient's own generated source instead, one per wrt parameter (as
+    ``jacobian(grad(f, wrt=w), mode="fwd")``), where ``fwd`` and ``bwd`` are read as the user's
+    NumPy code: the derivative of the gradient the custom rule defines, as in JAX.
+    """
+
+    def __init__(self, fn, wrt=None):
+        self.primal, self._wrt = fn, wrt
+        self.fused = TangentFunction(fn, wrt, "hvp")
+        self.wrt, self._single = self.fused.wrt, self.fused._single
+        self.parts = None      # the jvps of the gradient's source, once the fused one is refused
+
+    def __call__(self, *args, tangents=None, **kwargs):
+        if self.parts is None:
+            try:
+                return self.fused(*args, tangents=tangents, **kwargs)
+            except ForwardModeError:
+                self._fall_back()
+        results = [part(*args, tangents=tangents, **kwargs) for part in self.parts]
+        grads, products = tuple(r[0] for r in results), tuple(r[1] for r in results)
+        return (grads[0], products[0]) if self._single else (grads, products)
+
+    def _fall_back(self):
+        self.parts = [TangentFunction(GradientFunction(self.primal, w, "grad"), self._wrt, "jvp")
+                      for w in self.wrt]
+
+    def specialize(self, *args, **kwargs):
+        """Compile for these arguments without running: the fused function, or the list of
+        jvps it fell back to."""
+        if self.parts is None:
+            try:
+                return self.fused.specialize(*args, **kwargs)
+            except ForwardModeError:
+                self._fall_back()
+        return [part.specialize(*args, **kwargs) for part in self.parts]
+
+    @property
+    def source(self):
+        """The generated code: ``hvp_f``, or the jvps of the gradient it fell back to."""
+        if self.parts is None:
+            return self.fused.source
+        return "\n".join(part.source for part in self.parts)
+
+    @property
+    def ir(self):
+        return self.fused.ir if self.parts is None else [part.ir for part in self.parts]
+
+
 class Hessian:
-    """``hessian(f, wrt=...)``: call it as ``f``; ``.hvp`` is the compiled Hessian-vector
-    product (forward over reverse) it calls once per input entry."""
+    """``hessian(f, wrt=...)``: call it as ``f``; ``.hvp`` is the Hessian-vector product
+    (:class:`HessianVectorProduct`) it calls once per input entry."""
 
     def __init__(self, fn, wrt=None):
         self.primal = fn
-        self.hvp = TangentFunction(fn, wrt, "hvp")
+        self.hvp = HessianVectorProduct(fn, wrt)
         self.wrt, self._single = self.hvp.wrt, self.hvp._single
 
     def __call__(self, *args, **kwargs):
@@ -202,10 +257,17 @@ def _basis(inputs, j, k, single):
 def hessian(f=None, *, wrt=None):
     """The Hessian of ``f``'s scalar result with respect to ``wrt``, forward over reverse: one
     compiled Hessian-vector product per input entry. For a single ``wrt`` of shape ``S`` it has
-    shape ``S + S``; for a tuple, ``H[i][j]`` has shape ``in_i.shape + in_j.shape``."""
+    shape ``S + S``; for a tuple, ``H[i][j]`` has shape ``in_i.shape + in_j.shape``.
+
+    Through a custom_vjp function, whose ``fwd`` and ``bwd`` forward mode refuses to enter as
+    calls (it would otherwise give them zero tangents), the Hessian-vector product is the jvp
+    of the gradient's generated source instead, with ``fwd`` and ``bwd`` read as NumPy code
+    (:class:`HessianVectorProduct`); where they cannot be read (a black-box call), that raises
+    the located error of the call it cannot compile."""
     if f is None:
         return lambda fn: Hessian(fn, wrt)
     return Hessian(f, wrt)
 
 
-__all__ = ["jacobian", "hessian", "Jacobian", "Hessian", "lower_gradient", "choose_mode"]
+__all__ = ["jacobian", "hessian", "Jacobian", "Hessian", "HessianVectorProduct",
+           "lower_gradient", "choose_mode"]

@@ -175,6 +175,7 @@ def _module_dict():
                   for n in ("zeros", "ones", "empty", "arange", "eye")})
     names.update(ndarray=ndarray, array=array, asarray=asarray, asnumpy=asnumpy, full=full,
                  result_type=result_type, get_array_module=get_array_module,
+                 may_share_memory=lambda a, b: np.may_share_memory(a._a, b._a),
                  ElementwiseKernel=ElementwiseKernel)
     runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0)
     names["cuda"] = types.SimpleNamespace(Device=_Device, runtime=runtime)

@@ -11,8 +11,9 @@ against and the dynamic side of the static-versus-dynamic comparison.
 
 Modules: ``tensor`` (state), ``operators``/``methods``/``numpy_api`` (what records),
 ``record`` (one primitive on the tape), ``node`` (grad_fns and saved values), ``inplace``
-(versions, ``CopySlices``), ``engine`` (backward and grad), ``forward_ad`` (dual numbers),
-``functional`` (``dynamic_grad``), ``format`` (the repr), ``mode`` (no_grad), ``xp`` (NumPy/CuPy).
+(versions, ``CopySlices``), ``views`` (storage shared with a base), ``engine`` (backward and
+grad), ``forward_ad`` (dual numbers), ``functional`` (``dynamic_grad``), ``format`` (the repr),
+``mode`` (no_grad), ``xp`` (NumPy/CuPy).
 
 Invariant: ``Tensor``'s state and every error message follow PyTorch; the one deliberate
 difference is the default float dtype, float64 (NumPy's), printed as ``torch.DoubleTensor`` in

@@ -1,11 +1,13 @@
 """In-place updates: ``t[i] = v``, ``t += v``, ``add_ fill_ zero_ copy_`` and NumPy's ``out=``.
 
-Invariants: an update writes into the tensor's own storage (``.data`` and ``detach()`` see it)
-and bumps its version counter by one. Under grad mode, updating a tensor that needs grad (or with
-a value that does) rebases it onto a new node (``AddBackward0``, ``CopySlices``...) whose input is
-the previous value, so tensors saved earlier keep failing their version check. A leaf that
-requires grad can only be assigned through indexing, which moves it into the graph interior (the
-seeds' PyTorch 1.1 behaviour; backward then raises); any other in-place use raises at once.
+Invariants: an update writes into the tensor's own storage (``.data``, ``detach()``, its base
+and its other views see it) and bumps its version counter by one. Under grad mode, updating a
+tensor that needs grad (or with a value that does) rebases it onto a new node (``AddBackward0``,
+``CopySlices``...) whose input is the previous value, so tensors saved earlier keep failing their
+version check; an update through a view rebases its base instead (:func:`.views.written`). A
+leaf that requires grad can only be assigned through indexing, which moves it into the graph
+interior (the seeds' PyTorch 1.1 behaviour; backward then raises); any other in-place use, and
+any update through a view of it, raises at once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from adcompiler.ir.primitives import PRIMS, build_index, store
 from adcompiler.templates import cotangent
 
-from . import mode
+from . import mode, views
 from . import tensor as _tensor
 from .node import Node, Placeholder, _dtype, _shape, node_class
 from .record import TENSOR_OPS, apply, beside_device
@@ -103,15 +105,29 @@ def _requires(x) -> bool:
     return isinstance(x, _tensor.Tensor) and x._requires_grad
 
 
-def _check_leaf(t):
+def _check_leaf(t, other=None):
+    views.check_write(t, _requires(other))
     if mode.is_grad_enabled() and t._requires_grad and t._grad_fn is None:
         raise RuntimeError(LEAF_ERROR)
+
+
+def _finish(t, node):
+    """``t``'s storage now holds what ``node`` records (None: nothing was recorded): ``t`` is
+    rebased onto it, or, for a view, its base onto the ``CopySlices`` of the update."""
+    if t._view is None:
+        if node is not None:
+            _rebase(t, node)
+        return
+    copy = views.written(t, node)
+    if copy is not None:
+        _rebase(t._view.base, copy)
 
 
 def setitem(t, key, value, name="CopySlices"):
     """``t[key] = value`` in place; records ``CopySlices`` when gradients are involved."""
     spec, arrays = index_spec(key, t._data)
     value = value if isinstance(value, _tensor.Tensor) else _constant(value)
+    views.check_write(t, _requires(value))
     if any(isinstance(a, _tensor.Tensor) and type(a._data) is not np.ndarray for a in (t, value)):
         value = beside_device(name, (t, value))[1]
     recording = mode.is_grad_enabled() and (t._requires_grad or _requires(value))
@@ -121,21 +137,20 @@ def setitem(t, key, value, name="CopySlices"):
     t._counter.before_write(t)
     store(xp, t._data, build_index(spec, arrays), data)   # repeated indices: NumPy's last
     t._counter.bump()
-    if node is not None:
-        _rebase(t, node)
     _slice_tangent(t, spec, arrays, value)
+    _finish(t, node)
     return t
 
 
 def overwrite(t, value, name):
     """``fill_``, ``zero_``, ``copy_``: every entry replaced; a leaf that needs grad raises."""
-    _check_leaf(t)
+    _check_leaf(t, value)
     return setitem(t, Ellipsis, value, name)
 
 
 def update(t, prim, other):
     """``t op= other`` (``add_``, ``mul_``...): ``t`` takes the value of ``prim(t, other)``."""
-    _check_leaf(t)
+    _check_leaf(t, other)
     recording = mode.is_grad_enabled() and (t._requires_grad or _requires(other))
     forward = mode.dual_level_token() is not None and t._tangents is not None
     source = t._snapshot() if recording or forward else t
@@ -145,9 +160,9 @@ def update(t, prim, other):
         # (the compiler makes the same choice for every shape-() value)
         return result
     adopt(t, result)
-    if not PRIMS[prim].differentiable:   # ``t //= y``: piecewise constant from here on, so no
-        t._tangents = None                # gradient or tangent flows back through it
-        if mode.is_grad_enabled():
+    if not PRIMS[prim].differentiable and t._view is None:   # ``t //= y``: piecewise constant
+        t._tangents = None        # from here on, so no gradient or tangent flows back through it
+        if mode.is_grad_enabled():    # (through a view: the base's CopySlices has no value edge)
             t.detach_()
     return t
 
@@ -160,14 +175,12 @@ def adopt(t, result):
     if not np.can_cast(result.dtype, t.dtype, "same_kind"):
         raise TypeError(f"Cannot cast output from dtype('{result.dtype}') to dtype('{t.dtype}') "
                         "with casting rule 'same_kind'")
-    _check_leaf(t)
+    _check_leaf(t, result)
     t._counter.before_write(t)
     t._data[...] = result._data
     t._counter.bump()
-    if result._grad_fn is not None:
-        _rebase(t, result._grad_fn)
-    if result._tangents is not None:
-        t._tangents = result._tangents
+    t._tangents = result._tangents
+    _finish(t, result._grad_fn)
     return t
 
 

@@ -3,15 +3,16 @@
 (``exp mean add_ fill_ zero_ clamp unsqueeze permute clone``, ``dim=`` and ``keepdim=``).
 
 Invariant: each method is one primitive (or one in-place update); where NumPy and PyTorch
-disagree the NumPy meaning wins (``transpose`` permutes, ``max`` returns only the values), so
-that unmodified NumPy code runs on tensors.
+disagree the NumPy meaning wins (``transpose`` permutes, ``max`` returns only the values,
+``flatten`` copies), so that unmodified NumPy code runs on tensors. The shape methods give views
+(:mod:`.views`) wherever NumPy does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import inplace
+from . import inplace, views
 from .numpy_api import dot as numpy_dot
 from .numpy_api import wrap_plain
 from .record import apply
@@ -82,40 +83,43 @@ class Methods:
 
     # ---- shape --------------------------------------------------------------------------------
     def reshape(self, *shape, order="C"):
+        """A view where NumPy gives one (a copy of a transposed array, say, is not)."""
         if order != "C":
             raise TypeError("reshape(): only order='C' is supported on tensors")
-        return apply("reshape", (self,), {"shape": _shape_args(shape)})
+        return views.make("reshape", self, {"shape": _shape_args(shape)})
 
     view = reshape
 
-    def flatten(self):
+    def ravel(self):
         return self.reshape(-1)
 
-    ravel = flatten
+    def flatten(self):
+        """A copy, as NumPy's (``ravel`` gives a view where it can)."""
+        return apply("reshape", (self,), {"shape": (-1,)})
 
     def transpose(self, *axes):
         """NumPy's ``transpose``: reverse the axes, or permute them as given."""
         axes = _shape_args(axes) or None
-        return apply("transpose", (self,), {"axes": axes})
+        return views.make("transpose", self, {"axes": axes})
 
     def permute(self, *dims):
         return self.transpose(*dims)
 
     @property
     def T(self):
-        return apply("transpose", (self,), {"axes": None})
+        return views.make("transpose", self, {"axes": None})
 
     def squeeze(self, axis=None, *, dim=None):
-        return apply("squeeze", (self,), {"axis": _axis(axis, dim)})
+        return views.make("squeeze", self, {"axis": _axis(axis, dim)})
 
     def unsqueeze(self, dim):
-        return apply("expand_dims", (self,), {"axis": dim})
+        return views.make("expand_dims", self, {"axis": dim})
 
     def expand(self, *sizes):
         sizes = _shape_args(sizes)
         lead = len(sizes) - self.ndim
         shape = tuple(self.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
-        return apply("broadcast_to", (self,), {"shape": shape})
+        return views.make("broadcast_to", self, {"shape": shape})
 
     # ---- copies and conversions ---------------------------------------------------------------
     def copy(self):

@@ -65,7 +65,7 @@ class VersionCounter:
         if self.watchers:
             for saved in list(self.watchers):
                 if saved.counter is self and saved.version == self.value:
-                    saved.preserve(tensor)
+                    saved.preserve()
             self.watchers = None
 
 
@@ -148,13 +148,15 @@ class SavedValue:
             return self.tensor
         return self.value
 
-    def preserve(self, tensor):
-        """Keep a private copy of the current value: ``tensor`` (whose storage this is) is about
-        to be updated in place. The copy stands for ``tensor`` as it is now, on its graph."""
+    def preserve(self):
+        """Keep a private copy of the current value: its storage is about to be updated in
+        place (through the saved tensor, its base or another view of it). The copy stands for
+        the saved tensor as it is now, on its graph."""
         self.value = self.value.copy()
         if self.tensor is not None:
-            old = _tensor.Tensor._make(self.value, tensor._grad_fn, tensor._requires_grad)
-            old._accumulator = tensor._accumulator
+            saved = self.tensor
+            old = _tensor.Tensor._make(self.value, saved._grad_fn, saved._requires_grad)
+            old._accumulator = saved._accumulator
             self.tensor = old
         self.counter = None
 

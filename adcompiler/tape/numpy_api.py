@@ -1,6 +1,7 @@
 """The NumPy protocols: ``np.exp(t)``, ``np.sum(t, axis=0)``, ``np.where(c, a, b)`` on tensors.
 
-Invariants: a ufunc or function with a primitive records that primitive; a handful of composite
+Invariants: a ufunc or function with a primitive records that primitive (the shape functions
+give views where NumPy does, :mod:`.views`); a handful of composite
 functions (``np.linalg.norm``, ``np.var``...) are spelled in primitives; anything else runs on the
 plain values (with CuPy's function of the same name on CuPy arrays) and is allowed only where
 no gradient is lost (no input requires grad, or the result is integer or boolean); otherwise it
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mode
+from . import mode, views
 from . import tensor as _tensor
 from .record import apply
 from .xp import common_module
@@ -119,7 +120,7 @@ def _reduce(prim):
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     shape = newshape if shape is None else shape
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    return apply("reshape", (a,), {"shape": shape})
+    return views.make("reshape", a, {"shape": shape})
 
 
 def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
@@ -179,11 +180,11 @@ FUNCTIONS = {
     np.sum: _reduce("sum"), np.mean: _reduce("mean"), np.prod: _reduce("prod"),
     np.max: _reduce("max"), np.min: _reduce("min"), np.amax: _reduce("max"),
     np.amin: _reduce("min"), np.reshape: _reshape, np.clip: _clip, np.where: _where,
-    np.transpose: lambda a, axes=None: apply("transpose", (a,), {"axes": axes}),
-    np.expand_dims: lambda a, axis: apply("expand_dims", (a,), {"axis": axis}),
-    np.squeeze: lambda a, axis=None: apply("squeeze", (a,), {"axis": axis}),
-    np.broadcast_to: lambda array, shape, subok=False: apply(
-        "broadcast_to", (array,), {"shape": (shape,) if np.ndim(shape) == 0 else tuple(shape)}),
+    np.transpose: lambda a, axes=None: views.make("transpose", a, {"axes": axes}),
+    np.expand_dims: lambda a, axis: views.make("expand_dims", a, {"axis": axis}),
+    np.squeeze: lambda a, axis=None: views.make("squeeze", a, {"axis": axis}),
+    np.broadcast_to: lambda array, shape, subok=False: views.make(
+        "broadcast_to", array, {"shape": (shape,) if np.ndim(shape) == 0 else tuple(shape)}),
     np.concatenate: _join("concatenate"), np.stack: _join("stack"),
     np.dot: dot,
     np.outer: lambda a, b, out=None: apply("outer", (a, b)),
@@ -192,7 +193,7 @@ FUNCTIONS = {
     np.size: lambda a, axis=None: int(np.prod(_shape_of(a))) if axis is None else
     _shape_of(a)[axis],
     np.linalg.norm: _norm, np.var: _var, np.std: _std,
-    np.ravel: lambda a, order="C": apply("reshape", (a,), {"shape": (-1,)}),
+    np.ravel: lambda a, order="C": views.make("reshape", a, {"shape": (-1,)}),
     np.zeros_like: _creation(np.zeros_like), np.ones_like: _creation(np.ones_like),
     np.empty_like: _creation(np.empty_like), np.full_like: _creation(np.full_like),
 }

@@ -1,5 +1,6 @@
 """Python operators on tensors: arithmetic and ``@`` record primitives, comparisons give boolean
-tensors, ``t[i]`` records a gather, and ``t[i] = v`` / ``t += v`` are in-place updates.
+tensors, ``t[i]`` records a gather (a view for a basic index: ints, slices, None, ``...``), and
+``t[i] = v`` / ``t += v`` are in-place updates.
 
 Invariant: every operator maps to exactly one primitive of ``adcompiler.ir.primitives`` (or to
 :mod:`.inplace`), so the tape and the compiler differentiate the same operations.
@@ -7,7 +8,7 @@ Invariant: every operator maps to exactly one primitive of ``adcompiler.ir.primi
 
 from __future__ import annotations
 
-from . import inplace, numpy_api
+from . import inplace, numpy_api, views
 from .record import apply
 
 
@@ -83,6 +84,8 @@ class Operators:
     # ---- indexing and in-place updates --------------------------------------------------------
     def __getitem__(self, key):
         spec, arrays = inplace.index_spec(key, self._data)
+        if not arrays:
+            return views.make("getitem", self, {"index": spec})
         return apply("getitem", (self, *arrays), {"index": spec})
 
     def __setitem__(self, key, value):

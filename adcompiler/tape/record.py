@@ -3,8 +3,9 @@ records its backward node and pushes forward-mode tangents through it.
 
 Invariants: the value is ``adcompiler.ir.primitives.evaluate`` on the arrays (the tape and the
 compiler compute the same thing), or its CuPy spelling on CuPy arrays (:func:`.xp.compute`);
-a result never shares storage with an input; a result requires grad iff grad mode is on, the
-primitive is differentiable, the result is floating and some input requires grad.
+a result never shares storage with an input (views are made by :mod:`.views`); a result
+requires grad iff grad mode is on, the primitive is differentiable, the result is floating and
+some input requires grad.
 :class:`TensorOps` is the templates' ``ops`` protocol on tensors: rules run on it record their
 own operations, which is how ``create_graph=True`` and forward mode work.
 """

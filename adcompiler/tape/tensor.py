@@ -4,7 +4,9 @@
 Invariants: ``_data`` is an array of NumPy or CuPy (a 0-d array for a scalar) and is only ever
 changed in place through :mod:`.inplace`, which bumps ``_version``; ``is_leaf`` is exactly
 ``grad_fn is None``; only floating tensors require grad; ``data`` shares storage with a fresh
-version counter and ``detach()`` shares both, as in PyTorch.
+version counter and ``detach()`` shares both, as in PyTorch; a view (:mod:`.views`) shares both
+with its base, and its graph state (``_grad_fn``, ``_requires_grad``, ``_tangents``) is read
+through properties that first take it from the base again if the storage changed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from . import mode
+from . import mode, views
 from .format import tensor_repr
 from .methods import Methods
 from .node import AccumulateGrad, VersionCounter
@@ -46,8 +48,10 @@ def fresh_array(data, dtype=None):
 class Tensor(Operators, Methods, NumpyProtocol):
     """``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (see :func:`tensor`)."""
 
-    __slots__ = ("_data", "_grad", "_grad_fn", "_requires_grad", "_counter", "_accumulator",
-                 "_tangents", "_retains_grad", "__weakref__")
+    # _fn, _needs_grad and _duals hold grad_fn, requires_grad and the tangents as set; code reads
+    # them through _grad_fn, _requires_grad and _tangents, which bring a view up to date first
+    __slots__ = ("_data", "_grad", "_fn", "_needs_grad", "_counter", "_accumulator", "_duals",
+                 "_retains_grad", "_view", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, data, requires_grad=False, dtype=None):
@@ -58,12 +62,13 @@ class Tensor(Operators, Methods, NumpyProtocol):
     def _init(self, array, grad_fn=None, requires_grad=False, counter=None):
         self._data = array
         self._grad = None
-        self._grad_fn = grad_fn
-        self._requires_grad = requires_grad
+        self._fn = grad_fn
+        self._needs_grad = requires_grad
         self._counter = counter if counter is not None else VersionCounter()
         self._accumulator = None
-        self._tangents = None
+        self._duals = None
         self._retains_grad = False
+        self._view = None
 
     @classmethod
     def _make(cls, array, grad_fn=None, requires_grad=False, counter=None):
@@ -71,6 +76,37 @@ class Tensor(Operators, Methods, NumpyProtocol):
         t = cls.__new__(cls)
         t._init(array, grad_fn, requires_grad, counter)
         return t
+
+    # ---- graph state, up to date for a view -----------------------------------------------------
+    @property
+    def _grad_fn(self):
+        if self._view is not None:
+            views.sync(self)
+        return self._fn
+
+    @_grad_fn.setter
+    def _grad_fn(self, node):
+        self._fn = node
+
+    @property
+    def _requires_grad(self) -> bool:
+        if self._view is not None:
+            views.sync(self)
+        return self._needs_grad
+
+    @_requires_grad.setter
+    def _requires_grad(self, flag):
+        self._needs_grad = flag
+
+    @property
+    def _tangents(self):
+        if self._view is not None:
+            views.sync(self)
+        return self._duals
+
+    @_tangents.setter
+    def _tangents(self, duals):
+        self._duals = duals
 
     # ---- autograd state -----------------------------------------------------------------------
     @property
@@ -137,6 +173,8 @@ class Tensor(Operators, Methods, NumpyProtocol):
         return Tensor._make(self._data, counter=self._counter)
 
     def detach_(self):
+        if self._view is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._grad_fn, self._requires_grad = None, False
         return self
 
@@ -178,7 +216,8 @@ class Tensor(Operators, Methods, NumpyProtocol):
         return old
 
     def _tangent(self, level):
-        return None if self._tangents is None else self._tangents.get(level)
+        duals = self._tangents
+        return None if duals is None else duals.get(level)
 
     def _set_tangent(self, level, tangent):
         if tangent is not None and self._data.dtype.kind in "fc":

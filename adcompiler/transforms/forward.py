@@ -26,6 +26,12 @@ from .reverse import active_values
 LINEAR_READS = {"list_get": lambda b, dx, ans, stack, k: b.emit("list_get", (dx, k))}
 
 
+class ForwardModeError(CompileError):
+    """Forward mode met a call it has no tangent rule for: a custom_vjp function, or the ``fwd``
+    or ``bwd`` that a gradient graph calls for it (``hessian`` then differentiates the gradient's
+    own source instead, :mod:`adcompiler.higher`)."""
+
+
 class TangentBuilder(Builder):
     """The builder for tangent code: phase ``"tangent"``; derived code on Python floats stays
     in ``math``, as adjoint code does."""
@@ -81,7 +87,27 @@ def push(b, nodes, dot) -> list:
                     dot[node.outputs[0]] = b.emit("empty_list", (), node.params)
                 elif node.outputs and node.outputs[0] in b.active:
                     _push_node(b, node, dot)
+                elif _opaque(node) and any(isinstance(x, Value) and x in dot
+                                           for x in node.inputs):
+                    raise _refusal(node.prim)    # its outputs would silently get zero tangents
     return out
+
+
+def _opaque(node) -> bool:
+    """A call that computes a real function of its inputs but has no tangent rule, nor counts
+    as active: the ``fwd`` and ``bwd`` of a custom_vjp function, which its adjoint calls (the
+    other primitives without a derivative are piecewise constant, or ``stop_gradient``)."""
+    return PRIMS[node.prim].family == "custom" and node.prim != "stop_gradient"
+
+
+def _refusal(prim) -> ForwardModeError:
+    spec = PRIMS[prim]
+    what = f"`{spec.spell}`" if spec.differentiable else \
+        f"`{spec.spell}` (called by the gradient of a custom_vjp function)"
+    return ForwardModeError(f"forward mode cannot go through {what}: a custom_vjp function has "
+                            "a reverse-mode rule only (as in JAX)",
+                            hint="use reverse mode (grad, vjp, jacobian(mode='rev')), or call "
+                                 "the plain function instead")
 
 
 @contextlib.contextmanager
@@ -120,10 +146,7 @@ def _tangent_rule(b, node, i, dx, ans, args):
     if node.prim in LINEAR_READS and i == 0:
         return LINEAR_READS[node.prim](b, dx, ans, *args)
     if PRIMS[node.prim].family == "custom":
-        raise CompileError(f"forward mode cannot go through `{PRIMS[node.prim].spell}`: a "
-                           "custom_vjp function has a reverse-mode rule only (as in JAX)",
-                           hint="use reverse mode (grad, vjp, jacobian(mode='rev')), or call "
-                                "the plain function instead")
+        raise _refusal(node.prim)
     if not templates.has_jvp(node.prim, i):
         raise CompileError(f"no tangent rule for argument {i} of `{node.prim}` "
                            f"(in: {node.source})")

@@ -1,0 +1,246 @@
+"""Views: a basic index (``t[0]``, ``t[1:3]``, ``t[..., None]``), ``.T``/``transpose``,
+``reshape``/``ravel`` where NumPy does not copy, ``squeeze``, ``expand_dims`` and
+``broadcast_to`` give tensors that share their base's storage and version counter, as in
+PyTorch (and NumPy), so that an in-place update through a view updates its base.
+
+Invariants: a view's ``_view`` names its root base (a tensor that is not itself a view) and
+the steps from it; an in-place update through a view writes the base's storage, bumps the
+shared counter and rebases the base onto ``CopySlices`` (the update's result gets the gradient
+inside the view's region, the base's previous value the rest); a view whose counter moved
+since its graph was made takes a new one from its base (``AsStridedBackward0``) the next time
+its graph is read, so tensors that share storage agree on their graph too. View nodes save no
+values (their rules need only shapes), so no update can invalidate them.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from adcompiler.ir.primitives import build_index
+from adcompiler.templates import cotangent, tangent
+
+from . import mode
+from . import tensor as _tensor
+from .names import node_name
+from .node import Node, Placeholder, node_class
+from .record import TENSOR_OPS, apply
+from .xp import array_module, array_ops, compute
+
+VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.")
+NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+                "You can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                "outside (if you want the inplace to be tracked).")
+EXPANDED = ("unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation.")
+_BASIC = ("s", "i", "n", "e")      # index items that NumPy answers with a view
+
+
+class Step(NamedTuple):
+    """One view-making primitive, and the shapes it reads and gives."""
+    prim: str
+    params: dict
+    before: tuple
+    after: tuple
+
+
+class ViewOf:
+    """What makes a tensor a view: its root base, the steps from it, the counter value its
+    graph was made at, and whether it was made with grad mode on (else it keeps no graph)."""
+
+    __slots__ = ("base", "steps", "version", "tracked")
+
+    def __init__(self, base, steps, version, tracked):
+        self.base, self.steps, self.version, self.tracked = base, steps, version, tracked
+
+
+# ---- making views ---------------------------------------------------------------------------
+def make(prim: str, t, params: dict):
+    """``prim[params](t)`` as a view of ``t``'s storage, or recorded as a copy (``apply``)
+    where NumPy copies (``reshape`` of a transposed array, an advanced index)."""
+    Tensor = _tensor.Tensor
+    data = _view_data(prim, t._data, params) if isinstance(t, Tensor) else None
+    if data is None:
+        return apply(prim, (t,), params)
+    out = Tensor._make(data, counter=t._counter)
+    step = Step(prim, params, t.shape, tuple(data.shape))
+    parent = t._view
+    tracked = mode.is_grad_enabled() and (parent is None or parent.tracked)
+    base, steps = (t, (step,)) if parent is None else (parent.base, parent.steps + (step,))
+    out._view = ViewOf(base, steps, t._counter.value, tracked)
+    if tracked and t._requires_grad and data.dtype.kind in "fc":
+        out._fn, out._needs_grad = _view_node(node_name(prim, (t,), params), (step,), t), True
+    level = mode.dual_level_token()
+    if level is not None and t._tangent(level) is not None:
+        out._duals = _tangents_through({level: t._tangent(level)}, (step,), t.dtype)
+    return out
+
+
+def _view_data(prim, data, params):
+    """The value as a view of ``data``, or None where it would not share ``data``'s memory."""
+    if prim == "getitem":
+        spec = params["index"]
+        if any(item[0] not in _BASIC for item in spec):
+            return None
+        index = build_index(spec, ())
+        if not any(item[0] == "e" for item in spec):
+            index += (Ellipsis,)     # a 0-d view where NumPy would give a scalar...
+        out = data[index]
+        if out.ndim == 0 and index[-1] is Ellipsis and mode.is_numpy_inplace():
+            return None              # ...which under NumPy's semantics is a copy
+    else:
+        out = compute(prim, [data], params)
+    return out if _shares(out, data) else None
+
+
+def _shares(out, data) -> bool:
+    if isinstance(data, np.ndarray):
+        return isinstance(out, np.ndarray) and out.size > 0 and np.may_share_memory(out, data)
+    check = getattr(array_module(data), "may_share_memory", None)   # CuPy's
+    try:
+        return check is not None and out.size > 0 and bool(check(out, data))
+    except (TypeError, ValueError):
+        return False
+
+
+def _view_node(name, steps, source):
+    return node_class(ViewNode, name)(steps, (source._edge(),), ((source.shape, source.dtype),))
+
+
+# ---- the steps, run on gradients and tangents (each primitive's own rules, on shapes) --------
+def forward_steps(ops, x, steps, dtype):
+    """``x`` (shaped like the base) taken through the steps: the view's part of it."""
+    for s in steps:
+        x = tangent(ops, s.prim, 0, x, Placeholder(s.after, dtype),
+                    (Placeholder(s.before, dtype),), s.params)
+    return x
+
+
+def backward_steps(ops, g, steps, dtype):
+    """``g`` (shaped like the view) scattered back through the steps: zeros outside it."""
+    for s in reversed(steps):
+        g = cotangent(ops, s.prim, 0, g, Placeholder(s.after, dtype),
+                      (Placeholder(s.before, dtype),), s.params)
+    return g
+
+
+def region(xp, steps, shape):
+    """Where a view's elements sit in its base: a boolean array of the base's shape (the steps
+    run on the base's flat positions)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    positions = forward_steps(array_ops(xp), xp.arange(size).reshape(shape), steps, np.intp)
+    mask = xp.zeros(size, dtype=bool)
+    mask[positions.reshape(-1)] = True
+    return mask.reshape(shape)
+
+
+def _tangents_through(duals, steps, dtype):
+    """Tangents (``{level: tangent}``) taken through the steps, recording no tangents."""
+    token = mode._FORWARD_ENABLED.set(False)
+    try:
+        return {level: forward_steps(TENSOR_OPS, dx, steps, dtype) for level, dx in duals.items()}
+    finally:
+        mode._FORWARD_ENABLED.reset(token)
+
+
+# ---- nodes ----------------------------------------------------------------------------------
+class ViewNode(Node):
+    """The backward of a view (``SliceBackward0``, ``PermuteBackward0``...; one from its root,
+    ``AsStridedBackward0``, after an update): ``g`` scattered back through its steps."""
+
+    def __init__(self, steps, edges, input_meta):
+        super().__init__(edges, input_meta)
+        self.steps = steps
+
+    def apply(self, g, ops, as_tensor, wanted):
+        return [backward_steps(ops, g, self.steps, self.input_meta[0][1])]
+
+
+class CopySlices(Node):
+    """An update through a view: the base's previous value gets ``g`` outside the view's
+    region, the update's result ``g`` inside it (PyTorch's ``CopySlices``)."""
+
+    def __init__(self, steps, edges, input_meta):
+        super().__init__(edges, input_meta)
+        self.steps = steps
+
+    def apply(self, g, ops, as_tensor, wanted):
+        (shape, dtype), base, value = self.input_meta[0], None, None
+        if wanted[0]:
+            data = g._data if isinstance(g, _tensor.Tensor) else g
+            base = ops.where(region(array_module(data), self.steps, shape), 0.0, g)
+        if wanted[1]:
+            value = forward_steps(ops, g, self.steps, dtype)
+        return [base, value]
+
+
+# ---- reading and writing through a view -----------------------------------------------------
+def sync(t):
+    """Give the view ``t`` its graph (and tangents) from its base again if the storage changed
+    since it got them: the graph read through it is always the one of its values."""
+    info = t._view
+    if info.version == t._counter.value:
+        return
+    info.version = t._counter.value
+    if not info.tracked:
+        return
+    base = info.base
+    if base._requires_grad and t._data.dtype.kind in "fc":
+        t._fn, t._needs_grad = _view_node("AsStridedBackward0", info.steps, base), True
+    else:
+        t._fn, t._needs_grad = None, False
+    t._duals = None if base._duals is None else \
+        _tangents_through(base._duals, info.steps, base.dtype)
+
+
+def check_write(t, value_requires_grad=False):
+    """Refuse, before anything is written, the in-place updates PyTorch refuses on a view."""
+    info = t._view
+    if info is None:
+        return
+    sync(t)
+    if any(s.prim == "broadcast_to" for s in info.steps):
+        raise RuntimeError(EXPANDED)
+    base = info.base
+    if not mode.is_grad_enabled():
+        return
+    if base._requires_grad and base._fn is None:
+        raise RuntimeError(VIEW_OF_LEAF)
+    if not info.tracked and (base._requires_grad or value_requires_grad):
+        raise RuntimeError(NO_GRAD_VIEW)
+
+
+def written(t, node):
+    """The view ``t``'s storage was just updated by what ``node`` records (None: nothing was
+    recorded): the ``CopySlices`` node its base must be rebased onto (None: none), with the
+    base's tangent updated in the region; ``t`` takes its graph from the base from now on."""
+    info = t._view
+    base = info.base
+    copy = None
+    if mode.is_grad_enabled() and info.tracked and (base._requires_grad or node is not None):
+        edges = (base._edge() if base._requires_grad else None, node)
+        meta = ((base.shape, base.dtype), (t.shape, t.dtype))
+        copy = node_class(CopySlices, "CopySlices")(info.steps, edges, meta)
+    level = mode.dual_level_token()
+    if level is not None and base._data.dtype.kind in "fc":
+        new = t._duals.get(level) if t._duals else None
+        old = base._tangent(level)
+        if new is not None or old is not None:
+            base._set_tangent(level, _tangent_written(base, info.steps, new, old))
+    info.version = -1
+    return copy
+
+
+def _tangent_written(base, steps, new, old):
+    """The base's tangent after an update through a view: ``new`` inside the region."""
+    token = mode._FORWARD_ENABLED.set(False)
+    try:
+        mask = region(array_module(base._data), steps, base.shape)
+        inside = 0.0 if new is None else backward_steps(TENSOR_OPS, new, steps, base.dtype)
+        return apply("where", (mask, inside, 0.0 if old is None else old))
+    finally:
+        mode._FORWARD_ENABLED.reset(token)
