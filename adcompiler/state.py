@@ -11,7 +11,7 @@ generated code reads the very array object.
 
 What is recorded is a superset of what the code reads (every global or closure name the
 function's code loads, recursively through the plain functions it calls, except modules;
-the ``__dict__`` of each object argument, two levels deep), so a check can only cost a
+the attributes of each object argument that the code names, two levels deep), so a check can only cost a
 compilation too many, never miss a change it covers. Not covered: a module's own attributes
 (``np.pi``, ``mymodule.SCALE``), and objects reached through containers (a list's items).
 """
@@ -58,17 +58,19 @@ class Snapshot:
 def take(fn, arguments: dict) -> Snapshot:
     """The snapshot of what compiling ``fn`` with these arguments reads from outside them."""
     entries: list = []
-    _function(fn, entries, set())
+    attributes: set = set()  # every attribute name the code (and its helpers) mentions
+    _function(fn, entries, set(), attributes)
     for value in arguments.values():
-        _object(value, entries, _DEPTH, set())
+        _object(value, entries, _DEPTH, set(), attributes)
     return Snapshot(entries)
 
 
-def _function(fn, entries, seen):
+def _function(fn, entries, seen, attributes):
     code = getattr(fn, "__code__", None)
     if code is None or id(fn) in seen:
         return
     seen.add(id(fn))
+    attributes |= _attribute_names(code)
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     for name in sorted(_names(code)):
         if name in cells:
@@ -85,7 +87,7 @@ def _function(fn, entries, seen):
             continue
         entries.append((kind, holder, name, value))
         if isinstance(value, types.FunctionType):
-            _function(value, entries, seen)
+            _function(value, entries, seen, attributes)
 
 
 def _names(code) -> set:
@@ -98,14 +100,24 @@ def _names(code) -> set:
     return names
 
 
-def _object(value, entries, depth, seen):
-    """The attributes of an object argument (a model, a config), ``depth`` levels down."""
+def _attribute_names(code) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _attribute_names(const)
+    return names
+
+
+def _object(value, entries, depth, seen, attributes):
+    """The attributes of an object argument (a model, a config) that the code may read, by
+    name, ``depth`` levels down (a ``self.step`` counter the code never reads is no entry)."""
     if depth == 0 or isinstance(value, _STATIC) or callable(value) or id(value) in seen:
         return
-    attributes = getattr(value, "__dict__", None)
-    if not isinstance(attributes, dict):
+    held = getattr(value, "__dict__", None)
+    if not isinstance(held, dict):
         return
     seen.add(id(value))
-    for name, item in list(attributes.items()):
-        entries.append(("attr", value, name, item))
-        _object(item, entries, depth - 1, seen)
+    for name, item in list(held.items()):
+        if name in attributes:
+            entries.append(("attr", value, name, item))
+            _object(item, entries, depth - 1, seen, attributes)

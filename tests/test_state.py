@@ -93,3 +93,16 @@ def test_functions_reading_only_modules_take_no_snapshot():
     assert not any(g._snapshots.values())
     assert g._fast and all(run is c.function for run, c in
                            zip(g._fast.values(), g._cache.values()))
+
+
+def test_an_attribute_the_code_never_reads_does_not_compile_again():
+    m = Model(2.0, 1.0)
+    m.step = 0
+    m.loss(X)
+    first = Model.loss._last
+    m.step += 1                     # a training-loop counter, not read by loss
+    np.testing.assert_array_equal(m.loss(X), [2.0, 2.0, 2.0])
+    assert Model.loss._last is first
+    m.w = 3.0                       # read by loss: compiled again
+    np.testing.assert_array_equal(m.loss(X), [3.0, 3.0, 3.0])
+    assert Model.loss._last is not first
