@@ -70,9 +70,10 @@ def _function(fn, entries, seen, attributes):
     if code is None or id(fn) in seen:
         return
     seen.add(id(fn))
-    attributes |= _attribute_names(code)
+    loads, mentioned = _names(code)
+    attributes |= mentioned
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
-    for name in sorted(_names(code)):
+    for name in sorted(loads):
         if name in cells:
             try:
                 value = cells[name].cell_contents
@@ -90,22 +91,18 @@ def _function(fn, entries, seen, attributes):
             _function(value, entries, seen, attributes)
 
 
-def _names(code) -> set:
-    """The global and closure names ``code`` (and code nested in it) loads: not attribute
-    names, which ``co_names`` holds too (``x.T`` must not make a global ``T`` a dependency)."""
-    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _LOADS}
+def _names(code) -> tuple:
+    """``(loads, mentioned)`` of ``code`` and the code nested in it: the global and closure
+    names it loads (not attribute names, which ``co_names`` holds too: ``x.T`` must not make a
+    global ``T`` a dependency), and every name it mentions (attribute names included)."""
+    loads = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _LOADS}
+    mentioned = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
-
-
-def _attribute_names(code) -> set:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _attribute_names(const)
-    return names
+            more_loads, more_mentioned = _names(const)
+            loads |= more_loads
+            mentioned |= more_mentioned
+    return loads, mentioned
 
 
 def _object(value, entries, depth, seen, attributes):

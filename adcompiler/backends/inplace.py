@@ -78,14 +78,14 @@ class Sharing:
     def aliases(self, v, skip=frozenset()) -> list:
         """``v`` and every value that may hold its array, transitively, except those in
         ``skip`` (and what only they lead to)."""
-        return _closure(v, skip, (self.copied, self.kept))
+        return reach(v, skip, (self.copied, self.kept))
 
     def slots(self, v) -> list:
         """``v`` and the slots it is stored under, transitively: names that, read after ``v``
         is made, hold ``v`` (or a later value of the same slot). The walk stops at a loop's
         params: what they are stored under in the body (a branch's result, an inner loop's
         slot) holds the slot's value on entry to this iteration, the array before ``v``."""
-        return _closure(v, frozenset(), (self.copied,), stop=self.entries)
+        return reach(v, frozenset(), (self.copied,), stop=self.entries)
 
 
 def _add(edges, x, holders):
@@ -93,7 +93,7 @@ def _add(edges, x, holders):
         edges.setdefault(x, []).extend(h for h in holders if h is not x)
 
 
-def _closure(v, skip, edge_maps, stop=frozenset()) -> list:
+def reach(v, skip, edge_maps, stop=frozenset()) -> list:
     """``v`` and what ``edge_maps`` lead to from it, leaving out ``skip`` and not going on
     from ``stop`` (both except ``v`` itself)."""
     out, todo = [], [v]

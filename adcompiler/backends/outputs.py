@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..ir import Value, walk
 from ..ir.primitives import PRIMS
+from .inplace import reach
 
 _NEW_FAMILIES = {"elementwise", "linalg", "reduction"}
 # Always a new array (or a Python scalar), or an update written only on an array this code owns
@@ -35,7 +36,7 @@ def copied_outputs(graph, sharing) -> set:
     for i, x in enumerate(graph.outputs):
         if not isinstance(x, Value) or x.aval.kind != "array":
             continue
-        group = _component(x, neighbours)
+        group = set(reach(x, frozenset(), (neighbours,)))
         if group & (foreign | taken):
             copies.add(i)   # the copy is new: nothing else shares it
         else:
@@ -74,13 +75,3 @@ def _may_return_input(node) -> bool:
     if node.prim == "getitem" and any(x.aval.ndim for x in node.inputs[1:]):
         return False  # an index array: NumPy copies
     return True
-
-
-def _component(x, edges) -> set:
-    seen, todo = set(), [x]
-    while todo:
-        v = todo.pop()
-        if v not in seen:
-            seen.add(v)
-            todo.extend(edges.get(v, ()))
-    return seen

@@ -45,6 +45,19 @@ def fresh_array(data, dtype=None):
     return np.array(data, dtype=dtype, copy=True)
 
 
+def _synced(slot):
+    """A tensor's graph state held in ``slot``, brought up to date first where the tensor is a
+    view (its base may have been written since: see tape/views.py)."""
+    def get(self):
+        if self._view is not None:
+            views.sync(self)
+        return getattr(self, slot)
+
+    def put(self, value):
+        setattr(self, slot, value)
+    return property(get, put)
+
+
 class Tensor(Operators, Methods, NumpyProtocol):
     """``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (see :func:`tensor`)."""
 
@@ -78,35 +91,9 @@ class Tensor(Operators, Methods, NumpyProtocol):
         return t
 
     # ---- graph state, up to date for a view -----------------------------------------------------
-    @property
-    def _grad_fn(self):
-        if self._view is not None:
-            views.sync(self)
-        return self._fn
-
-    @_grad_fn.setter
-    def _grad_fn(self, node):
-        self._fn = node
-
-    @property
-    def _requires_grad(self) -> bool:
-        if self._view is not None:
-            views.sync(self)
-        return self._needs_grad
-
-    @_requires_grad.setter
-    def _requires_grad(self, flag):
-        self._needs_grad = flag
-
-    @property
-    def _tangents(self):
-        if self._view is not None:
-            views.sync(self)
-        return self._duals
-
-    @_tangents.setter
-    def _tangents(self, duals):
-        self._duals = duals
+    _grad_fn = _synced("_fn")
+    _requires_grad = _synced("_needs_grad")
+    _tangents = _synced("_duals")
 
     # ---- autograd state -----------------------------------------------------------------------
     @property
