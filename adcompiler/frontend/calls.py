@@ -333,6 +333,21 @@ def _array(copy):
     return handler
 
 
+def _scalar_type(dtype):
+    """``np.float64(v)``, ``np.float32(v)``: a 0-d array of that dtype, which NumPy 2 promotes
+    as it does the scalar (not weakly, as a Python float); of an array, ``astype``."""
+    name = np.dtype(dtype).name
+
+    def handler(b, args, kwargs):
+        (x,) = _positional(args, 1)
+        if isinstance(x, Value) and not x.aval.is_scalar:
+            return x if x.aval.dtype == name else b.emit("astype", (x,), {"dtype": name})
+        if not isinstance(x, Value) and not isinstance(x, (int, float, np.number)):
+            raise CallError(f"np.{name} takes a number here", f"write np.{name}(float(...))")
+        return b.emit("full", (x,), {"shape": (), "dtype": name})
+    return handler
+
+
 def _contains_value(x) -> bool:
     if isinstance(x, (list, tuple)):
         return any(_contains_value(v) for v in x)
@@ -415,6 +430,7 @@ FUNCTIONS.update({
     np.copy: lambda b, args, kwargs: b.emit("copy", _positional(args, 1)),
     np.array: _array(copy=True), np.asarray: _array(copy=False),
     builtins.float: _float, builtins.len: _len,
+    **{t: _scalar_type(t) for t in (np.float64, np.float32, np.float16)},
 })
 FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})
 FUNCTIONS.update({getattr(np, n): _folded(getattr(np, n)) for n in CONSTANT_ONLY})

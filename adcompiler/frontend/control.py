@@ -11,8 +11,11 @@ meeting a 0-d array becomes the array), else a located error says which variable
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
-from .inplace import Stale
+import numpy as np
+
+from .inplace import Unreadable
 from .loops import LoopLowering, _aval
 from ..ir import Aval, Block, Literal, Node, Value
 
@@ -87,10 +90,14 @@ class ControlLowering(LoopLowering):
             if values[0] is values[1]:  # one value from before the `if` on both paths
                 self.env[name] = values[0]
                 continue
-            if stale := next((v for v in values if isinstance(v, Stale)), None):
+            if stale := next((v for v in values if isinstance(v, Unreadable)), None):
                 self.env[name] = stale  # a view one branch updated: unreadable after the if
                 continue
-            aval = self.join(stmt, name, [_aval(v) for v in values], "branch")
+            avals = [_aval(v) for v in values]
+            if name != RESULT and not self.joinable(avals):
+                self.env[name] = Unjoined(stmt.lineno, *avals)  # an error only if read after
+                continue
+            aval = self.join(stmt, name, avals, "branch")
             for block, v in zip(blocks, values):
                 with self.b.into(block):
                     block.outputs.append(self.coerce(v, aval))
@@ -148,21 +155,22 @@ class ControlLowering(LoopLowering):
 
     # ---- merging abstract values --------------------------------------------------------------
     def join(self, stmt, name, avals, where):
+        """The one aval of a variable that has ``avals`` on different paths, else a located
+        error."""
         first, *rest = avals
         for a in rest:
-            if a == first:
-                continue
-            if a.is_float and first.is_float and {a.known_shape, first.known_shape} == {()}:
-                first = Aval("array", "float64", ())
-                continue
-            if a.kind == first.kind == "int":
-                continue
-            if a.dtype == first.dtype == "bool" and {a.known_shape, first.known_shape} == {()}:
-                first = Aval("array", "bool", ())  # a Python bool meeting a NumPy one
-                continue
-            raise self.src.error(stmt, f"`{name}` is {first} on one path and {a} on another "
-                                 f"({where})", "give it the same shape and type on every path")
+            joined = _join_two(first, a)
+            if joined is None:
+                raise self.src.error(stmt, f"`{name}` is {first} on one path and {a} on another "
+                                     f"({where})", "give it the same shape and type on every "
+                                     "path")
+            first = joined
         return first
+
+    @staticmethod
+    def joinable(avals) -> bool:
+        first, *rest = avals
+        return all((first := _join_two(first, a)) is not None for a in rest)
 
     def coerce(self, v, aval):
         if isinstance(v, bool):
@@ -178,7 +186,44 @@ class ControlLowering(LoopLowering):
             return v
         if v.aval.is_scalar and not aval.is_scalar:
             return self.b.emit("full", (v,), {"shape": (), "dtype": aval.dtype})
+        if v.aval.kind == aval.kind == "array" and v.aval.dtype != aval.dtype:
+            return self.b.emit("astype", (v,), {"dtype": aval.dtype})  # float32 meeting float64
         return v
+
+
+def _join_two(first, a):
+    """The aval joining two paths' avals of a variable, or None where they disagree."""
+    if a == first or a.kind == first.kind == "int":
+        return first
+    if a.is_float and first.is_float and {a.known_shape, first.known_shape} == {()}:
+        return _join_float_scalars(first, a)
+    if a.dtype == first.dtype == "bool" and {a.known_shape, first.known_shape} == {()}:
+        return Aval("array", "bool", ())  # a Python bool meeting a NumPy one
+    return None
+
+
+@dataclass(frozen=True)
+class Unjoined(Unreadable):
+    """A variable that is one shape or type on one path through an ``if`` and another on the
+    other: fine until it is read after the ``if``."""
+
+    lineno: int
+    first: Aval
+    other: Aval
+
+    def describe(self, name):
+        return (f"`{name}` is {self.first} on one path through the `if` at line {self.lineno} "
+                f"and {self.other} on another", "give it the same shape and type on every "
+                "path, or use another name on one of them")
+
+
+def _join_float_scalars(a, b) -> Aval:
+    """A float that is a Python float on one path and a 0-d array on another: the array, of
+    the array's dtype where the other is a Python float (NumPy 2 treats a Python float as
+    weak: ``acc = 0.0`` then ``acc = acc + np.sum(x32)`` stays float32), else of both dtypes
+    promoted."""
+    arrays = [v.dtype for v in (a, b) if not v.is_scalar]
+    return Aval("array", str(np.result_type(*arrays)) if arrays else "float64", ())
 
 
 NO_RETURN = object()  # what run_block gives when the statements fall through

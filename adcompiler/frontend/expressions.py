@@ -99,6 +99,8 @@ class ExpressionLowering:
         op = type(node.ops[0])
         if not isinstance(left, Value) and not isinstance(right, Value):
             return self.static_op(node, _STATIC_COMPARE[op], left, right)
+        if op in (ast.Is, ast.IsNot) and (left is None or right is None):
+            return op is ast.IsNot  # a traced value is an array or a number: never None
         if op not in COMPARE:
             raise self.src.error(node, f"`{_CMP_TEXT[op]}` on arrays is not supported",
                                  "compare arrays with ==, !=, <, <=, > or >=")

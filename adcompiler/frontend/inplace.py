@@ -25,8 +25,31 @@ from ..ir import Value
 VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "list_get"}
 
 
+class Unreadable:
+    """What a name holds where Python would have a value the compiled code cannot give: reading
+    it is a located error (``describe`` gives its message and hint). Branches and loops pass
+    it on instead of merging it."""
+
+    def describe(self, name) -> tuple:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class Stale:
+class AfterBreak(Unreadable):
+    """A ``for`` loop's target after a loop that may ``break``: its value is the iteration
+    that broke, which is known only while running."""
+
+    lineno: int
+
+    def describe(self, name):
+        return (f"`{name}` after the loop at line {self.lineno}, which may break, holds the "
+                "iteration that broke, which adcompiler does not track",
+                f"set a variable before the loop and assign it `{name}` inside it, before "
+                "the break, and read that variable here")
+
+
+@dataclass(frozen=True)
+class Stale(Unreadable):
     """What a name holds after the array it views was changed in place."""
 
     target: str        # the name updated in place
@@ -37,6 +60,14 @@ class Stale:
     @classmethod
     def of(cls, stmt, target, text):
         return cls(target, text, stmt.lineno, rebind_hint(stmt, target))
+
+    def describe(self, name):
+        return (f"`{name}` shares memory with `{self.target}`, which `{self.statement}` "
+                f"(line {self.lineno}) changed in place",
+                f"NumPy would show that change through `{name}` too, and adcompiler does not "
+                f"track shared memory yet: make `{name}` its own array where it is assigned "
+                "(append .copy() to the expression, as in `acc[1:].copy()`), or "
+                f"{self.hint}")
 
 
 class InplaceLowering:
@@ -140,14 +171,6 @@ class InplaceLowering:
                                  "not supported inside a `for` or `while` body yet",
                                  rebind_hint(stmt, target))
 
-    def stale_error(self, name, stale: Stale, node):
-        return self.src.error(
-            node, f"`{name}` shares memory with `{stale.target}`, which "
-            f"`{stale.statement}` (line {stale.lineno}) changed in place",
-            f"NumPy would show that change through `{name}` too, and adcompiler does not "
-            f"track shared memory yet: make `{name}` its own array where it is assigned "
-            "(append .copy() to the expression, as in `acc[1:].copy()`), or "
-            f"{stale.hint}")
 
 
 def rebind_hint(stmt, name) -> str:

@@ -28,6 +28,11 @@ def _jumps(node) -> bool:
     return any(_jumps(child) for child in ast.iter_child_nodes(node))
 
 
+def breaks(stmts) -> bool:
+    """Whether ``stmts`` contain a break of *this* loop (not of a nested one)."""
+    return any(_breaks(s) for s in stmts)
+
+
 def _breaks(node) -> bool:
     if isinstance(node, ast.Break):
         return True
@@ -42,7 +47,7 @@ def rewrite_loop(loop):
         return [], loop
     flag = f"loop{loop.lineno}_done"
     body = _without_jumps(loop.body, flag, loop)
-    if not any(_breaks(s) for s in loop.body):
+    if not breaks(loop.body):
         return [], _copy(loop, body=body)
     before = [_at(ast.Assign([_name(flag, ast.Store())], ast.Constant(False)), loop)]
     not_done = _at(ast.UnaryOp(ast.Not(), _name(flag)), loop)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import ast
 
 from . import jumps, reversed_range
-from .inplace import Stale
+from .inplace import AfterBreak, Unreadable
 from .setitem import add_at_target
 from ..ir import Aval, Block, Literal, Node, Value
 
 _MAX_AVAL_ROUNDS = 3
+_UNBOUND = object()
 
 
 class LoopLowering:
@@ -37,10 +38,11 @@ class LoopLowering:
                 raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
             before, stmt = jumps.rewrite_traced_range(stmt, f"loop{stmt.lineno}_i")
             self.run_statements(before)
+        breaks = jumps.breaks(stmt.body)
         before, stmt = jumps.rewrite_loop(stmt)
         self.run_statements(before)
         if isinstance(stmt, ast.For):
-            self.lower_for(stmt)
+            self.lower_for(stmt, breaks)
         else:
             self.lower_while(stmt)
 
@@ -64,7 +66,7 @@ class LoopLowering:
                                      f"convert it: range(int({self.src.text(arg)}))")
         return any(isinstance(b, Value) for b in bounds)
 
-    def lower_for(self, stmt: ast.For):
+    def lower_for(self, stmt: ast.For, breaks=False):
         if stmt.orelse:
             raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
         header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
@@ -83,6 +85,25 @@ class LoopLowering:
                 self.run_statements(stmt.body)
             return (body,)
         self.carried_loop(stmt, header, "loop", (Literal(n),), blocks)
+        self.bind_last(stmt, n, bind_target, breaks)
+
+    def bind_last(self, stmt, n, bind_target, breaks):
+        """After a loop, Python's target holds its last iteration's value (``i`` is ``n - 1``
+        after ``for i in range(n)``, ``row`` the last row). A target name the body rebinds
+        keeps what the body left (carried); after a loop that may break, reading the target
+        is a located error."""
+        names = [t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)]
+        rebound = set(_assigned(stmt.body))
+        kept = {name: self.env.get(name, _UNBOUND) for name in names if name in rebound}
+        if breaks:
+            self.env.update({name: AfterBreak(stmt.lineno) for name in names})
+        else:
+            bind_target(n - 1)
+        for name, value in kept.items():
+            if value is _UNBOUND:
+                self.env.pop(name, None)
+            else:
+                self.env[name] = value
 
     def lower_while(self, stmt: ast.While):
         if stmt.orelse:
@@ -130,7 +151,7 @@ class LoopLowering:
         name that is :class:`.inplace.Stale` on entry, or that the body leaves stale (a view of
         an array it then updated in place), is carried no more: it stays stale where the body
         reads it before rebinding it, and after the loop."""
-        carried[:] = [n for n in carried if not isinstance(self.env[n], Stale)]
+        carried[:] = [n for n in carried if not isinstance(self.env[n], Unreadable)]
         avals = [_aval(self.env[name]) for name in carried]
         for _ in range(_MAX_AVAL_ROUNDS):
             env0 = dict(self.env)
@@ -143,7 +164,7 @@ class LoopLowering:
                 self.loop_depth -= 1
             results = [self.env[name] for name in carried]
             self.env = env0
-            stale = {n: r for n, r in zip(carried, results) if isinstance(r, Stale)}
+            stale = {n: r for n, r in zip(carried, results) if isinstance(r, Unreadable)}
             if stale:
                 self.env.update(stale)
                 carried[:] = [n for n in carried if n not in stale]

@@ -24,7 +24,7 @@ from . import fence
 from .control import NO_RETURN, ControlLowering
 from .expressions import ExpressionLowering
 from .indexing import IndexLowering
-from .inplace import InplaceLowering, Stale, memory_root, open_producers
+from .inplace import InplaceLowering, Unreadable, memory_root, open_producers
 from .lists import ListLowering, is_append
 from .setitem import SetitemLowering, is_add_at
 from .windows import WindowLowering
@@ -54,8 +54,8 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
     # ---- names --------------------------------------------------------------------------------
     def lookup(self, name, node):
         value = self.env.get(name, _MISSING)
-        if isinstance(value, Stale):
-            raise self.stale_error(name, value, node)
+        if isinstance(value, Unreadable):
+            raise self.src.error(node, *value.describe(name))
         if value is _MISSING and name in self.locals:
             raise self.src.error(node, f"local variable `{name}` is read before it is assigned",
                                  f"Python treats `{name}` as local because the function "

@@ -1,0 +1,109 @@
+"""A ``for`` loop's target after the loop holds its last iteration's value, as in Python; after a
+loop that may break, reading it is a located error whose advice compiles."""
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler import CompileError
+from tests.helpers import assert_matches_numerical
+
+
+def counter_after_loop(x):
+    i = 7
+    for i in range(3):
+        x = x * 2.0
+    return np.sum(x) * i
+
+
+def stepped_counter(x):
+    for i in range(1, 8, 3):
+        x = x * 1.1
+    return np.sum(x) * i
+
+
+def last_row(x):
+    row = x[0] * 0.0
+    for row in x:
+        pass
+    return np.sum(row * row)
+
+
+def enumerate_targets(x):
+    for i, row in enumerate(x):
+        x = x * 1.5
+    return np.sum(row * x) * i
+
+
+def body_rebinds_target(x):
+    i = 0
+    for i in range(3):
+        i = i * 2
+        x = x * 1.5
+    return np.sum(x) * i
+
+
+def advice_for_break(x):
+    last = 0
+    for i in range(5):
+        last = i
+        if np.sum(x) > 10.0 * (i + 1):
+            break
+    return np.sum(x) * last
+
+
+CASES = [counter_after_loop, stepped_counter, last_row, enumerate_targets, body_rebinds_target,
+         advice_for_break]
+
+
+@pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("scale", [1.0, 3.0])
+def test_the_target_after_the_loop_is_its_last_value(f, scale):
+    x = np.arange(1.0, 7.0).reshape(3, 2) * scale
+    value, dx = ad.value_and_grad(f)(x)
+    assert np.isclose(value, f(x))
+    assert_matches_numerical(f, (x,), (0,), (dx,))
+
+
+def target_after_break(x):
+    for i in range(3):
+        if np.sum(x) > 100.0:
+            break
+    return np.sum(x) * i
+
+
+def test_the_target_after_a_loop_that_may_break_is_a_located_error():
+    with pytest.raises(CompileError) as info:
+        ad.grad(target_after_break)(np.ones(3))
+    text = str(info.value)
+    assert "test_loop_targets.py" in text and "return np.sum(x) * i" in text
+    assert "may break" in text and "set a variable before the loop" in text
+
+
+def target_differs_by_path(x, y):
+    for row in x:
+        pass
+    if np.sum(x) > 0:
+        return np.sum(x * x)
+    for row in y:
+        pass
+    return np.sum(row) + np.sum(x)
+
+
+def target_read_after_paths_differ(x, y):
+    row = np.sum(x)
+    if np.sum(x) > 0:
+        for row in y:
+            pass
+    return np.sum(row)
+
+
+def test_a_name_of_two_shapes_on_two_paths_is_an_error_only_where_read():
+    x, y = np.array([1.0, -2.0, 3.0]), np.arange(6.0).reshape(2, 3)
+    for sign in (1.0, -1.0):
+        dx = ad.grad(target_differs_by_path)(sign * x, y)
+        assert_matches_numerical(target_differs_by_path, (sign * x, y), (0,), (dx,))
+    with pytest.raises(CompileError) as info:
+        ad.grad(target_read_after_paths_differ)(x, y)
+    text = str(info.value)
+    assert "return np.sum(row)" in text and "on one path through the `if` at line" in text
