@@ -27,7 +27,7 @@ _ew("multiply", lambda ops, g, ans, x, y: g * y,
                 lambda ops, g, ans, x, y: g * x)
 _ew("divide",   lambda ops, g, ans, x, y: g / y,
                 lambda ops, g, ans, x, y: -g * ans / y)
-_ew("power",    lambda ops, g, ans, x, y: g * y * x ** (y - 1),
+_ew("power",    lambda ops, g, ans, x, y: _power_base(ops, g, x, y),
                 lambda ops, g, ans, x, y: g * ans * ops.log(ops.where(ops.greater(x, 0), x, 1)))
 # x % y is x - y * (x // y), the quotient piecewise constant (as in JAX and PyTorch)
 _ew("remainder", lambda ops, g, ans, x, y: g,
@@ -53,6 +53,13 @@ _ew("tan",      lambda ops, g, ans, x: g * (1 + ans * ans))
 _ew("arctan",   lambda ops, g, ans, x: g / (1 + x * x))
 _ew("arcsin",   lambda ops, g, ans, x: g / ops.sqrt(1 - x * x))
 _ew("arccos",   lambda ops, g, ans, x: -g / ops.sqrt(1 - x * x))
+
+
+def _power_base(ops, g, x, y):
+    """``y * x**(y - 1)``, and 0 where ``y`` is 0: ``x**0`` is 1 for every x, while the formula
+    gives 0 * inf = nan at x = 0 (PyTorch and JAX define it so too). The base is 1 where ``y``
+    is 0, so nothing overflows; a literal ``y`` folds the ``where`` away."""
+    return g * y * ops.where(ops.equal(y, 0), 1.0, x) ** (y - 1)
 
 
 # ---- piecewise: ties split the gradient evenly, as HIPS autograd and PyTorch do ------------
