@@ -89,6 +89,21 @@ def masked_store(x, v):
     return np.sum(y * y)
 
 
+def row_view_by_counter_updated(X):
+    Y = X * 1.0
+    for i in range(Y.shape[0]):
+        row = Y[i]
+        row *= i + 1
+    return np.sum(Y * Y)
+
+
+def row_updated_by_counter(X):
+    Y = X * 1.0
+    for i in range(Y.shape[0]):
+        Y[i] *= i + 1
+    return np.sum(Y * Y)
+
+
 X = np.arange(1.0, 7.0).reshape(3, 2)
 V = np.array([0.5, -1.0, 2.0, -3.0])
 
@@ -100,6 +115,7 @@ V = np.array([0.5, -1.0, 2.0, -3.0])
     (appended_then_updated, (0.5,), "h += 1.0", "appends it to `xs`"),
     (rows_swapped_by_views, (X,), "Y[0], Y[1] = Y[1], Y[0]", "may just have changed"),
     (masked_store, (V, np.array([10.0, 20.0])), "y[x < 0] = v", "a boolean mask takes a number"),
+    (row_view_by_counter_updated, (X,), "row = Y[i]", "`Y` shares memory with `row`"),
 ])
 def test_memory_shared_in_numpy_is_refused_where_it_is_written(f, args, line, words):
     with pytest.raises(ad.CompileError, match=words) as err:
@@ -113,6 +129,7 @@ def test_memory_shared_in_numpy_is_refused_where_it_is_written(f, args, line, wo
     (appended_then_rebound, (0.5,)),
     (rows_swapped_by_index_arrays, (X,)),
     (masked_store, (V, 2.0)),
+    (row_updated_by_counter, (X,)),
 ])
 def test_the_rewrites_give_numpy_values_and_gradients(f, args):
     value, grad = ad.value_and_grad(f)(*args)

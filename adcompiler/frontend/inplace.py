@@ -202,9 +202,16 @@ def memory_root(v: Value, producers: dict) -> Value:
 
 def _is_view(node) -> bool:
     if node.prim == "getitem":  # a window's gather ("u") stands for a slice: NumPy's view
-        copies = any(item[0] == "a" for item in node.params["index"])
+        arrays = node.inputs[1:]    # an integer array index copies; a traced int (Y[i]) not
+        copies = any(item[0] == "a" and not _scalar_int(arrays[item[1]])
+                     for item in node.params["index"])
         return not copies and node.out.aval.shape != ()
     return node.prim in VIEW_PRIMS
+
+
+def _scalar_int(x) -> bool:
+    aval = x.aval
+    return aval.known_shape == () and np.dtype(aval.dtype).kind in "iu"
 
 
 _OP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",

@@ -163,8 +163,9 @@ class LoopLowering:
             finally:
                 self.loop_depth -= 1
             results = [self.env[name] for name in carried]
-            self.env = env0
+            body_env, self.env = self.env, env0
             stale = {n: r for n, r in zip(carried, results) if isinstance(r, Unreadable)}
+            stale.update(_spoiled(env0, body_env))
             if stale:
                 self.env.update(stale)
                 carried[:] = [n for n in carried if n not in stale]
@@ -283,6 +284,14 @@ def rebound_first(body, name) -> bool:
                for n in ast.walk(stmt) if isinstance(n, ast.stmt)):
             return False
     return False
+
+
+def _spoiled(before, after) -> dict:
+    """Names a loop body made unreadable without rebinding them (an array whose row view the
+    body updated in place, ``row = Y[i]; row *= 2``): unreadable in the next iteration, where
+    the body reads them again, and after the loop."""
+    return {n: v for n, v in after.items() if isinstance(v, Unreadable) and n in before
+            and not isinstance(before[n], Unreadable)}
 
 
 def _aval(v) -> Aval:
