@@ -1,5 +1,6 @@
-"""A ``for`` loop's target after the loop holds its last iteration's value, as in Python; after a
-loop that may break, reading it is a located error whose advice compiles."""
+"""After a ``for`` loop, its target holds its last iteration's value and a name first bound in its
+body the body's last value, as in Python; after a loop that may break (the target) or a
+``while`` loop (a name first bound inside), reading them is a located error."""
 
 import numpy as np
 import pytest
@@ -52,8 +53,22 @@ def advice_for_break(x):
     return np.sum(x) * last
 
 
+def hidden_state_first_bound_inside(x):
+    for t in range(x.shape[0]):
+        h = np.tanh(x[t] * 0.5 + 0.1 * t)
+    return np.sum(h * h)
+
+
+def bound_in_nested_loops(x):
+    for i in range(2):
+        for j in range(3):
+            z = x * (i + j + 1.0)
+            s = np.sum(z)
+    return np.sum(z * x) + s
+
+
 CASES = [counter_after_loop, stepped_counter, last_row, enumerate_targets, body_rebinds_target,
-         advice_for_break]
+         advice_for_break, hidden_state_first_bound_inside, bound_in_nested_loops]
 
 
 @pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
@@ -107,3 +122,19 @@ def test_a_name_of_two_shapes_on_two_paths_is_an_error_only_where_read():
         ad.grad(target_read_after_paths_differ)(x, y)
     text = str(info.value)
     assert "return np.sum(row)" in text and "on one path through the `if` at line" in text
+
+
+def first_bound_in_a_while(x):
+    k = 0
+    while k < 3:
+        h = x * k
+        k = k + 1
+    return np.sum(h)
+
+
+def test_a_name_first_bound_in_a_while_body_is_a_located_error():
+    with pytest.raises(CompileError) as info:
+        ad.grad(first_bound_in_a_while)(np.ones(3))
+    text = str(info.value)
+    assert "return np.sum(h)" in text and "first assigned inside the while loop" in text
+    assert "assign `h` a starting value before the loop" in text

@@ -49,6 +49,17 @@ class AfterBreak(Unreadable):
 
 
 @dataclass(frozen=True)
+class InLoopOnly(Unreadable):
+    """A name first bound inside a ``while`` loop's body, which may run zero times."""
+
+    lineno: int
+
+    def describe(self, name):
+        return (f"`{name}` is first assigned inside the while loop at line {self.lineno}, which "
+                "may not run at all", f"assign `{name}` a starting value before the loop")
+
+
+@dataclass(frozen=True)
 class Stale(Unreadable):
     """What a name holds after the array it views was changed in place."""
 
