@@ -100,8 +100,33 @@ def _bare_expression(src, stmt):
         return src.error(call, "`print` is not supported in a compiled function: the generated "
                          "code has no side effects",
                          PRINT_HINT)
+    if isinstance(call, ast.Call) and (writes := _writes_in_place(call)):
+        return src.error(call, f"{writes} writes into an array in place, which a compiled "
+                         "function does not support here",
+                         "assign the new values to the name instead: `y = np.exp(x)` for "
+                         "`np.exp(x, out=y)`, `y = x.copy()` for `np.copyto(y, x)`, "
+                         "`y = np.full_like(y, 2.0)` for `y.fill(2.0)`")
     return src.error(stmt, "an expression statement has no effect on the result",
                      "assign it to a name, or remove it")
+
+
+_IN_PLACE_METHODS = {"fill", "sort", "put", "resize", "itemset", "partition", "setfield"}
+_IN_PLACE_FUNCTIONS = {"copyto", "put", "place", "putmask", "fill_diagonal"}
+
+
+def _writes_in_place(call) -> str | None:
+    """How a bare call writes into an array (``y.fill(2.0)``, ``np.copyto(y, x)``,
+    ``np.exp(x, out=y)``), or None."""
+    if any(k.arg == "out" for k in call.keywords):
+        return "`out=`"
+    if isinstance(call.func, ast.Attribute):
+        base = call.func.value
+        numpy_call = isinstance(base, ast.Name) and base.id in ("np", "numpy")
+        if numpy_call and call.func.attr in _IN_PLACE_FUNCTIONS:
+            return f"`np.{call.func.attr}`"
+        if not numpy_call and call.func.attr in _IN_PLACE_METHODS:
+            return f"`.{call.func.attr}()`"
+    return None
 
 
 def _is_constant(stmt) -> bool:
