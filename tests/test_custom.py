@@ -248,3 +248,18 @@ def test_reverse_jacobian_and_check_grad_go_through_a_custom_vjp():
     assert ad.check_grad(classifier, X, W, wrt=(0, 1)).ok
     with pytest.raises(ad.CompileError, match="reverse-mode rule only"):
         ad.jacobian(classifier, wrt="w", mode="fwd")(X, W)
+
+
+def stopped_result(s):
+    return ad.stop_gradient(s * s)
+
+
+def times_stopped(s):
+    return s * ad.stop_gradient(s * s)
+
+
+def test_a_result_that_is_a_stop_gradient_has_zero_derivatives():
+    assert ad.value_and_grad(stopped_result)(0.7) == (pytest.approx(0.49), 0.0)
+    assert ad.hessian(stopped_result)(0.7) == 0.0
+    assert ad.grad(times_stopped)(0.7) == pytest.approx(0.49)   # s * s, held constant
+    assert ad.grad(ad.grad(times_stopped))(0.7) == 0.0          # its gradient is stopped
