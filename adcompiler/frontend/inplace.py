@@ -50,13 +50,18 @@ class AfterBreak(Unreadable):
 
 @dataclass(frozen=True)
 class InLoopOnly(Unreadable):
-    """A name first bound inside a ``while`` loop's body, which may run zero times."""
+    """A name first bound inside a loop's body: the loop carries only names bound before it."""
 
     lineno: int
+    counted: bool   # a for loop (else a while loop, which may not run at all)
 
     def describe(self, name):
-        return (f"`{name}` is first assigned inside the while loop at line {self.lineno}, which "
-                "may not run at all", f"assign `{name}` a starting value before the loop")
+        kind = "for" if self.counted else "while"
+        why = ("adcompiler carries only names bound before a loop" if self.counted
+               else "which may not run at all")
+        return (f"`{name}` is first assigned inside the {kind} loop at line {self.lineno}, {why}",
+                f"assign `{name}` a starting value of the same shape and dtype before the loop "
+                f"(for example `{name} = np.zeros_like(...)`)")
 
 
 @dataclass(frozen=True)

@@ -135,13 +135,6 @@ class LoopLowering:
                    and _traceable(self.env[name])]
         self.check_loop_aliases(stmt, carried)
         avals, blocks, results, body_env = self.lower_body(stmt, carried, make_blocks)
-        fresh = self.first_bound_in(stmt, body_env)
-        if fresh and prim == "loop":  # runs at least once: carry them from a placeholder
-            self.env.update(fresh)
-            carried += list(fresh)
-            avals, blocks, results, body_env = self.lower_body(stmt, carried, make_blocks)
-        elif fresh:
-            self.env.update({name: InLoopOnly(stmt.lineno) for name in fresh})
         body = blocks[-1]
         with self.b.into(body):
             body.outputs = [self.coerce(r, a) for r, a in zip(results, avals)]
@@ -152,25 +145,18 @@ class LoopLowering:
         self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
                                   "forward", tuple(blocks)))
         self.env.update(zip(carried, outs))
+        self.env.update({name: InLoopOnly(stmt.lineno, prim == "loop")
+                         for name in self.first_bound_in(stmt, body_env)})
 
-    def first_bound_in(self, stmt, body_env) -> dict:
-        """{name: placeholder} for the names a loop body binds that were unbound before it (not
-        its target): ``for t in range(n): h = ...`` then ``np.sum(h)``. The body never reads
-        them before binding them (its lowering would have failed), so a loop that runs at
-        least once never shows the placeholder, a zero of the body's aval."""
-        targets = {t.id for t in ast.walk(getattr(stmt, "target", stmt)) if isinstance(t, ast.Name)
-                   } if isinstance(stmt, ast.For) else set()
-        fresh = {}
-        for name in _assigned(stmt.body):
-            value = body_env.get(name)
-            if name in self.env or name in targets or not isinstance(value, (Value, Literal)):
-                continue
-            aval = _aval(value)
-            if aval.is_scalar:
-                fresh[name] = Literal({"float": 0.0, "int": 0, "bool": False}[aval.kind])
-            elif aval.kind == "array" and aval.shape is not None:
-                fresh[name] = self.b.emit("zeros", (), {"shape": aval.shape, "dtype": aval.dtype})
-        return fresh
+    def first_bound_in(self, stmt, body_env) -> list:
+        """The names a loop body binds that were unbound before it (not its target):
+        ``for t in range(n): h = ...``. The loop does not carry them (that would need a value
+        to start from), so reading them after it is a located error."""
+        targets = ({t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
+                   if isinstance(stmt, ast.For) else set())
+        return [name for name in _assigned(stmt.body) if name not in self.env
+                and name not in targets
+                and isinstance(body_env.get(name), (Value, Literal, InLoopOnly))]
 
     def lower_body(self, stmt, carried, make_blocks):
         """(avals, blocks, results): the body lowered until the carried avals agree. A carried
