@@ -12,8 +12,9 @@ against and the dynamic side of the static-versus-dynamic comparison.
 Modules: ``tensor`` (state), ``operators``/``methods``/``numpy_api`` (what records),
 ``record`` (one primitive on the tape), ``node`` (grad_fns and saved values), ``inplace``
 (versions, ``CopySlices``), ``views`` (storage shared with a base), ``engine`` (backward and
-grad), ``forward_ad`` (dual numbers), ``functional`` (``dynamic_grad``), ``format`` (the repr),
-``mode`` (no_grad), ``xp`` (NumPy/CuPy).
+grad), ``checks`` (what user code hands the tape: hook results, ``.grad =``, ``custom_vjp``
+cotangents, ``backward``'s arguments), ``forward_ad`` (dual numbers), ``functional``
+(``dynamic_grad``), ``format`` (the repr), ``mode`` (no_grad), ``xp`` (NumPy/CuPy).
 
 Invariant: ``Tensor``'s state and every error message follow PyTorch; the one deliberate
 difference is the default float dtype, float64 (NumPy's), printed as ``torch.DoubleTensor`` in

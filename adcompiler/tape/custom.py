@@ -2,15 +2,16 @@
 
 Invariants: the forward runs the user's ``fwd`` on the arrays and keeps its residuals in the
 node (as ``torch.autograd.Function``'s ``ctx``); the backward calls ``bwd(residuals, g)`` and
-hands each input the cotangent at its position, conformed to that input's shape and dtype by the
-engine; forward mode through such a call raises, as in JAX (there is only a reverse rule).
+hands each input the cotangent at its position, which must have that input's shape and dtype
+(as in the compiled gradient; anything else raises, naming the function); forward mode through
+such a call raises, as in JAX (there is only a reverse rule).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import mode
+from . import checks, mode
 from .node import Node, node_class
 from .tensor import Tensor
 from .xp import array_module
@@ -28,7 +29,9 @@ class CustomBackward(Node):
             raise RuntimeError("Trying to backward through the graph a second time (custom_vjp "
                                f"{self.fn.__name__}): its residuals have been freed")
         cts = _cotangents(self.fn, self.fn.bwd(self.residuals, g), len(wanted))
-        return [ct if want else None for ct, want in zip(cts, wanted)]
+        return [None if ct is None or not want else
+                checks.cotangent(self.fn, self.name(), i, ct, self.input_meta[i])
+                for i, (ct, want) in enumerate(zip(cts, wanted))]
 
     def release(self):
         super().release()

@@ -15,7 +15,7 @@ import itertools
 
 import numpy as np
 
-from . import mode
+from . import checks, mode
 from . import tensor as _tensor
 from .node import AccumulateGrad
 from .record import TENSOR_OPS, apply
@@ -26,9 +26,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate the gradients of ``tensors`` (weighted by ``grad_tensors``) into the leaves'
     ``.grad``, or only into ``inputs`` when given (as ``torch.autograd.backward``)."""
     roots, seeds = _roots(tensors, grad_tensors, create_graph)
-    targets = None if inputs is None else _listed(inputs)
-    if targets is not None and not targets:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    targets = None if inputs is None else checks.inputs(inputs, "backward")
     _Pass(create_graph, accumulate=True, targets=targets).run(
         roots, seeds, create_graph if retain_graph is None else retain_graph)
 
@@ -38,7 +36,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of ``outputs`` with respect to ``inputs`` as a tuple; no ``.grad`` is
     touched (as ``torch.autograd.grad``)."""
     roots, seeds = _roots(outputs, grad_outputs, create_graph)
-    targets = _listed(inputs)
+    targets = checks.inputs(inputs, "grad")
     for t in targets:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -55,14 +53,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(results)
 
 
-def _listed(x) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
-
-
 def _roots(tensors, grads, create_graph):
     """The output tensors and their seed gradients (ones for a one-element output)."""
-    tensors = _listed(tensors)
-    grads = [None] * len(tensors) if grads is None else _listed(grads)
+    tensors = checks.outputs(tensors)
+    grads = [None] * len(tensors) if grads is None else checks.listed(grads)
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(grads)} gradients for {len(tensors)} tensors")
     seeds = []
@@ -81,7 +75,7 @@ def _seed(i, t, g, create_graph):
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         g = xp.ones_like(t._data)
     elif not isinstance(g, _tensor.Tensor):
-        g = xp.asarray(g, dtype=t._data.dtype)
+        g = xp.asarray(checks.gradient(g), dtype=t._data.dtype)
     if tuple(g.shape) != t.shape:
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                            f"{tuple(g.shape)} and output[{i}] has a shape of {t.shape}.")
@@ -169,17 +163,19 @@ class _Pass:
                 accumulate(node.variable, g, self.create_graph)
             return
         retained = node.retained() if node.retained is not None else None
-        if retained is not None:
+        if retained is not None and retained._grad_fn is node:   # not a view's stale graph
             keep[id(retained)] = retained
         for t in keep.values():
             accumulate(t, g, self.create_graph)
 
     def _hooks(self, node, g):
-        """The tensor hooks on this node's output, in registration order; each may replace g."""
+        """The tensor hooks on this node's output, in registration order; each may replace g
+        with a tensor of its shape and dtype."""
         for hook in list(node.pre_hooks.values()):
             result = hook(_as_tensor(g))
             if result is not None:
-                g = _as_tensor(result) if self.create_graph else _array(result)
+                result = checks.hook_result(hook, result, g)
+                g = result if self.create_graph else result._data
         return g
 
 

@@ -45,13 +45,27 @@ class _GradMode:
         return wrapper
 
 
-class no_grad(_GradMode):
+class _FixedMode(_GradMode):
+    """A mode that takes no argument, so it also decorates bare: ``@no_grad`` as ``@no_grad()``
+    (as in PyTorch 2)."""
+
+    def __new__(cls, fn=None):
+        if fn is None:
+            return super().__new__(cls)
+        if not callable(fn):
+            raise TypeError(f"{cls.__name__}() takes no arguments, got {type(fn).__name__}: "
+                            f"write `with tape.{cls.__name__}():`, or decorate a function with "
+                            f"@tape.{cls.__name__} or @tape.{cls.__name__}()")
+        return cls()(fn)
+
+
+class no_grad(_FixedMode):
     """Operations inside record nothing: results do not require grad (as ``torch.no_grad``)."""
 
     mode = False
 
 
-class enable_grad(_GradMode):
+class enable_grad(_FixedMode):
     """Recording on inside, even within ``no_grad`` (as ``torch.enable_grad``)."""
 
     mode = True

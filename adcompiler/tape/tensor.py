@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from . import mode, views
+from . import checks, mode, views
 from .format import tensor_repr
 from .methods import Methods
 from .node import AccumulateGrad, VersionCounter
@@ -131,12 +131,7 @@ class Tensor(Operators, Methods, NumpyProtocol):
 
     @grad.setter
     def grad(self, value):
-        if value is not None and not isinstance(value, Tensor):
-            value = Tensor(value)
-        if value is not None and value.shape != self.shape:
-            raise RuntimeError(f"assigned grad has data of a different size: {value.shape} "
-                               f"for a tensor of shape {self.shape}")
-        self._grad = value
+        self._grad = checks.assigned_grad(self, value)
 
     @property
     def retains_grad(self) -> bool:

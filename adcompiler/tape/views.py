@@ -8,12 +8,14 @@ the steps from it; an in-place update through a view writes the base's storage, 
 shared counter and rebases the base onto ``CopySlices`` (the update's result gets the gradient
 inside the view's region, the base's previous value the rest); a view whose counter moved
 since its graph was made takes a new one from its base (``AsStridedBackward0``) the next time
-its graph is read, so tensors that share storage agree on their graph too. View nodes save no
+its graph is read, so tensors that share storage agree on their graph too (a retained gradient
+moves to that new graph: it is the gradient of the view's current value). View nodes save no
 values (their rules need only shapes), so no update can invalidate them.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -191,6 +193,8 @@ def sync(t):
     base = info.base
     if base._requires_grad and t._data.dtype.kind in "fc":
         t._fn, t._needs_grad = _view_node("AsStridedBackward0", info.steps, base), True
+        if t._retains_grad:        # retain_grad() follows the view to its new graph
+            t._fn.retained = weakref.ref(t)
     else:
         t._fn, t._needs_grad = None, False
     t._duals = None if base._duals is None else \
