@@ -20,8 +20,8 @@ from .errors import ArgumentError, CompileError, as_user_error
 from .pipeline import Compiled, compile_gradient
 from .runtime import cache as disk_cache
 from .runtime.compile import check_backend
-from .signature import (array_module, bind_arguments, check_backend_arguments, classify,
-                        is_device_array, key_of, resolve_wrt)
+from .signature import (array_module, bind_arguments, check_backend_arguments,
+                        check_transformable, classify, is_device_array, key_of, resolve_wrt)
 
 
 class GradientFunction:
@@ -30,13 +30,7 @@ class GradientFunction:
     ``backend="numba"`` compiles numba loops where it can (README, numba backend)."""
 
     def __init__(self, fn, wrt, mode, backend="numpy"):
-        if inspect.ismethod(fn):
-            cls = type(fn.__self__).__name__
-            raise TypeError(
-                f"{mode}({cls.lower()}.{fn.__name__}): a bound method; take the {mode} of the "
-                f"function, {mode}({cls}.{fn.__name__}, wrt=...), and call it with the object "
-                f"first, or decorate the method in the class (@adcompiler.{mode}(wrt=...)) and "
-                f"call it as {cls.lower()}.{fn.__name__}(...)")
+        check_transformable(fn, mode)  # a def, a custom_vjp function or grad(f)
         self.primal = fn
         self.mode = mode
         self.backend = check_backend(backend)

@@ -4,15 +4,19 @@ Invariants: two calls with equal keys lower to the same graph, so a compiled spe
 can be reused; a traced argument's key is its abstract value, a static one's is its value.
 A call that does not fit the function's signature raises exactly the TypeError that calling the
 function itself would raise; only float values (floats, float arrays) can be differentiated.
+What a transform is given is checked when it is made (:func:`check_transformable`): a def, a
+``custom_vjp`` function or ``grad(f)``, else a TypeError saying what to write instead.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 
 import numpy as np
 
+from .errors import CompileError
 from .ir import Aval
 
 _STATIC_TYPES = (bool, int, str, type(None), tuple, np.dtype, type)
@@ -174,3 +178,84 @@ def resolve_wrt(fn, wrt) -> tuple:
     if len(set(names)) != len(names):
         raise ValueError(f"wrt names a parameter twice: {wrt!r}")
     return tuple(names)
+
+
+# ---- what a transform can take -----------------------------------------------------------------
+class NestingError(CompileError, TypeError):
+    """A transform of a transform adcompiler cannot differentiate (``jacobian(vjp(f))``): a
+    TypeError, raised when the outer transform is made, and a CompileError as before."""
+
+
+NESTINGS = ("grad(grad(f)) (to any depth), and value_and_grad, vjp, jvp, jacobian or hessian "
+            "of grad(f)")
+
+
+def check_transformable(fn, transform: str):
+    """Refuse, when ``transform(fn)`` is made, what adcompiler cannot compile: a bound method,
+    a staticmethod or classmethod object, a ``functools.partial``, a transform other than
+    ``grad`` (:class:`NestingError`), anything that is not a def. Each TypeError names what was
+    passed and what to write instead."""
+    from .api import GradientFunction
+    if isinstance(fn, (staticmethod, classmethod)):
+        kind, name = type(fn).__name__, getattr(fn.__func__, "__name__", "f")
+        raise TypeError(
+            f"{transform}({kind} {name}): @adcompiler.{transform} is stacked directly over "
+            f"@{kind}, so it was given a {kind} object, not a function; put @{kind} above the "
+            f"adcompiler decorator (@{kind}, then @adcompiler.{transform}(...), then def {name})")
+    if inspect.ismethod(fn):
+        cls, name = type(fn.__self__).__name__, getattr(fn, "__name__", "method")
+        raise TypeError(
+            f"{transform}({cls.lower()}.{name}): a bound method; take the {transform} of the "
+            f"function, {transform}({cls}.{name}, wrt=...), and call it with the object first, "
+            f"or decorate the method in the class (@adcompiler.{transform}(wrt=...)) and call "
+            f"it as {cls.lower()}.{name}(...)")
+    if isinstance(fn, functools.partial):
+        raise TypeError(_partial_message(fn, transform))
+    inner = getattr(fn, "transform_name", None) or (
+        fn.mode if isinstance(fn, GradientFunction) else None)
+    if inner is not None and inner != "grad":
+        raise _nesting_error(fn, inner, transform)
+    if inner is None and not inspect.isfunction(inspect.unwrap(fn)):
+        name, kind = getattr(fn, "__name__", None), type(fn).__name__
+        what = f"{name} is a {kind}" if name else f"a {kind} object is a callable"
+        raise TypeError(
+            f"{transform}({name or 'a ' + kind + ' object'}): adcompiler compiles a Python "
+            f"function (a def) from its source, and {what}, not a def; write a def that calls "
+            f"it and pass that (def f(x): return ...)")
+
+
+def _nesting_error(fn, inner: str, transform: str) -> NestingError:
+    """``transform(inner(f))`` for an ``inner`` transform other than grad: the nestings that
+    work, and what to write instead."""
+    name = getattr(getattr(fn, "primal", None), "__name__", "f")
+    return NestingError(
+        f"{transform}({inner}({name})): cannot differentiate a {inner}: adcompiler "
+        f"differentiates again only grad(f), whose generated source it reads back; "
+        f"supported: {NESTINGS}",
+        hint="transform adcompiler.grad(f) itself (adcompiler.jacobian(adcompiler.grad(f)) is "
+             "the Hessian, adcompiler.jvp(adcompiler.grad(f)) a Hessian-vector product) or use "
+             "adcompiler.hessian(f); for an output of a vector function, write it as a def g "
+             "returning a scalar and differentiate g")
+
+
+def _partial_message(p, transform: str) -> str:
+    """What to write instead of ``transform(functools.partial(g, ...))``: a def calling ``g``."""
+    name = getattr(p.func, "__name__", "g")
+    try:
+        params = [(n, q.kind) for n, q in inspect.signature(p).parameters.items()
+                  if n not in p.keywords and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = [("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    fixed = [_short(a) for a in p.args]
+    keywords = [f"{k}={_short(v)}" for k, v in p.keywords.items()]
+    passed = [f"{n}={n}" if kind == inspect.Parameter.KEYWORD_ONLY else n for n, kind in params]
+    call = ", ".join(fixed + passed + keywords)
+    return (f"{transform}(functools.partial({name}, {', '.join(fixed + keywords)})): a "
+            f"functools.partial object, whose source adcompiler cannot read; write a def that "
+            f"calls {name} and pass that: def {name}_fixed({', '.join(n for n, _ in params)}): "
+            f"return {name}({call})")
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"<{type(value).__name__}>"
