@@ -144,8 +144,8 @@ def uses_mask(x):
     return x[x > 0.0].sum()
 
 
-def uses_mask_list(x):
-    return x[[True, False, True]].sum()
+def uses_mask_list(x):  # a list of bools is a mask known while compiling: this one is too short
+    return x[[True, False]].sum()
 
 
 def uses_float_index(x):
@@ -335,7 +335,7 @@ CASES = [
     (uses_unknown_method, 1, "x.cumsum", "attribute `.cumsum` is not supported"),
     (uses_math_on_array, 1, "math.exp(x)", "takes a Python number, but this is an array"),
     (uses_mask, 1, "x[x > 0.0]", "boolean mask"),
-    (uses_mask_list, 1, "x[[True, False, True]]", "boolean mask"),
+    (uses_mask_list, 1, "x[[True, False]]", "boolean mask"),
     (uses_float_index, 1, "x[1.5]", "cannot index with a `float`"),
     (uses_traced_slice, 2, ":n", "slice bound must be known when compiling"),
     (uses_out, 1, "np.exp(x, x)", "takes 1 positional argument here, but 2 were given"),

@@ -175,7 +175,8 @@ def _broadcast_to(node, args, xp_name):
 # where a Python scalar is wrapped as ``cp.asarray(...)`` ("all": every argument).
 _CUPY_ARRAY_ARGS = {**{p: (0,) for p in ("sum", "mean", "prod", "max", "min", "sum_to",
                                          "transpose", "reshape", "expand_dims", "squeeze",
-                                         "where", "clip", "zeros_like", "ones_like", "copy")},
+                                         "where", "clip", "zeros_like", "ones_like", "copy",
+                                         "all", "any", "argmax", "argmin", "argsort")},
                     "dot": (0, 1), "outer": (0, 1), "concatenate": "all", "stack": "all"}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -23,7 +24,7 @@ ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "ex
                "arcsin", "arccos", "sinh", "cosh", "abs", "sign", "maximum", "minimum", "where",
                "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
                "logical_and", "logical_or", "logical_not", "reciprocal", "remainder",
-               "floor_divide"]
+               "floor_divide", "isfinite", "isnan", "isinf"]
 
 
 class CallError(Exception):
@@ -161,7 +162,11 @@ def _where(b, args, kwargs):
 _REDUCE_PARAMS = {"sum": ("a", "axis", "dtype", "out", "keepdims"),
                   "mean": ("a", "axis", "dtype", "out", "keepdims"),
                   "prod": ("a", "axis", "dtype", "out", "keepdims"),
-                  "max": ("a", "axis", "out", "keepdims"), "min": ("a", "axis", "out", "keepdims")}
+                  "max": ("a", "axis", "out", "keepdims"), "min": ("a", "axis", "out", "keepdims"),
+                  # bool and integer results, no gradient (as comparisons): still reductions
+                  "all": ("a", "axis", "out", "keepdims"), "any": ("a", "axis", "out", "keepdims"),
+                  "argmax": ("a", "axis", "out", "keepdims"),
+                  "argmin": ("a", "axis", "out", "keepdims")}
 
 
 def _reduce(name):
@@ -173,10 +178,32 @@ def _reduce(name):
         params = {}
         if p.get("axis") is not None:
             params["axis"] = _axis(p["axis"])
+            if name.startswith("arg") and not isinstance(params["axis"], (int, np.integer)):
+                raise CallError("takes one axis (an int) or None", "NumPy takes no tuple here")
         if static(p.get("keepdims", False), "`keepdims=`"):
             params["keepdims"] = True
         return b.emit(name, (p["a"],), params)
     return handler
+
+
+def _argsort(b, args, kwargs):
+    """np.argsort(a, axis=-1, kind=None) and x.argsort(...): integer positions, no gradient.
+    ``axis=None`` sorts the flattened array, as NumPy does."""
+    p = bind(args, kwargs, ("a", "axis", "kind", "order"))
+    if p.get("order") is not None:
+        raise CallError("with `order=` (fields of a structured array) is not supported",
+                        "sort plain arrays of numbers")
+    axis = _axis(p.get("axis", -1))
+    kind = "stable" if static(kwargs.pop("stable", None), "`stable=`") else p.get("kind")
+    x = p["a"]
+    if axis is None:
+        x, axis = _reshape_to(b, x, -1, {}), -1
+    if not isinstance(axis, (int, np.integer)):
+        raise CallError("takes one axis (an int) or None", "NumPy takes no tuple here")
+    params = {} if axis == -1 else {"axis": int(axis)}
+    if kind is not None:
+        params["kind"] = static(kind, "`kind=`")
+    return b.emit("argsort", (x,), params)
 
 
 # ---- linear algebra -------------------------------------------------------------------------
@@ -323,7 +350,7 @@ def _array(copy):
         if kwargs:
             raise CallError(f"unsupported keyword {next(iter(kwargs))}=", "pass the data only")
         if not _contains_value(x):
-            return np.array(x, dtype=dtype)
+            return _made(np.array(x, dtype=dtype))
         if not isinstance(x, Value):
             raise CallError("np.array of a list of traced values is not supported",
                             "use np.stack([...])")
@@ -348,6 +375,23 @@ def _scalar_type(dtype):
     return handler
 
 
+# Arrays made while compiling from literals (np.array([True, False])) or by a constructor: no
+# name outside the function holds them, so they cannot change after compiling, as a module
+# array may; by id, while they live (a boolean one indexes as its positions, frontend.indexing).
+_MADE = weakref.WeakValueDictionary()
+
+
+def _made(array):
+    if isinstance(array, np.ndarray):
+        _MADE[id(array)] = array
+    return array
+
+
+def made_while_compiling(array) -> bool:
+    """Whether ``array`` is one the function itself made while compiling."""
+    return _MADE.get(id(array)) is array
+
+
 def _contains_value(x) -> bool:
     if isinstance(x, (list, tuple)):
         return any(_contains_value(v) for v in x)
@@ -370,7 +414,7 @@ def _folded(fn):
                             "adcompiler", "pass it Python numbers, shapes or arrays made outside "
                             "the function (it is then computed once, while compiling)")
         try:
-            return fn(*args, **kwargs)
+            return _made(fn(*args, **kwargs))
         except (TypeError, ValueError, ArithmeticError) as exc:
             raise CallError(f"raised {type(exc).__name__}: {exc}", "NumPy raises this too") \
                 from None
@@ -416,7 +460,7 @@ def _len(b, args, kwargs):
 FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
 FUNCTIONS.update({np.absolute: _ufunc("abs"), np.mod: _ufunc("remainder"),  # (= np.remainder)
                   builtins.abs: _builtin_abs, builtins.int: _int,
-                  np.clip: _clip,
+                  np.clip: _clip, np.argsort: _argsort,
                   np.where: _where})
 FUNCTIONS.update({getattr(np, n): _reduce(n) for n in _REDUCE_PARAMS})
 FUNCTIONS.update({np.amax: _reduce("max"), np.amin: _reduce("min")})
@@ -459,6 +503,7 @@ METHODS = {
     "astype": _astype,
     "squeeze": _as_method(FUNCTIONS[np.squeeze]),
     "clip": _as_method(_clip),
+    "argsort": _as_method(_argsort),
 }
 
 ATTRIBUTES = {

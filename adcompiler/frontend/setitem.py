@@ -4,7 +4,7 @@
 NumPy writes into ``y``'s memory, so every name for that array sees the change: the update
 goes through the same alias tracking as ``y *= v`` (:mod:`.inplace`). A boolean mask becomes
 ``np.where(mask, v, y)`` (the count it selects depends on the data; the shape it keeps does
-not). Invariants: the compiled code never writes into the caller's arrays (assigning into a
+not); a mask known while compiling is its positions (:meth:`constant_masks`). Invariants: the compiled code never writes into the caller's arrays (assigning into a
 parameter updates a copy, the result is the same); writing into a module-level or closure
 array is a located error; ``v`` is cast to ``y``'s dtype, as NumPy does.
 """
@@ -36,6 +36,7 @@ class SetitemLowering:
                                  "np.empty_like, .copy() and the like")
         index = self.expr(target.slice)
         items = index if isinstance(index, tuple) else (index,)
+        items = self.constant_masks(old, items, target)  # a mask known now: its positions
         if _mask(items) is not None:
             self.check_masked_value(value, stmt.value)
         if op is not None:

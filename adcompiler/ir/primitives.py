@@ -19,7 +19,8 @@ import numpy as np
 class Prim:
     name: str
     fn: Callable                 # NumPy meaning: fn(*inputs, **params)
-    family: str                  # elementwise | reduction | linalg | shape | creation | internal
+    family: str                  # elementwise | reduction | index | linalg | shape | creation
+                                 # | internal | control | custom
     spell: str                   # "+" style operator, or a callee such as "np.tanh"
     arity: Optional[int] = 1     # None: variadic
     differentiable: bool = True  # False: the output carries no gradient (comparisons, creation)
@@ -73,6 +74,20 @@ MATH_NAMES = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "
 # ---- reductions ---------------------------------------------------------------------------
 for _n in ["sum", "mean", "prod", "max", "min"]:
     _def(_n, getattr(np, _n), "reduction", f"np.{_n}", params=("axis", "keepdims"))
+
+# ---- predicates and positions: bool or integer results, no gradient ---------------------------
+# (the gradient flows through the float values they select: ``x[np.argmax(x)]``, np.where)
+for _n in ["isfinite", "isnan", "isinf"]:
+    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", differentiable=False)
+for _n in ["all", "any"]:
+    _def(_n, getattr(np, _n), "reduction", f"np.{_n}", differentiable=False,
+         params=("axis", "keepdims"))
+# Family "index": integer positions of entries (new arrays, of intp). NumPy's argsort sorts the
+# last axis by default; the frontend spells axis=None as the argsort of the flattened array.
+for _n in ["argmax", "argmin"]:
+    _def(_n, getattr(np, _n), "index", f"np.{_n}", differentiable=False,
+         params=("axis", "keepdims"))
+_def("argsort", np.argsort, "index", "np.argsort", differentiable=False, params=("axis", "kind"))
 
 # ---- linear algebra -------------------------------------------------------------------------
 _def("dot", np.dot, "linalg", "np.dot", 2)

@@ -141,8 +141,10 @@ def _shape_of(prim, avals, params):
     shapes = [a.known_shape for a in avals]
     if fam == "elementwise":
         return _broadcast(avals)
-    if fam == "reduction":
+    if fam == "reduction" or prim in ("argmax", "argmin"):
         return _reduced(shapes[0], params.get("axis"), params.get("keepdims", False))
+    if prim == "argsort":  # along one axis (axis=None is lowered as a flattened array's)
+        return None if shapes[0] is None else (tuple(shapes[0]) or (1,))  # 0-d: NumPy gives [0]
     if prim == "matmul":
         return _matmul_shape(*shapes)
     if prim == "dot":
