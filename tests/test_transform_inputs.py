@@ -14,6 +14,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler.errors import CompileError
+from tests.test_hessian_custom import lse as logsumexp_c  # a custom_vjp logsumexp
 
 RNG = np.random.default_rng(11)
 
@@ -161,21 +162,6 @@ def test_jacobian_and_hessian_bind_the_instance():
 
 
 # ---- 4. the Hessian through a custom_vjp function whose value the gradient needs -------------
-@ad.custom_vjp
-def logsumexp_c(x):
-    return np.log(np.sum(np.exp(x)))
-
-
-def logsumexp_c_fwd(x):
-    e = np.exp(x - np.max(x))
-    return np.max(x) + np.log(np.sum(e)), e / np.sum(e)
-
-
-def logsumexp_c_bwd(p, g):
-    return (g * p,)
-
-
-logsumexp_c.defvjp(logsumexp_c_fwd, logsumexp_c_bwd)
 
 
 def lse_times_norm(w, x):          # the gradient needs logsumexp_c's value
