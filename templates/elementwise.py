@@ -57,8 +57,11 @@ _ew("arccos",   lambda ops, g, ans, x: -g / ops.sqrt(1 - x * x))
 
 def _power_base(ops, g, x, y):
     """``y * x**(y - 1)``, and 0 where ``y`` is 0: ``x**0`` is 1 for every x, while the formula
-    gives 0 * inf = nan at x = 0 (PyTorch and JAX define it so too). The base is 1 where ``y``
-    is 0, so nothing overflows; a literal ``y`` folds the ``where`` away."""
+    gives 0 * inf = nan at x = 0 (PyTorch and JAX define it so too). A number ``y`` (a literal
+    exponent, known while compiling) needs no test; elsewhere the base is 1 where ``y`` is 0, so
+    nothing overflows."""
+    if isinstance(y, (int, float)):
+        return g * 0.0 if y == 0 else g * y * x ** (y - 1)
     return g * y * ops.where(ops.equal(y, 0), 1.0, x) ** (y - 1)
 
 

@@ -115,7 +115,8 @@ def _where_literal(node):
         return None
     picked = node.inputs[1 if node.inputs[0].value else 2]
     out = node.out.aval
-    if isinstance(picked, Value) and picked.aval == out:
+    if isinstance(picked, Value) and picked.aval == out or isinstance(picked, Literal) \
+            and out.is_scalar:
         return picked
     if isinstance(picked, Literal) and out.kind == "array" and out.shape is not None:
         if out.dtype == "float64" and isinstance(picked.value, float):
