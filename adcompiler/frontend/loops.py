@@ -92,7 +92,7 @@ class LoopLowering:
         after ``for i in range(n)``, ``row`` the last row). A target name the body rebinds
         keeps what the body left (carried); after a loop that may break, reading the target
         is a located error."""
-        names = [t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)]
+        names = _target_names(stmt)
         rebound = set(_assigned(stmt.body))
         kept = {name: self.env.get(name, _UNBOUND) for name in names if name in rebound}
         if breaks:
@@ -152,8 +152,7 @@ class LoopLowering:
         """The names a loop body binds that were unbound before it (not its target):
         ``for t in range(n): h = ...``. The loop does not carry them (that would need a value
         to start from), so reading them after it is a located error."""
-        targets = ({t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
-                   if isinstance(stmt, ast.For) else set())
+        targets = _target_names(stmt) if isinstance(stmt, ast.For) else []
         return [name for name in _assigned(stmt.body) if name not in self.env
                 and name not in targets
                 and isinstance(body_env.get(name), (Value, Literal, InLoopOnly))]
@@ -296,6 +295,11 @@ def rebound_first(body, name) -> bool:
                for n in ast.walk(stmt) if isinstance(n, ast.stmt)):
             return False
     return False
+
+
+def _target_names(stmt) -> list:
+    """The names a ``for`` loop's target binds (``i, row`` in ``for i, row in ...``)."""
+    return [t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)]
 
 
 def _spoiled(before, after) -> dict:

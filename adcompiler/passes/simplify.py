@@ -48,7 +48,7 @@ def _simplify_nodes(nodes, subst, producers):
         _fold_broadcast_literal(node, producers)
         _literal_operands(node, producers)
         kept += _merge_scatters(node, producers)
-        replacement = (_fold(node) or _where_literal(node) or _identity(node, producers)
+        replacement = (_fold(node) or _identity(node, producers)
                        or _double_negation(node, producers) or _double_transpose(node, producers))
         if replacement is not None:
             subst[node.out] = replacement
@@ -106,25 +106,6 @@ def _fold_broadcast_literal(node, producers):
         if isinstance(value, float) and producer.outputs[0].aval == node.out.aval:
             node.prim, node.inputs = "broadcast_to", (Literal(value),)
             node.params = dict(producer.params)
-
-
-def _where_literal(node):
-    """``np.where(c, a, b)`` with ``c`` known while compiling: the operand it picks, where that
-    has the result's aval; a picked number of another shape becomes it broadcast (in place)."""
-    if node.prim != "where" or not isinstance(node.inputs[0], Literal):
-        return None
-    picked = node.inputs[1 if node.inputs[0].value else 2]
-    out = node.out.aval
-    if isinstance(picked, Value) and picked.aval == out or isinstance(picked, Literal) \
-            and out.is_scalar:
-        return picked
-    if isinstance(picked, Literal) and out.kind == "array" and out.shape is not None:
-        if out.dtype == "float64" and isinstance(picked.value, float):
-            node.prim, node.inputs, node.params = "broadcast_to", (picked,), {"shape": out.shape}
-        else:
-            node.prim, node.inputs = "full", (picked,)
-            node.params = {"shape": out.shape, "dtype": out.dtype}
-    return None
 
 
 def _power_zero(node):
