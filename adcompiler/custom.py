@@ -28,7 +28,8 @@ import numpy as np
 from adcompiler import templates
 
 from .errors import CompileError, Location
-from .frontend.calls import CallError, register_call
+from .frontend.binding import CallError
+from .frontend.calls import register_call
 from .ir import Aval, Graph, Value, walk
 from .ir.builder import Builder
 from .ir.primitives import PRIMS, Prim

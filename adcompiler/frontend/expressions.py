@@ -17,7 +17,8 @@ import numpy as np
 from ..errors import CompileError
 from ..ir import Value
 from ..ir.builder import NeedsShape
-from .calls import ATTRIBUTES, FUNCTIONS, METHODS, CallError, Method, call
+from .binding import CallError, call
+from .calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
 from .fence import PRINT_HINT
 from .windows import MovingSlice
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Value
-from .calls import made_while_compiling
+from .creation import made_while_compiling
 from .windows import MovingSlice, Window
 
 

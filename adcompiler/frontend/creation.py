@@ -1,0 +1,161 @@
+"""Calls that make arrays or convert values: ``np.zeros``/``ones``/``full`` and their ``_like``
+forms, ``np.array``/``asarray``, ``astype``, ``float()``, ``math`` functions of Python numbers,
+NumPy's scalar types, and the constructors computed once while compiling (``np.arange``,
+``np.eye``, ...) whose results are constants the function itself made."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import weakref
+
+import numpy as np
+
+from ..ir import Value
+from ..ir.primitives import MATH_PRIMS
+from .binding import CallError, bind, dtype_arg, positional, shape_arg
+
+
+def _creation(name):
+    def handler(b, args, kwargs):
+        p = bind(args, kwargs, ("shape", "dtype"))
+        params = {"shape": shape_arg(p["shape"]), "dtype": dtype_arg(p.get("dtype", float))}
+        return b.emit(name, (), params)
+    return handler
+
+
+def _full(b, args, kwargs):
+    p = bind(args, kwargs, ("shape", "fill_value", "dtype"), required=2)
+    dtype = dtype_arg(p["dtype"]) if p.get("dtype") is not None else None
+    return b.emit("full", (p["fill_value"],), {"shape": shape_arg(p["shape"]), "dtype": dtype})
+
+
+def _like(name):
+    def handler(b, args, kwargs):
+        p = bind(args, kwargs, ("a", "dtype"))
+        dtype = p.get("dtype")
+        return b.emit(name, (p["a"],), {"dtype": dtype_arg(dtype)} if dtype is not None else {})
+    return handler
+
+
+def _astype(b, x, args, kwargs):
+    kwargs.pop("copy", None)  # the result is always a new array to the compiler
+    return b.emit("astype", (x,), {"dtype": dtype_arg(bind(args, kwargs, ("dtype",))["dtype"])})
+
+
+def _math(name):
+    prim = "arctan" if name == "atan" else name
+
+    def handler(b, args, kwargs):
+        (x,) = positional(args, 1)
+        if isinstance(x, Value) and not x.aval.is_scalar:
+            if x.aval.kind != "array" or x.aval.known_shape != ():
+                raise CallError("takes a Python number, but this is an array",
+                                f"use np.{prim}, which works elementwise on arrays")
+            x = b.emit("to_float", (x,))  # a 0-d array or NumPy scalar, as math converts it
+        return b.emit(prim, (x,), {"py": name})
+    return handler
+
+
+def _float(b, args, kwargs):
+    (x,) = positional(args, 1)
+    return b.emit("to_float", (x,)) if isinstance(x, Value) else float(x)
+
+
+def _array(copy):
+    """``np.array``/``np.asarray``: of literals, a constant made while compiling; of a traced
+    array, a copy (np.array) or the array itself (np.asarray)."""
+    def handler(b, args, kwargs):
+        (x,) = positional(args, 1)
+        dtype = kwargs.pop("dtype", None)
+        if kwargs:
+            raise CallError(f"unsupported keyword {next(iter(kwargs))}=", "pass the data only")
+        if not contains_value(x):
+            return made(np.array(x, dtype=dtype))
+        if not isinstance(x, Value):
+            raise CallError("np.array of a list of traced values is not supported",
+                            "use np.stack([...])")
+        if dtype is not None and np.dtype(dtype).name != x.aval.dtype:
+            return b.emit("astype", (x,), {"dtype": np.dtype(dtype).name})
+        return b.emit("copy", (x,)) if copy else x
+    return handler
+
+
+def _scalar_type(dtype):
+    """``np.float64(v)``, ``np.float32(v)``: a 0-d array of that dtype, which NumPy 2 promotes
+    as it does the scalar (not weakly, as a Python float); of an array, ``astype``."""
+    name = np.dtype(dtype).name
+
+    def handler(b, args, kwargs):
+        (x,) = positional(args, 1)
+        if isinstance(x, Value) and not x.aval.is_scalar:
+            return x if x.aval.dtype == name else b.emit("astype", (x,), {"dtype": name})
+        if not isinstance(x, Value) and not isinstance(x, (int, float, np.number)):
+            raise CallError(f"np.{name} takes a number here", f"write np.{name}(float(...))")
+        return b.emit("full", (x,), {"shape": (), "dtype": name})
+    return handler
+
+
+# Arrays made while compiling from literals (np.array([True, False])) or by a constructor: no
+# name outside the function holds them, so they cannot change after compiling, as a module
+# array may; by id, while they live (a boolean one indexes as its positions, frontend.indexing).
+_MADE = weakref.WeakValueDictionary()
+
+
+def made(array):
+    if isinstance(array, np.ndarray):
+        _MADE[id(array)] = array
+    return array
+
+
+def made_while_compiling(array) -> bool:
+    """Whether ``array`` is one the function itself made while compiling."""
+    return _MADE.get(id(array)) is array
+
+
+def contains_value(x) -> bool:
+    if isinstance(x, (list, tuple)):
+        return any(contains_value(v) for v in x)
+    return isinstance(x, Value)
+
+
+# Array constructors computed while compiling when every argument is known then (Python numbers,
+# shapes, constant arrays): pure functions of their arguments, so the result is a constant.
+CONSTANT_ONLY = ("arange", "linspace", "logspace", "geomspace", "eye", "identity", "diag",
+                 "diagflat", "tri", "triu", "tril", "vander", "indices", "hanning", "hamming",
+                 "blackman", "bartlett")
+
+
+def _folded(fn):
+    def handler(b, args, kwargs):
+        args = [known(b, a) for a in args]
+        kwargs = {k: known(b, v) for k, v in kwargs.items()}
+        if contains_value(args) or contains_value(list(kwargs.values())):
+            raise CallError("of an array the function computes has no derivative rule in "
+                            "adcompiler", "pass it Python numbers, shapes or arrays made outside "
+                            "the function (it is then computed once, while compiling)")
+        try:
+            return made(fn(*args, **kwargs))
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            raise CallError(f"raised {type(exc).__name__}: {exc}", "NumPy raises this too") \
+                from None
+    return handler
+
+
+def known(b, x):
+    """``x`` with the constants the function reads (module-level arrays) as their arrays."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(known(b, v) for v in x)
+    return b.graph.consts.get(x, x) if isinstance(x, Value) else x
+
+
+FUNCTIONS = {
+    np.zeros_like: _like("zeros_like"), np.ones_like: _like("ones_like"),
+    np.zeros: _creation("zeros"), np.ones: _creation("ones"), np.full: _full,
+    np.array: _array(copy=True), np.asarray: _array(copy=False),
+    builtins.float: _float,
+    **{t: _scalar_type(t) for t in (np.float64, np.float32, np.float16)},
+}
+FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})
+FUNCTIONS.update({getattr(np, n): _folded(getattr(np, n)) for n in CONSTANT_ONLY})
+METHODS = {"astype": _astype}
