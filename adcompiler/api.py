@@ -205,6 +205,13 @@ class GradientFunction:
         """The optimised SSA graph of the latest compilation (prints in the text form)."""
         return self._latest().graph
 
+    @property
+    def constants(self) -> dict:
+        """The names ``.source`` reads but does not define, with their values: the user's
+        module-level arrays, arrays the function made while compiling (``const``...) and
+        custom rules. The comment at the top of ``.source`` lists them too."""
+        return disk_cache.constants_of(self._latest())
+
     def __repr__(self):
         return f"<adcompiler.{self.mode} of {self.primal.__qualname__} wrt {self.wrt}>"
 

@@ -72,6 +72,11 @@ def grad_elementwise(x):
 '''
 
 GATHER = '''\
+# Names this code reads but does not define (bound when it loads; a compiled
+# gradient's .constants holds them):
+#   const: int64[3] = [0, 2, 0]
+
+
 def grad_gather(x):
     # grad of: return np.sum(x[[0, 2, 0]] * 2.0)
     dt2 = cp.full((3,), 2.0, dtype=cp.float64)

@@ -17,6 +17,7 @@ import astor
 from ..ir import Literal, Value, walk
 from . import numexpr_chains
 from .buffered import BufferedEmission
+from .constants import constants_comment
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
@@ -392,8 +393,9 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     imports = (["import numexpr as ne"] if em.uses_numexpr else []) + (
         ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
         else [])
-    module_lines = (["\n".join(imports)] if imports else []) + em.helpers() + module
+    constants = {em.name(v): a for v, a in graph.consts.items()}
+    module_lines = ((["\n".join(imports)] if imports else []) + constants_comment(constants)
+                    + em.helpers() + module)
     uses_math = any(n.params.get("py") for n in walk(graph.nodes))
     source = "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n"
-    constants = {em.name(v): a for v, a in graph.consts.items()}
     return Emission(source, constants, uses_math, tuple(getattr(em, "kernels", ())))
