@@ -76,9 +76,27 @@ _ew("maximum",  lambda ops, g, ans, x, y: g * _share(ops, x, ans, y),
                 lambda ops, g, ans, x, y: g * _share(ops, y, ans, x))
 _ew("minimum",  lambda ops, g, ans, x, y: g * _share(ops, x, ans, y),
                 lambda ops, g, ans, x, y: g * _share(ops, y, ans, x))
-_ew("clip",     lambda ops, g, ans, x, lo, hi: ops.where(ops.equal(ans, x), g, 0.0),
-                lambda ops, g, ans, x, lo, hi: ops.where(ops.less(x, lo), g, 0.0),
-                lambda ops, g, ans, x, lo, hi: ops.where(ops.greater(x, hi), g, 0.0))
+def _clip_x(ops, g, ans, x, lo, hi):
+    """x keeps the gradient inside [lo, hi], bounds included (as PyTorch's clamp); a None bound
+    (the tape's one-sided clip) clips on one side only."""
+    if lo is not None:
+        g = ops.where(ops.less(x, lo), 0.0, g)
+    return g if hi is None else ops.where(ops.greater(x, hi), 0.0, g)
+
+
+def _clip_lo(ops, g, ans, x, lo, hi):
+    """clip is NumPy's minimum(maximum(x, lo), hi): where lo > hi the result is hi, so lo has
+    no gradient there, and hi has it whatever x is."""
+    g = ops.where(ops.less(x, lo), g, 0.0)
+    return g if hi is None else ops.where(ops.greater(lo, hi), 0.0, g)
+
+
+def _clip_hi(ops, g, ans, x, lo, hi):
+    above = ops.where(ops.greater(x, hi), g, 0.0)
+    return above if lo is None else ops.where(ops.greater(lo, hi), g, above)
+
+
+_ew("clip", _clip_x, _clip_lo, _clip_hi)
 _ew("where",    None,
                 lambda ops, g, ans, c, x, y: ops.where(c, g, 0.0),
                 lambda ops, g, ans, c, x, y: ops.where(c, 0.0, g))
