@@ -57,12 +57,13 @@ class ArgumentError(ValueError):
 
 def as_user_error(exc: BaseException) -> BaseException:
     """``exc`` (a CompileError or an ArgumentError) ready to be raised again from the public
-    call: its traceback through the compiler dropped, and the exception it was raised while
-    handling (``inspect`` finding no source, say) not shown. ``ADCOMPILER_TRACEBACK=1`` keeps
+    call: its traceback through the compiler dropped, and the exception it was raised from or
+    while handling (NumPy's shape error, ``inspect`` finding no source) not shown. ``ADCOMPILER_TRACEBACK=1`` keeps
     both, for debugging adcompiler itself."""
     if os.environ.get("ADCOMPILER_TRACEBACK", "").strip() not in ("", "0"):
         return exc
     exc.__traceback__ = None
+    exc.__cause__ = None
     exc.__suppress_context__ = True
     return exc
 

@@ -24,7 +24,7 @@ import types
 import numpy as np
 
 from .api import GradientFunction, TangentFunction, _like
-from .errors import CompileError
+from .errors import ArgumentError, CompileError, as_user_error
 from .ir import Aval
 from .signature import bind_arguments, check_transformable, classify, key_of
 from .transforms.forward import ForwardModeError
@@ -96,7 +96,10 @@ class Jacobian(_Method):
         avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
         key = key_of(avals)
         if key not in self._out_avals:
-            self._out_avals[key] = lower(self.primal, avals).outputs[0].aval
+            try:
+                self._out_avals[key] = lower(self.primal, avals).outputs[0].aval
+            except (CompileError, ArgumentError) as exc:  # shown without the compiler's frames
+                raise as_user_error(exc)
         return self._out_avals[key]
 
     def _columns(self, args, kwargs, inputs, out_shape):
