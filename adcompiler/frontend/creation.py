@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.primitives import MATH_PRIMS
-from .binding import CallError, bind, dtype_arg, positional, shape_arg
+from .binding import CallError, bind, dtype_arg, positional, shape_arg, static
 
 
 def _creation(name):
@@ -132,13 +132,50 @@ def _folded(fn):
         kwargs = {k: known(b, v) for k, v in kwargs.items()}
         if contains_value(args) or contains_value(list(kwargs.values())):
             raise CallError("of an array the function computes has no derivative rule in "
-                            "adcompiler", "pass it Python numbers, shapes or arrays made outside "
-                            "the function (it is then computed once, while compiling)")
+                            "adcompiler", "pass it Python numbers, shapes or arrays the "
+                            "function makes from literals (computed once, while compiling)")
         try:
-            return made(fn(*args, **kwargs))
+            out = fn(*args, **kwargs)
         except (TypeError, ValueError, ArithmeticError) as exc:
             raise CallError(f"raised {type(exc).__name__}: {exc}", "NumPy raises this too") \
                 from None
+        held = [a for a in _arrays([args, list(kwargs.values())]) if not made_while_compiling(a)]
+        if not held:
+            return made(out)
+        if all(np.shares_memory(out, a) for a in held):
+            return out  # a view (np.diag of a matrix): it follows the array, as a read does
+        raise CallError("of an array that can change after compiling (a module-level array, a "
+                        "closure's or an attribute) would be computed once, while compiling, "
+                        "and miss its in-place changes",
+                        "compute it outside the function and pass it in as an argument, or "
+                        "make it inside the function from literals")
+    return handler
+
+
+def _arrays(x):
+    if isinstance(x, (list, tuple)):
+        return [a for item in x for a in _arrays(item)]
+    return [x] if isinstance(x, np.ndarray) else []
+
+
+def _triangle(name):
+    """``np.tril``/``np.triu``: ``np.where(mask, m, 0)``, the mask made while compiling, so that
+    ``m`` is read when the code runs: a traced ``m`` has a gradient, and a module-level array
+    (or attribute) changed in place is seen as it is. Of a constant the function made, the
+    result is itself such a constant."""
+    fold = _folded(getattr(np, name))
+
+    def handler(b, args, kwargs):
+        p = bind(args, kwargs, ("m", "k"))
+        m, k = p["m"], static(p.get("k", 0), "`k=`")
+        if not isinstance(m, Value) or (m in b.graph.consts
+                                        and made_while_compiling(b.graph.consts[m])):
+            return fold(b, [m, k], {})
+        shape = m.aval.known_shape
+        rows, cols = (shape[-1], shape[-1]) if len(shape) < 2 else shape[-2:]
+        mask = (np.tri(rows, cols, k, dtype=bool) if name == "tril"
+                else ~np.tri(rows, cols, k - 1, dtype=bool))
+        return b.emit("where", (b.constant(made(mask), f"{name}_mask"), m, 0))
     return handler
 
 
@@ -158,4 +195,5 @@ FUNCTIONS = {
 }
 FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})
 FUNCTIONS.update({getattr(np, n): _folded(getattr(np, n)) for n in CONSTANT_ONLY})
+FUNCTIONS.update({np.tril: _triangle("tril"), np.triu: _triangle("triu")})
 METHODS = {"astype": _astype}

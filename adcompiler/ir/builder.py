@@ -144,6 +144,13 @@ class Builder:
         self.graph.consts[mask] = kept
         return mask
 
+    def constant(self, array: np.ndarray, name: str = "const") -> Value:
+        """A graph constant holding ``array``, one the compiler made (a mask, say): bound in
+        the generated code's namespace, never changed."""
+        v = self.graph.name_value(Value(Aval.of(array)), name)
+        self.graph.consts[v] = array
+        return v
+
     def concatenate(self, xs, axis=0):
         return self.emit("concatenate", tuple(xs), {"axis": axis})
 
