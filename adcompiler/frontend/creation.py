@@ -43,8 +43,11 @@ def _astype(b, x, args, kwargs):
     return b.emit("astype", (x,), {"dtype": dtype_arg(bind(args, kwargs, ("dtype",))["dtype"])})
 
 
+_MATH_PRIM = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "fabs": "abs"}
+
+
 def _math(name):
-    prim = "arctan" if name == "atan" else name
+    prim = _MATH_PRIM.get(name, name)
 
     def handler(b, args, kwargs):
         (x,) = positional(args, 1)
