@@ -23,9 +23,10 @@ from . import cli_inputs, cli_output, draw, standalone, standalone_forward
 from .backends import numexpr_chains
 from .api import GradientFunction, TangentFunction
 from .errors import CompileError
-from .examples import SHAPES_HELP, example_arguments
+from .examples import SHAPES_HELP, example_arguments, positional
 from .frontend.lower import lower_function
 from .frontend.module import load_module
+from .frontend.module_writes import check_unchanged
 from .gradcheck import check_gradient
 from .highlight import terminal
 from .runtime import cache
@@ -158,11 +159,13 @@ def _gradient(module, fname, wrt_text=None, backend="numpy", forward=False) -> G
     if wrt_text:
         wrt = tuple(w.strip() for w in wrt_text.split(","))
     mode = "jvp" if forward else mode
-    return (TangentFunction if mode == "jvp" else GradientFunction)(fn, wrt, mode, backend)
+    return (TangentFunction if mode == "jvp" else GradientFunction)(positional(fn), wrt, mode,
+                                                                    backend)
 
 
 def _specialised(module, fname, args, forward=False):
     with _explained(module):
+        check_unchanged(module, fname)
         gradient = _gradient(module, fname, getattr(args, "wrt", None),
                              getattr(args, "backend", "numpy"), forward)
         examples = example_arguments(module, fname, args.shape)

@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from .errors import CompileError
+from .examples import bind_example, signature_text
 
 COMPILED = "grad, value_and_grad, vjp and jvp"
 _DIMS = re.compile(r"\(?\s*(\d+\s*(,\s*\d+\s*)*,?\s*)?\)?")
@@ -109,7 +110,7 @@ def check_examples(module, fname, examples, shapes=()):
     fn = module.function(fname)
     signature = inspect.signature(fn)
     params = list(signature.parameters)
-    wanted = f"{fname}({', '.join(params)})"
+    wanted = signature_text(fname, signature)
     if {s.partition("=")[0] for s in shapes} >= set(params):
         return   # --shape names every parameter: example_<FUNC>() was not run
     stmt = module.definitions.get(f"example_{fname}")
@@ -119,7 +120,7 @@ def check_examples(module, fname, examples, shapes=()):
             "of such tuples, one per input signature")
     for args in examples:
         try:
-            bound = signature.bind(*args)
+            bound = bind_example(signature, args)
         except TypeError as exc:
             n = len(args)
             raise CompileError(f"example_{fname}() gives {n} argument{'s' * (n != 1)} for "

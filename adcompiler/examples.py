@@ -4,6 +4,8 @@ Invariants: ``example_<name>()`` (the only user code the command line runs, and 
 ``--shape`` covers the function) may return one tuple of arguments or a list of tuples, one per
 input signature; any exception it raises becomes a CompileError located at the user's line.
 The shape of a ``vjp``'s cotangent comes from lowering the function, never from running it.
+An example tuple gives one value per parameter in signature order, keyword-only ones included
+(bound by name); ``--shape`` binds by name.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import inspect
 import sys
 import traceback
+import types
 
 import numpy as np
 
 from .errors import CompileError, Location
+from .frontend.module_writes import check_unchanged
 from .signature import bind_arguments, classify
 
 SHAPES_HELP = """\
@@ -48,11 +52,68 @@ def example_arguments(module, fname, shapes=()) -> list:
         examples = result
     else:
         examples = [result if isinstance(result, tuple) else (result,)]
-    return [tuple(given.get(p, a) for p, a in zip(params, ex)) + tuple(ex[len(params):])
-            for ex in examples]
+    return [_complete(fn, tuple(given.get(p, a) for p, a in zip(params, ex)) +
+                      tuple(ex[len(params):])) for ex in examples]
+
+
+# Keyword-only parameters: an example tuple gives one value per parameter in signature order,
+# the keyword-only ones included (bound by name), and the command line compiles and calls a
+# positional twin of the function with the whole tuple; the generated module keeps the `*`.
+def bind_example(signature, args):
+    """``signature.bind`` of one value per parameter, in signature order: the values past the
+    positional parameters go to the keyword-only ones, by name."""
+    params = list(signature.parameters.values())
+    if any(p.kind is p.VAR_POSITIONAL for p in params) or \
+            not any(p.kind is p.KEYWORD_ONLY for p in params):
+        return signature.bind(*args)
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    named = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+    if len(args) > n + len(named):
+        raise TypeError(f"too many arguments ({len(args)} for {n + len(named)} parameters)")
+    return signature.bind(*args[:n], **dict(zip(named, args[n:])))
+
+
+def positional(fn):
+    """``fn``, or, where it has keyword-only parameters (and no ``*args``), its twin taking
+    every parameter positionally, in signature order, without defaults: the same code, globals
+    and name (so the same source is compiled), called with whole example tuples."""
+    code = fn.__code__
+    if not code.co_kwonlyargcount or code.co_flags & (inspect.CO_VARARGS |
+                                                      inspect.CO_VARKEYWORDS):
+        return fn
+    twin = types.FunctionType(code.replace(co_argcount=code.co_argcount +
+                                           code.co_kwonlyargcount, co_kwonlyargcount=0),
+                              fn.__globals__, fn.__name__, None, fn.__closure__)
+    twin.__qualname__, twin.__module__, twin.__doc__ = fn.__qualname__, fn.__module__, \
+        fn.__doc__
+    twin.__annotations__ = dict(fn.__annotations__)
+    return twin
+
+
+def _complete(fn, args):
+    """An example for a function with keyword-only parameters, with the defaults of those it
+    does not give (the positional twin has none); as it is where it does not bind (the check
+    of the examples says why)."""
+    if positional(fn) is fn:
+        return args
+    try:
+        bound = bind_example(inspect.signature(fn), args)
+    except TypeError:
+        return args
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
+
+
+def signature_text(fname, signature) -> str:
+    """``f(x, *, w)``: the parameter names, with the ``/`` and ``*`` Python's signature has."""
+    text = str(signature.replace(parameters=[
+        p.replace(annotation=p.empty, default=p.empty) for p in signature.parameters.values()],
+        return_annotation=signature.empty))
+    return fname + text
 
 
 def _run_example(module, fname):
+    check_unchanged(module, f"example_{fname}")
     return call_user(module, f"example_{fname}()", module.functions[f"example_{fname}"])
 
 

@@ -9,7 +9,9 @@ code (defaults must be literals). A decorator naming an adcompiler transform (th
 marks the function; a mistake in it is kept in ``errors`` for that function alone. Everything
 else at top level is never executed: the names it binds are recorded in ``unresolved`` with their
 location, and removed from the namespace, so the static view never holds a value the running
-module would have replaced.
+module would have replaced. A constant the module may change in place after its definition (a
+top-level ``W[0] = 1.0``, a function writing into it) is recorded in ``changed``
+(:mod:`adcompiler.frontend.module_writes`), and a function reading it is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..errors import CompileError, Location
 from ..signature import resolve_wrt
+from .module_writes import find_changes
 
 RESOLVABLE = ("numpy", "math", "adcompiler", "cupy")
 _ARRAY_BUILDERS = {"array", "asarray", "arange", "linspace", "eye", "ones", "zeros", "full"}
@@ -45,6 +48,7 @@ class StaticModule:
     unresolved: dict = field(default_factory=dict)  # name -> (Location, why it is not resolved)
     errors: dict = field(default_factory=dict)      # function name -> CompileError defining it
     uncompiled: dict = field(default_factory=dict)  # name -> (transform, Location): @ad.hessian...
+    changed: dict = field(default_factory=dict)     # constant -> where the module may change it
 
     def function(self, name):
         """The function ``name``, or the located error that kept it from being defined."""
@@ -94,6 +98,7 @@ def load_module(path: str) -> StaticModule:
             _define(module, stmt)
         else:
             _forget(module, stmt, _bound_names(stmt), "a statement adcompiler does not run")
+    module.changed = find_changes(module, tree)
     return module
 
 
