@@ -11,6 +11,7 @@ import pytest
 from adcompiler import cli
 
 from .test_cli import import_path, write
+from .test_cli_inputs import numeric_grad as numeric
 
 KWONLY = '''
     import numpy as np
@@ -25,15 +26,6 @@ KWONLY = '''
     def example_f():
         return np.array([0.3, 0.4]), np.array([1.0, 2.0])
 '''
-
-
-def numeric(f, x, h=1e-6):
-    out = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        out.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
 
 
 def _compile(tmp_path, capsys, text, *options):

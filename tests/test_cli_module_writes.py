@@ -11,6 +11,7 @@ import pytest
 from adcompiler import cli
 
 from .test_cli import import_path, write
+from .test_cli_inputs import numeric_grad as numeric
 
 HEAD = '''
 import numpy as np
@@ -306,12 +307,3 @@ def test_an_array_changed_but_not_read_by_the_function_does_not_stop_it(tmp_path
             return (np.array([0.3, 0.4]),)
         ''', np.array([0.3, 0.4]))
     np.testing.assert_allclose(g, 3 * np.array([0.3, 0.4]) ** 2, rtol=1e-12)
-
-
-def numeric(f, x, h=1e-6):
-    out = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[i] = h
-        out.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return out
