@@ -1,7 +1,8 @@
 """Calls that make arrays or convert values: ``np.zeros``/``ones``/``full`` and their ``_like``
 forms, ``np.array``/``asarray``, ``astype``, ``float()``, ``math`` functions of Python numbers,
-NumPy's scalar types, and the constructors computed once while compiling (``np.arange``,
-``np.eye``, ...) whose results are constants the function itself made."""
+NumPy's scalar types, the constructors computed once while compiling (``np.arange``,
+``np.eye``, ...) whose results are constants the function itself made, and ``np.tril``/``triu``,
+masks applied when the code runs."""
 
 from __future__ import annotations
 

@@ -85,10 +85,7 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
         for v, data in self.graph.consts.items():
             if data is array:
                 return v
-        v = Value(Aval.of(array))
-        self.graph.name_value(v, name or "const")
-        self.graph.consts[v] = array
-        return v
+        return self.b.constant(array, name or "const")
 
     def bind(self, target, value, stmt):
         if isinstance(target, ast.Name):

@@ -145,8 +145,8 @@ class Builder:
         return mask
 
     def constant(self, array: np.ndarray, name: str = "const") -> Value:
-        """A graph constant holding ``array``, one the compiler made (a mask, say): bound in
-        the generated code's namespace, never changed."""
+        """A graph constant holding ``array`` (the user's, or one made while compiling), bound
+        under ``name`` in the generated code's namespace."""
         v = self.graph.name_value(Value(Aval.of(array)), name)
         self.graph.consts[v] = array
         return v
