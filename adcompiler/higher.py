@@ -48,6 +48,7 @@ def lower_gradient(gf: GradientFunction, arguments: dict):
     inner = compile_gradient(gf.primal, arguments, gf.wrt, "grad", plain=True)
     graph = lower_function(inner.function, arguments)
     graph.name = inner.fname
+    graph.writes = inner.graph.writes  # the plain source updates copies: the user's writes
     return graph
 
 

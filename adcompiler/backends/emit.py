@@ -18,6 +18,7 @@ from ..ir import Literal, Value, walk
 from . import numexpr_chains
 from .buffered import BufferedEmission
 from .constants import constants_comment
+from .distinct import distinct_guard
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
@@ -385,7 +386,8 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
         em.name(v)
     lines = em.body()
     module, take, give = em.pool_prologue(fname)
-    lines = take + lines[:-1] + give + lines[-1:]  # the last line is the return
+    guard = [] if plain else distinct_guard(graph, xp_name)  # f(a, a) writing into a
+    lines = guard + take + lines[:-1] + give + lines[-1:]  # the last line is the return
     header = f"def {fname}({', '.join(arg_names)}):"
     doc_lines = [f'    """{doc}"""'] if doc else []
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in

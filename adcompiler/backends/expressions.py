@@ -191,7 +191,19 @@ def _device_args(node, args):
             for i, (x, a) in enumerate(zip(node.inputs, args))]
 
 
+def _clip(node, args, xp_name):
+    """A clip with an infinite bound (``np.clip(x, 0.0, None)``) is a maximum or minimum: the
+    same values, without np.clip's microsecond of overhead on small arrays."""
+    lo, hi = (x.value if isinstance(x, Literal) else None for x in node.inputs[1:])
+    if hi == float("inf"):
+        return _call(_attr("np.maximum", xp_name), args[:2])
+    if lo == float("-inf"):
+        return _call(_attr("np.minimum", xp_name), [args[0], args[2]])
+    return _generic(node, args, xp_name)
+
+
 _SPECIAL = {
+    "clip": _clip,
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
     "concatenate": _seq, "stack": _seq, "sum_to": _sum_to, "last_writes": _last_writes,
     "zeros": _creation, "ones": _creation, "full": _creation,

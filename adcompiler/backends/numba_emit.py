@@ -50,6 +50,7 @@ import keyword
 import math
 import re
 
+from .distinct import distinct_guard
 from .loop_plan import Loop, size
 
 PARALLEL_MIN = 1 << 15        # elements, for a loop of arithmetic only
@@ -116,6 +117,7 @@ def _wrapper(plan, graph, arrays, read, names, taken) -> str:
     """Allocate the arrays, run the kernel, reduce the buffers of scalar outputs, return."""
     fname, arg_names, params, kernel = names
     lines = [f"def {fname}({', '.join(arg_names)}):"]
+    lines += ["    " + line for line in distinct_guard(graph)]  # f(a, a) writing into a
     lines += [f"    {name} = np.empty({tuple(loop.out.aval.shape)!r}, dtype=np.float64)"
               for loop, name in arrays.items()]
     flat = {v.name: v.aval.kind == "array" and len(v.aval.shape) > 1 for v in graph.params}

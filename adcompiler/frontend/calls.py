@@ -11,6 +11,7 @@ ignored. Array creation and conversion live in :mod:`adcompiler.frontend.creatio
 from __future__ import annotations
 
 import builtins
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -72,10 +73,10 @@ def _clip(b, args, kwargs):
     hi = p.get("a_max", kwargs.pop("max", None))
     if lo is None and hi is None:
         return b.emit("copy", (p["a"],))
-    if lo is None:
-        return b.emit("minimum", (p["a"], hi))
-    if hi is None:
-        return b.emit("maximum", (p["a"], lo))
+    # A missing bound is an infinite one, not minimum/maximum: those split the gradient at a
+    # tie, while clip gives x all of it at the bound (as the tape and PyTorch's clamp do).
+    lo = -math.inf if lo is None else lo
+    hi = math.inf if hi is None else hi
     return b.emit("clip", (p["a"], lo, hi))
 
 

@@ -90,11 +90,20 @@ def check(src: FunctionSource) -> None:
             raise src.error(node, message, hint)
         for node in ast.walk(stmt):  # in blocks too; xs.append, np.add.at are lowered
             if isinstance(node, ast.Expr) and not (_is_constant(node) or is_append(node)
-                                                   or is_add_at(node)):
-                raise _bare_expression(src, node)
+                                                   or is_add_at(node) or may_call_user(node)):
+                raise bare_expression(src, node)
 
 
-def _bare_expression(src, stmt):
+def may_call_user(stmt) -> bool:
+    """A bare call that may be of the user's own function (``normalize_(x)``, which writes into
+    ``x``): the lowering inlines it if it is one, and refuses it with
+    :func:`bare_expression` if not."""
+    call = stmt.value
+    return (isinstance(call, ast.Call) and _writes_in_place(call) is None
+            and not (isinstance(call.func, ast.Name) and call.func.id == "print"))
+
+
+def bare_expression(src, stmt):
     call = stmt.value
     if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
         return src.error(call, "`print` is not supported in a compiled function: the generated "

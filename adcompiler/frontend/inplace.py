@@ -15,6 +15,7 @@ immutable: ``+=`` on them only rebinds the name.
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,7 +158,18 @@ class InplaceLowering:
                                  "module global or a closure; updating it in place would "
                                  "change that array for every later call",
                                  rebind_hint(stmt, name))
+        if any(root is p for p in self.graph.params) and root.name not in self.graph.writes:
+            self.note_parameter_write(stmt, root)
         return root
+
+    def note_parameter_write(self, stmt, param: Value):
+        """Where the code writes into a parameter, and the other array parameters: the
+        generated code refuses a call passing it memory they share (backends.distinct)."""
+        at = self.src.location(stmt)
+        others = tuple(p.name for p in self.graph.params
+                       if p is not param and _is_mutable_array(p))
+        self.graph.writes[param.name] = (os.path.basename(at.filename), at.lineno,
+                                         self.src.text(stmt), others)
 
     def stale_before_loop(self, stmt, name, value: Value):
         """A loop body that updates ``name`` in place (``stmt``) changes ``value``'s memory,

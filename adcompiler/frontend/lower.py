@@ -128,9 +128,12 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
                 "to swap (Y[[0, 1]] = Y[[1, 0]]), or .copy() the right side's items")
 
     # ---- statements ---------------------------------------------------------------------------
-    def run_body(self):
-        """Lower the function's statements; returns the lowered return value."""
+    def run_body(self, needed=True):
+        """Lower the function's statements; returns the lowered return value (None where the
+        caller drops it and the function returns nothing)."""
         result = self.run_block(self.src.tree.body)
+        if result is NO_RETURN and not needed:
+            return None
         if result is NO_RETURN:
             raise self.src.error(self.src.tree, f"`{self.src.tree.name}` does not return a "
                                  "value on every path", "return the value to differentiate")
@@ -154,6 +157,8 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
             self.lower_append(stmt)
         elif is_add_at(stmt):
             self.lower_add_at(stmt)
+        elif isinstance(stmt, ast.Expr) and fence.may_call_user(stmt):
+            self.bare_call(stmt)
         # Pass and docstrings do nothing (the fence refuses other expression statements).
 
     # ---- calls to the user's own functions ----------------------------------------------------
@@ -161,7 +166,21 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
         return (isinstance(func, types.FunctionType)
                 and not (func.__module__ or "").startswith("numpy"))
 
-    def inline_call(self, func, args, kwargs, node):
+    def bare_call(self, stmt):
+        """``helper(x)`` as a statement: the user's function is inlined for what it writes into
+        its arguments (its result, if any, is dropped); any other call has no effect."""
+        node = stmt.value
+        func = self.expr(node.func)
+        if not self.is_user_function(func):
+            raise fence.bare_expression(self.src, stmt)
+        args = [self.expr(a) for a in node.args]
+        if any(k.arg is None for k in node.keywords):
+            raise self.src.error(node, "`**` unpacking in a call is not supported",
+                                 "pass the keyword arguments one by one")
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        self.inline_call(func, args, kwargs, node, result=False)
+
+    def inline_call(self, func, args, kwargs, node, result=True):
         if self.depth >= _MAX_INLINE_DEPTH:
             raise self.src.error(node, "calls nest too deep to inline (recursion?)",
                                  "recursion is not supported; write the computation iteratively")
@@ -176,7 +195,7 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
         callee.env.update(bound.arguments)
         saved = self.b.source
         try:
-            return callee.run_body()
+            return callee.run_body(result)
         finally:
             self.b.source = saved
 

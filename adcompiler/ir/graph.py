@@ -201,6 +201,7 @@ class Graph:
     nodes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     consts: dict = field(default_factory=dict)  # Value -> concrete array
+    writes: dict = field(default_factory=dict)  # parameter name -> where the code writes into it
     _names: set = field(default_factory=set, repr=False)
 
     def unique_name(self, base: str) -> str:

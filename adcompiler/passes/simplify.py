@@ -49,7 +49,8 @@ def _simplify_nodes(nodes, subst, producers):
         _literal_operands(node, producers)
         kept += _merge_scatters(node, producers)
         replacement = (_fold(node) or _identity(node, producers)
-                       or _double_negation(node, producers) or _double_transpose(node, producers))
+                       or _double_negation(node, producers) or _double_transpose(node, producers)
+                       or _never_selected(node, producers))
         if replacement is not None:
             subst[node.out] = replacement
         else:
@@ -185,6 +186,20 @@ def _double_transpose(node, producers):
     if composed == list(range(ndim)) and isinstance(inner, Value) and inner.aval == node.out.aval:
         return inner
     return None
+
+
+def _never_selected(node, producers):
+    """``where(x > inf, a, b)`` is ``b`` (and ``x < -inf``): the adjoint of a one-sided clip,
+    whose missing bound is infinite."""
+    if node.prim != "where" or not isinstance(node.inputs[0], Value):
+        return None
+    test, otherwise = producers.get(node.inputs[0]), node.inputs[2]
+    if test is None or not isinstance(test.inputs[1], Literal) or not isinstance(otherwise, Value):
+        return None
+    bound = test.inputs[1].value
+    never = ((test.prim == "greater" and bound == float("inf"))
+             or (test.prim == "less" and bound == float("-inf")))
+    return otherwise if never and otherwise.aval == node.out.aval else None
 
 
 def _doubling(node):
