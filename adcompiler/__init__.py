@@ -12,11 +12,11 @@ if _os.path.isfile(_os.path.join(_checkout, "templates", "elementwise.py")):
 from .api import GradientFunction, grad, jvp, value_and_grad, vjp  # noqa: E402
 from .check import GradientCheckError, check_grad  # noqa: E402
 from .custom import custom_vjp, stop_gradient  # noqa: E402
-from .errors import CompileError  # noqa: E402
+from .errors import AssertionFailed, CompileError  # noqa: E402
 from .higher import hessian, jacobian  # noqa: E402
 from .symbolic import symbolic  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["grad", "value_and_grad", "vjp", "CompileError", "GradientFunction",
+__all__ = ["grad", "value_and_grad", "vjp", "CompileError", "AssertionFailed", "GradientFunction",
            "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",
            "GradientCheckError", "symbolic"]

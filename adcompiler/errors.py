@@ -50,6 +50,11 @@ class CompileError(Exception):
         return text
 
 
+class AssertionFailed(CompileError, AssertionError):
+    """An ``assert`` on shapes or static arguments that fails while compiling for a call: located
+    as any CompileError, and caught by ``except AssertionError`` as the plain function's is."""
+
+
 class ArgumentError(ValueError):
     """A call's arguments do not fit what the function computes (a vjp's cotangent shaped
     unlike the result): the mistake is in the call, so it has no location in the source."""

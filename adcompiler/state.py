@@ -59,10 +59,36 @@ def take(fn, arguments: dict) -> Snapshot:
     """The snapshot of what compiling ``fn`` with these arguments reads from outside them."""
     entries: list = []
     attributes: set = set()  # every attribute name the code (and its helpers) mentions
-    _function(fn, entries, set(), attributes)
+    functions: set = set()
+    _function(fn, entries, functions, attributes)
+    objects = [v for v in arguments.values() if not isinstance(v, _STATIC)]
+    for obj in objects:  # arguments' attributes, and the attributes those hold, by name
+        held = getattr(obj, "__dict__", None)
+        if isinstance(held, dict):
+            objects += [item for name, item in held.items() if name in attributes
+                        and not isinstance(item, _STATIC) and len(objects) < 1000]
+        _methods(obj, entries, functions, attributes)
     for value in arguments.values():
         _object(value, entries, _DEPTH, set(), attributes)
     return Snapshot(entries)
+
+
+def _methods(obj, entries, functions, attributes):
+    """The methods of ``obj``'s class that the code names (``self.forward(x)``, inlined where it
+    is called): each class entry recorded, and its code scanned like a helper's, so that the
+    attributes it reads (``self.W``) are recorded too."""
+    done: set = set()
+    while attributes - done:
+        name = min(attributes - done)
+        done.add(name)
+        owner = next((c for c in type(obj).__mro__ if name in vars(c)), None)
+        if owner is None or isinstance(obj, type):
+            continue
+        raw = vars(owner)[name]
+        fn = getattr(raw, "__func__", raw)  # a staticmethod's or classmethod's function
+        if isinstance(fn, types.FunctionType):
+            entries.append(("dict", vars(owner), name, raw))
+            _function(fn, entries, functions, attributes)
 
 
 def _function(fn, entries, seen, attributes):

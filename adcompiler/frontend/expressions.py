@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import operator
+import types
 
 import numpy as np
 
@@ -155,6 +156,9 @@ class ExpressionLowering:
             raise self.src.error(node, f"`{self.src.text(node.func)}()` {exc}", exc.hint) from None
         if self.is_user_function(func):
             return self.inline_call(func, args, kwargs, node)
+        if isinstance(func, types.MethodType) and self.is_user_function(func.__func__):
+            # self.helper(x) in a method: the helper inlined with its instance (or class)
+            return self.inline_call(func.__func__, [func.__self__, *args], kwargs, node)
         raise self.unsupported_call(node, func)
 
     def expr_Slice(self, node):

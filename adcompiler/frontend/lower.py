@@ -17,6 +17,7 @@ import types
 
 import numpy as np
 
+from ..errors import AssertionFailed
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
 from ..signature import python_call_error
@@ -159,7 +160,27 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
             self.lower_add_at(stmt)
         elif isinstance(stmt, ast.Expr) and fence.may_call_user(stmt):
             self.bare_call(stmt)
+        elif isinstance(stmt, ast.Assert):
+            self.lower_assert(stmt)
         # Pass and docstrings do nothing (the fence refuses other expression statements).
+
+    def lower_assert(self, stmt):
+        """``assert`` on what is known while compiling (shapes, dtypes, static arguments) is
+        checked then, for each signature compiled; one on traced values is refused, since the
+        generated code has no checks of its own."""
+        test = self.expr(stmt.test)
+        if isinstance(test, Value):
+            raise self.src.error(stmt.test, "`assert` on a traced value (array contents or a "
+                                 "float argument) cannot be checked by the compiled code",
+                                 "check it in the caller, or assert only on shapes, dtypes "
+                                 "and static (int, bool, str) arguments")
+        if not test:
+            msg = stmt.msg
+            said = (f": {msg.value}" if isinstance(msg, ast.Constant)
+                    else f": {self.src.text(msg)}" if msg is not None else "")
+            raise AssertionFailed(f"AssertionError for these inputs{said}",
+                                  self.src.location(stmt), "the assertion fails for every "
+                                  "call with these shapes, dtypes and static arguments")
 
     # ---- calls to the user's own functions ----------------------------------------------------
     def is_user_function(self, func):
