@@ -195,6 +195,13 @@ class ExpressionLowering:
             return self.src.error(node, "`print` is not supported in a compiled function: the "
                                   "generated code has no side effects", PRINT_HINT)
         module = getattr(func, "__module__", "") or ""
+        owner = getattr(func, "__self__", None)  # np.random.randn is a bound method
+        if module.startswith("numpy.random") or isinstance(owner, (np.random.RandomState,
+                                                                   np.random.Generator)):
+            return self.src.error(node.func, f"`{text}` draws random numbers, which compiled "
+                                  "code does not do: a gradient would differ from call to "
+                                  "call", "draw them in the caller and pass them as an "
+                                  "argument (e.g. noise = rng.normal(size=n); grad(f)(x, noise))")
         if module.startswith("numpy") or isinstance(func, np.ufunc):
             return self.src.error(node.func, f"`{text}` has no derivative rule in adcompiler",
                                   "write it with supported NumPy functions (np.exp, np.where, "
