@@ -49,3 +49,4 @@ def test_source_reads_as_a_maximum_without_infinities():
     g(np.ones(3))
     assert "np.maximum(" in ad.value_and_grad(relu_clip).specialize(np.ones(3)).source
     assert "inf" not in g.source
+    assert "dx = np.where(x < 0.0, 0.0, 1.0)" in g.source   # the simplified value keeps dx

@@ -53,6 +53,8 @@ def _simplify_nodes(nodes, subst, producers):
                        or _never_selected(node, producers))
         if replacement is not None:
             subst[node.out] = replacement
+            if isinstance(replacement, Value) and replacement.name is None:
+                replacement.name, replacement.origin = node.out.name, node.out.origin  # dx
         else:
             kept.append(node)
             producers.update((v, node) for v in node.outputs)
