@@ -79,6 +79,7 @@ class SetitemLowering:
                                  "update arrays made with np.zeros, .copy() and the like")
         index = self.expr(call.args[1])
         items = index if isinstance(index, tuple) else (index,)
+        items = self.constant_masks(old, items, call.args[1])  # a mask known now: positions
         arrays = []
         spec = tuple(self.index_item(item, arrays, call.args[1]) for item in items)
         value = self.operand(self.expr(call.args[2]), call.args[2])
