@@ -196,7 +196,8 @@ def _never_selected(node, producers):
     if node.prim != "where" or not isinstance(node.inputs[0], Value):
         return None
     test, otherwise = producers.get(node.inputs[0]), node.inputs[2]
-    if test is None or not isinstance(test.inputs[1], Literal) or not isinstance(otherwise, Value):
+    if (test is None or test.prim not in ("greater", "less")
+            or not isinstance(test.inputs[1], Literal) or not isinstance(otherwise, Value)):
         return None
     bound = test.inputs[1].value
     never = ((test.prim == "greater" and bound == float("inf"))
