@@ -3,7 +3,8 @@
 Invariants: an output is never one of the input modules (by ``os.path.samefile`` where it
 exists, else by its resolved path), never a directory, and lies in a directory that exists; an
 existing file is replaced only when ``adcompiler compile`` wrote it (its header and marker line,
-:func:`adcompiler.standalone.is_generated`) or with ``--force``. A file is written whole through
+:func:`adcompiler.standalone.is_generated`) or with ``--force``; ``graph`` replaces an existing
+file only with ``--force``, and its own input module never. A file is written whole through
 a temporary file beside it and ``os.replace``, and the temporary file is removed on any failure.
 Problems are CompileErrors (no line to point at) naming the user's path and what to do instead.
 """
@@ -49,6 +50,17 @@ def check_output(out: str, inputs=(), force=True, example="NAME_grad.py", source
     if not force and os.path.exists(out) and not written_by_adcompiler(out):
         raise CompileError(f"{out} exists and was not written by adcompiler compile: refusing "
                            "to replace it", hint=f"pass --force to overwrite it, or {other}")
+
+
+def check_drawing(out: str, source: str, force=False, example="f.dot"):
+    """``graph -o out`` of the module ``source``: never over ``source`` (even with ``force``),
+    and over an existing file only with ``force``."""
+    check_output(out, [source], True, example)
+    if not force and os.path.lexists(out):
+        other = f", such as {example}" if example != os.path.basename(out) else ""
+        raise CompileError(f"{out} already exists: graph does not overwrite a file unless told "
+                           "to", hint=f"pass --force to overwrite {out}, or give -o another "
+                                      f"file name{other}")
 
 
 def written_by_adcompiler(path: str) -> bool:

@@ -7,7 +7,8 @@ comparison, test, ``min``/``max``/``//``/``%`` or conversion of a value computed
 (``.shape``, ``.size``, ``len``) in the function and in the module's functions it calls (with
 sizes passed to them), conservatively: a value is size-derived when it is built from sizes,
 constants and arithmetic only, so array arithmetic never counts. :func:`least_size` is the
-largest constant slice bound (``x[:5]`` clips to the size below 5).
+smallest size every constant slice bound and index fits (``x[:5]`` clips to the size below 5;
+``x[2]`` needs 3), conservatively: any constant subscript counts but a shape's.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ def size_decision(module, fname):
 
 
 def least_size(module, fname) -> int:
-    """The smallest size for which the function's constant slice bounds do not clip (at least 2:
-    every other size keeps its broadcasting meaning)."""
+    """The smallest size for which the function's constant slice bounds do not clip and its
+    constant indices are in bounds (at least 2: every other size keeps its broadcasting
+    meaning): ``x[:5]`` and ``x[-5:]`` need 5, ``x[2]`` needs 3 and ``x[-3]`` 3, in the
+    function and the module's functions it calls."""
     least, pending, seen = 2, [fname], set()
     while pending:
         stmt = module.definitions.get(pending.pop())
@@ -49,9 +52,21 @@ def least_size(module, fname) -> int:
             if isinstance(node, ast.Slice):
                 for bound in (node.lower, node.upper):
                     least = max(least, abs(_constant_int(module, bound) or 0))
+            elif isinstance(node, ast.Subscript) and not _indexes_a_shape(node.value):
+                items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                for item in items:
+                    index = _constant_int(module, item)
+                    if index is not None:
+                        least = max(least, index + 1 if index >= 0 else -index)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 pending.append(node.func.id)
     return least
+
+
+def _indexes_a_shape(node) -> bool:
+    """``x.shape[1]``, ``np.shape(x)[1]``: an index into the rank, not into a size."""
+    return isinstance(node, ast.Attribute) and node.attr in ("shape", "strides") or \
+        isinstance(node, ast.Call) and _called(node) == "shape"
 
 
 def _constant_int(module, node):
