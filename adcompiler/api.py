@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import types
 
 import numpy as np
 
-from . import fastpath, state
+from . import cotangents, custom_examples, fastpath, state
+from .bound import bind
 from .frontend import fence
 from .frontend.source import read_function
 from .errors import ArgumentError, CompileError, as_user_error
@@ -21,13 +21,16 @@ from .pipeline import Compiled, compile_gradient
 from .runtime import cache as disk_cache
 from .runtime.compile import check_backend
 from .signature import (array_module, bind_arguments, check_backend_arguments,
-                        check_transformable, classify, is_device_array, key_of, resolve_wrt)
+                        check_transformable, classify, input_types, is_device_array, key_of,
+                        resolve_wrt)
 
 
 class GradientFunction:
     """A compiled gradient of ``primal``; ``.source`` and ``.ir`` show the latest compilation.
     ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (see README, CuPy backend);
     ``backend="numba"`` compiles numba loops where it can (README, numba backend)."""
+
+    bound_attributes = ("specialize",)  # called with the instance first through one (bound.py)
 
     def __init__(self, fn, wrt, mode, backend="numpy"):
         check_transformable(fn, mode)  # a def, a custom_vjp function or grad(f)
@@ -49,10 +52,9 @@ class GradientFunction:
 
     def __get__(self, obj, objtype=None):
         """A gradient decorated in a class binds its instance as a method does:
-        ``model.loss(x)`` calls it with ``model`` first (its attributes are read each call)."""
-        if obj is None:
-            return self
-        return types.MethodType(self, obj)
+        ``model.loss(x)`` calls it with ``model`` first (its attributes are read each call), and
+        so does ``model.loss.specialize(x)`` (:mod:`adcompiler.bound`)."""
+        return bind(self, obj)
 
     def _bind(self, args, kwargs):
         cotangent = kwargs.pop("cotangent", None) if self.mode == "vjp" else None
@@ -73,6 +75,8 @@ class GradientFunction:
             except CompileError as exc:
                 raise as_user_error(exc)
         avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
+        if self.mode == "vjp":   # a tuple for one result: what was expected, and given
+            self._check_structure(arguments, avals, cotangent)
         ct_aval = classify(cotangent, "cotangent", True) if cotangent is not None else None
         key = key_of(avals) + (ct_aval,)
         compiled = self._cache.get(key)
@@ -82,13 +86,22 @@ class GradientFunction:
         if compiled is None:
             snapshot = state.take(self.primal, arguments)
             try:
-                compiled = self._build(key, avals, ct_aval)
+                with custom_examples.compiling(self.primal, arguments):  # custom calls' shapes
+                    compiled = self._build(key, avals, ct_aval)
             except (CompileError, ArgumentError) as exc:  # the user's mistake: shown without
-                raise as_user_error(exc)                  # the compiler's frames
+                if self.mode == "vjp" and isinstance(exc, CompileError):  # the compiler's frames
+                    exc = cotangents.explain(self, arguments, avals, cotangent, exc)
+                raise as_user_error(exc)
             self._cache[key] = compiled
             self._snapshots[id(compiled)] = snapshot
         self._last = compiled
         return compiled, arguments
+
+    def _check_structure(self, arguments, avals, cotangent):
+        try:
+            cotangents.check_structure(self, arguments, avals, cotangent)
+        except (CompileError, ArgumentError) as exc:
+            raise as_user_error(exc)
 
     def _build(self, key, avals, ct_aval) -> Compiled:
         """Compile, or fetch from the disk cache (NumPy code only: adcompiler.runtime.cache)."""
@@ -116,7 +129,7 @@ class GradientFunction:
         result = compiled.function(*arguments.values(), *extra)
         if not kwargs and key is not None and len(args) == len(self._signature.parameters):
             self._remember(key, compiled)
-        return self._package(result)
+        return self._package(result, arguments)
 
     def _remember(self, key, compiled):
         """Send calls of this fast key straight to ``compiled``: through the ``_fast`` dict, and
@@ -179,13 +192,16 @@ class GradientFunction:
             return function  # it already returns (value, gradient)
         return lambda *args: self._package(function(*args))
 
-    def _package(self, result):
+    def _package(self, result, arguments=None):
+        """The transform's result from the generated function's; with ``arguments`` (the slow
+        path, which NumPy scalars take), a NumPy scalar's gradient as a scalar of its type."""
+        value, grads = None, result if isinstance(result, tuple) else (result,)
         if self.mode == "value_and_grad":
-            value, *grads = result if isinstance(result, tuple) else (result,)
-            return value, (grads[0] if self._single else tuple(grads))
-        if not isinstance(result, tuple):
-            result = (result,)
-        return result[0] if self._single else tuple(result)
+            value, *grads = grads
+        if arguments is not None:
+            grads = input_types(grads, arguments, self.wrt)
+        grads = grads[0] if self._single else tuple(grads)
+        return (value, grads) if self.mode == "value_and_grad" else grads
 
     # ---- inspection ---------------------------------------------------------------------------
     def _latest(self) -> Compiled:
@@ -235,8 +251,9 @@ _STATIC_TYPES = (int, bool, str, type(None))
 
 
 def _fast_key(args):
-    """A cheap key for positional arguments (arrays by shape and dtype, floats, and the values
-    of static ints/bools/strings), or None where only the full path can classify them."""
+    """A cheap key for positional arguments (arrays by shape and dtype, floats, the values of
+    static ints/bools/strings, and objects that compare by identity, such as a method's
+    ``self``), or None where only the full path can classify them."""
     key = []
     for a in args:
         t = type(a)
@@ -248,8 +265,10 @@ def _fast_key(args):
             key.append(float)
         elif t in _STATIC_TYPES:
             key.append((t, a))
-        else:
+        elif t is list or t.__hash__ is None or t.__eq__ is not object.__eq__:
             return None
+        else:  # an object compared by identity (a model as ``self``): the same object
+            key.append(("object", id(a), a))
     return tuple(key)
 
 
@@ -267,7 +286,8 @@ grad.__doc__ = """The gradient of ``f``'s scalar result with respect to ``wrt``.
 
 ``wrt`` names parameters by name or position; a single one gives a single gradient, a tuple
 gives a tuple in that order (default: the first parameter). Use as ``grad(f)``, ``@grad`` or
-``@grad(wrt=("w1", "w2"))``. A gradient has its input's shape and dtype (a float for a float).
+``@grad(wrt=("w1", "w2"))``. A gradient has its input's shape and dtype (a float for a float,
+a NumPy scalar of its type for a NumPy scalar: ``np.float32`` for ``np.float32``).
 ``backend="cupy"`` compiles CuPy code for CuPy arrays (every transform takes ``backend=``);
 ``backend="numba"`` (opt-in, needs numba) compiles a gradient that is elementwise on float64
 arrays of one shape (1-D slices such as ``x[1:]`` included) into numba loops, and NumPy code
@@ -278,7 +298,8 @@ value_and_grad.__doc__ = "Like :func:`grad`, returning ``(value, gradient)``."
 vjp = _transform("vjp")
 vjp.__doc__ = """The vector-Jacobian product of ``f`` for a non-scalar result.
 
-Call it with the keyword ``cotangent=`` (an array shaped like ``f``'s result), as PyTorch's
+Call it with the keyword ``cotangent=`` (an array shaped like ``f``'s one result; a tuple is an
+error saying what was expected, :mod:`adcompiler.cotangents`), as PyTorch's
 ``backward(gradient)``; it returns what :func:`grad` would, for ``sum(f(...) * cotangent)``.
 """
 
@@ -303,6 +324,8 @@ class TangentFunction(GradientFunction):
         result = compiled.function(*arguments.values(), *dots)
         k = len(self.wrt) if self.mode == "hvp" else 1
         first, second = result[:k], result[k:]
+        if self.mode == "hvp":   # the gradient and H v, each like its input
+            first, second = (input_types(r, arguments, self.wrt) for r in (first, second))
         if self._single or self.mode == "jvp":
             return first[0], second[0]
         return tuple(first), tuple(second)

@@ -6,10 +6,12 @@ in generated code: the function itself (``lse = logsumexp(z)``), its ``fwd`` (re
 (:func:`templates.defvjp_user`) emits ``res = fwd(*args)[1]`` and ``bwd(res, g)[i]``.
 Invariants: the generated module binds every such name to the user's object
 (:func:`runtime_names`); shapes and dtypes of results are learnt by running ``fwd`` once per
-input signature on arrays of ones, where both rules are checked too (:func:`_check_rules`; a
-CompileError at the rule's ``def`` otherwise): ``fwd`` returns a pair whose value is like the
-function's, ``bwd`` a tuple of one cotangent per argument, each of its shape and float dtype, or
-None (read as zeros); generated code carries no check. The dynamic tape records the same call
+input signature on the call's real arguments, never on made-up data (recorded by running the
+function being compiled once on the arguments it is compiled for: :mod:`.custom_examples`),
+where both rules are checked too (:mod:`adcompiler.custom_rules`; a CompileError at the rule's
+``def`` otherwise, or at the user's line that raised): ``fwd`` returns a pair whose value is like
+the function's, ``bwd`` a tuple of one cotangent per argument, each of its shape and float dtype,
+or None (read as zeros); generated code carries no check. The dynamic tape records the same call
 with ``bwd`` as its backward (:mod:`adcompiler.tape.custom`); forward mode through it, or
 through the ``fwd`` and ``bwd`` calls of its gradient, raises
 (:class:`adcompiler.transforms.forward.ForwardModeError`), as in JAX.
@@ -17,17 +19,12 @@ through the ``fwd`` and ``bwd`` calls of its gradient, raises
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import inspect
-import linecache
-import warnings
-
-import numpy as np
 
 from adcompiler import templates
 
-from .errors import CompileError, Location
+from . import custom_examples, custom_rules
+from .errors import CompileError
 from .frontend.binding import CallError
 from .frontend.calls import register_call
 from .ir import Aval, Graph, Value, walk
@@ -94,6 +91,7 @@ class custom_vjp:
             from .tape.custom import call_on_tape
             self._check_defined()
             return call_on_tape(self, args)
+        custom_examples.record(self, args)  # where a compilation runs f to learn from its calls
         return self.primal(*args)
 
     def run_fwd(self, args):
@@ -126,19 +124,14 @@ class custom_vjp:
         return b.emit(self.prims[0], tuple(args))
 
     def value_aval(self, avals, literals) -> Aval:
-        """The aval of the value: run ``fwd`` on arrays of ones of these avals (once each)."""
+        """The aval of the value: ``fwd`` run once per signature on the call's real arguments
+        (where both rules are checked, :func:`custom_rules.learn`)."""
         key = (tuple(avals), tuple(literals))
         if key not in self._avals:
-            args = _ones_args(avals, literals)
-            try:
-                with _quiet():
-                    out = self.fwd(*args)
-            except Exception as exc:
-                raise CompileError(f"running {self.fwd.__name__} on arrays of ones, to learn the "
-                                   f"shape of its result, raised {type(exc).__name__}: {exc}",
-                                   hint="make fwd work on any input of the right shapes") from exc
-            _check_fwd(self, out, args)
-            self._avals[key] = Aval.of(out[0])
+            aval, unused = custom_rules.learn(self, avals, literals)
+            self._avals[key] = aval
+            if unused is not None:
+                self._unused[key] = unused
         return self._avals[key]
 
     def adjoint(self, ops, argnum, g, ans, *args):
@@ -147,10 +140,12 @@ class custom_vjp:
             raise TypeError(f"the rule of custom_vjp {self.__name__} emits compiler IR; the "
                             "dynamic tape runs bwd itself")
         key = (tuple(_aval_of(a) for a in args), tuple(_literal(a) for a in args))
-        if key not in self._unused:
-            self._unused[key] = _check_rules(self, *key)
+        if key not in self._unused:  # learnt with the value's aval, where a real call ran
+            unused = custom_rules.unused(self, *key)
+            if unused is not None:
+                self._unused[key] = unused
         arg = args[argnum]
-        if argnum in self._unused[key]:  # bwd returns None there: a zero cotangent
+        if argnum in self._unused.get(key, ()):  # bwd returns None there: a zero cotangent
             ct = ops.emit("zeros_like", (arg,))
             return ops.emit("to_float", (ct,)) if _aval_of(arg).is_scalar else ct
         primal, fwd, bwd = self.prims
@@ -160,26 +155,8 @@ class custom_vjp:
         return ops.emit("to_float", (ct,)) if _aval_of(arg).is_scalar else ct
 
 
-def _ones_args(avals, literals) -> list:
-    return [lit if lit is not None else _ones(a) for a, lit in zip(avals, literals)]
-
-
 def _literal(x):
     return None if hasattr(x, "aval") else x
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Run a user's rule on arrays of ones: no floating-point warnings."""
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _ones(aval):
-    if aval.is_scalar:
-        return {"float": 1.0, "int": 1, "bool": True}[aval.kind]
-    return np.ones(aval.shape, dtype=aval.dtype)
 
 
 def _aval_of(x) -> Aval:
@@ -190,107 +167,6 @@ def _cotangent_aval(aval) -> Aval:
     """What ``bwd`` returns for an input of this aval (a 0-d array for a float: it is converted
     with ``float`` where the input is a Python float)."""
     return Aval("array", "float64", ()) if aval.is_scalar else aval
-
-
-# ---- checking the user's rules, once per signature, on arrays of ones ----------------------------
-def _check_fwd(fn, out, args):
-    """``fwd`` returns a pair whose value is like the function's (where it runs on ``args``)."""
-    hint = "fwd(*args) must return the pair (value, residuals), its value like the function's"
-    if not isinstance(out, tuple) or len(out) != 2:
-        raise _rule_error(fn, fn.fwd, f"returns {_describe(out)}, not a pair (value, "
-                          "residuals)", hint)
-    if not isinstance(out[0], (float, np.ndarray, np.generic)):
-        raise _rule_error(fn, fn.fwd, f"returns {_describe(out[0])} as its value, not an array "
-                          "or a float", hint)
-    try:
-        with _quiet():
-            want = fn.primal(*args)
-    except Exception:  # noqa: BLE001 - a function that cannot run on ones is not checked
-        return
-    if np.shape(out[0]) != np.shape(want) or _dtype(out[0]) != _dtype(want):
-        raise _rule_error(fn, fn.fwd, f"returns {_describe(out[0])} as its value, where "
-                          f"{fn.__name__} returns {_describe(want)} (on arrays of ones)", hint)
-
-
-def _check_rules(fn, avals, literals) -> frozenset:
-    """Run ``fwd`` then ``bwd`` on arrays of ones and check ``bwd``'s cotangents: the positions
-    where it returns None. A ``bwd`` that raises on ones is not checked (its gradient call will
-    raise the same)."""
-    try:
-        args = _ones_args(avals, literals)
-        with _quiet():
-            value, residuals = fn.run_fwd(args)
-            cts = fn.bwd(residuals, _ones(Aval.of(value)))
-    except Exception:  # noqa: BLE001 - see the docstring
-        return frozenset()
-    _check_cotangents(fn, cts, args, literals)
-    return frozenset(i for i, ct in enumerate(cts) if ct is None)
-
-
-def _check_cotangents(fn, cts, args, literals):
-    """Raise a CompileError at ``bwd``'s ``def`` unless ``cts`` is a tuple (or list) of one
-    cotangent per argument in ``args``: None, or for a float argument (not a literal, static
-    number) an array of its shape and dtype (any float for a Python float)."""
-    note = " (run on arrays of ones)"
-    if not isinstance(cts, (tuple, list)) or len(cts) != len(args):
-        raise _rule_error(fn, fn.bwd, f"returns {_describe(cts)}, not a tuple of {len(args)} "
-                          f"cotangent{'s' * (len(args) != 1)}{note}", _bwd_hint(fn, args))
-    for i, (ct, arg, lit) in enumerate(zip(cts, args, literals)):
-        if ct is not None and lit is None and _float(arg) and not _like(ct, arg):
-            raise _rule_error(fn, fn.bwd, f"returns {_describe(ct)} as the cotangent of "
-                              f"`{_param(fn, i)}`, {_describe(arg)}{note}", _bwd_hint(fn, args))
-
-
-def _like(ct, arg) -> bool:
-    """Whether ``ct`` is a cotangent for ``arg``: its shape and float dtype (any float for a
-    Python float)."""
-    if not isinstance(ct, (float, np.ndarray, np.floating)) or np.shape(ct) != np.shape(arg):
-        return False
-    return _dtype(ct).kind == "f" if isinstance(arg, float) else _dtype(ct) == _dtype(arg)
-
-
-def _float(x) -> bool:
-    return isinstance(x, float) or (isinstance(x, np.ndarray) and x.dtype.kind in "fc")
-
-
-def _dtype(x):
-    return np.asarray(x).dtype
-
-
-def _describe(x) -> str:
-    if isinstance(x, (np.ndarray, np.generic)):
-        return f"a {x.dtype} array of shape {x.shape}"
-    if isinstance(x, (tuple, list)):
-        return f"a {type(x).__name__} of {len(x)}"
-    return {float: "a float", type(None): "None"}.get(type(x), f"a {type(x).__name__}")
-
-
-def _param(fn, i) -> str:
-    try:
-        return list(inspect.signature(fn.primal).parameters)[i]
-    except (TypeError, ValueError, IndexError):
-        return f"argument {i}"
-
-
-def _bwd_hint(fn, args) -> str:
-    like = ", ".join(f"{_param(fn, i)}: {_describe(a)}" if _float(a) else f"{_param(fn, i)}: any"
-                     for i, a in enumerate(args))
-    return (f"bwd(residuals, g) must return a tuple with one cotangent per argument of "
-            f"{fn.__name__}, each of its argument's shape and float dtype, or None where no "
-            f"gradient flows; here ({like})")
-
-
-def _rule_error(fn, rule, problem, hint) -> CompileError:
-    """A CompileError at the ``def`` of ``rule``, one of the rules of custom_vjp ``fn``."""
-    what = "fwd" if rule is fn.fwd else "bwd"
-    code = getattr(rule, "__code__", None)
-    where = None
-    if code is not None:
-        line = linecache.getline(code.co_filename, code.co_firstlineno).rstrip("\n")
-        where = Location(code.co_filename, code.co_firstlineno, 0, line) if line else None
-    name = getattr(rule, "__name__", repr(rule))
-    return CompileError(f"{name}, the {what} rule of custom_vjp `{fn.__name__}`, {problem}",
-                        where, hint=hint)
 
 
 def _register(fn) -> tuple:

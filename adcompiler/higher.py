@@ -19,14 +19,15 @@ an instance when decorated in a class, as ``grad`` does.
 from __future__ import annotations
 
 import functools
-import types
 
 import numpy as np
 
+from . import custom_examples
 from .api import GradientFunction, TangentFunction, _like
+from .bound import bind
 from .errors import ArgumentError, CompileError, as_user_error
 from .ir import Aval
-from .signature import bind_arguments, check_transformable, classify, key_of
+from .signature import bind_arguments, check_transformable, classify, input_types, key_of
 from .transforms.forward import ForwardModeError
 
 FORWARD, REVERSE = "fwd", "rev"
@@ -55,15 +56,17 @@ def lower_gradient(gf: GradientFunction, arguments: dict):
 # ---- Jacobians -------------------------------------------------------------------------------
 class _Method:
     """Bind an instance when decorated in a class, as :meth:`GradientFunction.__get__` does:
-    ``model.hloss(x)`` calls it with ``model`` first."""
+    ``model.hloss(x)`` calls it with ``model`` first, and so do the attributes named in
+    ``bound_attributes`` (``model.hloss.hvp(x, tangents=v)``; :mod:`adcompiler.bound`)."""
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else types.MethodType(self, obj)
+        return bind(self, obj)
 
 
 class Jacobian(_Method):
     """``jacobian(f, wrt=..., mode=...)``: call it as ``f``; see :func:`jacobian`."""
     transform_name = "jacobian"
+    bound_attributes = ("specialize", "forward", "reverse")
 
     def __init__(self, fn, wrt=None, mode="auto"):
         check_transformable(fn, "jacobian")
@@ -98,7 +101,8 @@ class Jacobian(_Method):
         key = key_of(avals)
         if key not in self._out_avals:
             try:
-                self._out_avals[key] = lower(self.primal, avals).outputs[0].aval
+                with custom_examples.compiling(self.primal, arguments):
+                    self._out_avals[key] = lower(self.primal, avals).outputs[0].aval
             except (CompileError, ArgumentError) as exc:  # shown without the compiler's frames
                 raise as_user_error(exc)
         return self._out_avals[key]
@@ -212,6 +216,7 @@ class HessianVectorProduct:
     ``fwd`` and ``bwd`` are read as NumPy code), and ``H v`` is that matrix times ``v``.
     """
     transform_name = "hvp"
+    bound_attributes = ("specialize",)
 
     def __init__(self, fn, wrt=None):
         self.primal, self._wrt = fn, wrt
@@ -241,7 +246,13 @@ class HessianVectorProduct:
         self.gradient = GradientFunction(self.primal, self._wrt, "grad")
 
     def __call__(self, *args, tangents=None, **kwargs):
-        return self._staged(lambda: self._products(args, tangents, kwargs))
+        grads, products = self._staged(lambda: self._products(args, tangents, kwargs))
+        if self.parts is None:
+            return grads, products   # the fused function's, typed like the inputs already
+        arguments = bind_arguments(self.primal, args, kwargs)   # a NumPy scalar's: its type
+        grads, products = (input_types((r,) if self._single else r, arguments, self.wrt)
+                           for r in (grads, products))
+        return (grads[0], products[0]) if self._single else (grads, products)
 
     def _products(self, args, tangents, kwargs):
         if self.parts is None:
@@ -299,6 +310,7 @@ class Hessian(_Method):
     """``hessian(f, wrt=...)``: call it as ``f``; ``.hvp`` is the Hessian-vector product
     (:class:`HessianVectorProduct`) it calls once per input entry."""
     transform_name = "hessian"
+    bound_attributes = ("specialize", "hvp")
 
     def __init__(self, fn, wrt=None):
         check_transformable(fn, "hessian")

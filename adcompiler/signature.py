@@ -94,6 +94,19 @@ def classify(value, name, differentiate: bool):
     return value
 
 
+def input_types(grads, arguments: dict, wrt: tuple) -> tuple:
+    """``grads`` (one per ``wrt`` parameter), each a NumPy scalar of its input's type where the
+    input is one (a ``np.float32`` for a ``np.float32``, a ``np.float64`` for a ``np.float64``),
+    as NumPy and JAX give; other gradients as they are."""
+    return tuple(_scalar_like(g, arguments[w]) for g, w in zip(grads, wrt))
+
+
+def _scalar_like(g, x):
+    if isinstance(x, np.generic) and type(g) is not type(x) and np.ndim(g) == 0:
+        return x.dtype.type(g)
+    return g
+
+
 def is_device_array(value) -> bool:
     """A CuPy array (told by its type's module, so CuPy is not imported to find out)."""
     return type(value).__module__.startswith("cupy") and hasattr(value, "shape")
@@ -196,13 +209,14 @@ def check_transformable(fn, transform: str):
     ``grad`` (:class:`NestingError`), anything that is not a def. Each TypeError names what was
     passed and what to write instead."""
     from .api import GradientFunction
+    from .bound import BoundTransform
     if isinstance(fn, (staticmethod, classmethod)):
         kind, name = type(fn).__name__, getattr(fn.__func__, "__name__", "f")
         raise TypeError(
             f"{transform}({kind} {name}): @adcompiler.{transform} is stacked directly over "
             f"@{kind}, so it was given a {kind} object, not a function; put @{kind} above the "
             f"adcompiler decorator (@{kind}, then @adcompiler.{transform}(...), then def {name})")
-    if inspect.ismethod(fn):
+    if inspect.ismethod(fn) or isinstance(fn, BoundTransform):  # model.loss of a method
         cls, name = type(fn.__self__).__name__, getattr(fn, "__name__", "method")
         raise TypeError(
             f"{transform}({cls.lower()}.{name}): a bound method; take the {transform} of the "

@@ -1,6 +1,6 @@
 """Wrong ``custom_vjp`` rules are a located CompileError at compile time (as JAX's "Custom VJP
 bwd rule must produce an output with the same shape/dtypes as the args tuple"), checked once per
-signature on arrays of ones; right rules, None cotangents included, still give the gradient."""
+signature on the call's real arguments (bwd with a cotangent of ones); right rules, None cotangents included, still give the gradient."""
 
 from __future__ import annotations
 

@@ -98,3 +98,13 @@ def test_redefining_a_called_method_compiles_again():
         np.testing.assert_allclose(m.loss(X), 8.0 * X)
     finally:
         del Other.forward
+
+
+def test_instances_take_the_fast_path_each_with_its_own_constants():
+    a, b = Model(), Model()
+    b.W = np.eye(2)
+    for _ in range(3):   # interleaved: each instance's guard must send it to its own code
+        np.testing.assert_allclose(a.loss(X), expected_loss_grad(a, X))
+        np.testing.assert_allclose(b.loss(X), expected_loss_grad(b, X))
+    chain = type(Model.__dict__["loss"]).__call__.__source__
+    assert chain.count("self is _adc_object") >= 2      # no longer the full path every call
