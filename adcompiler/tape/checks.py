@@ -9,6 +9,9 @@ that passes is returned unchanged (or as the list the engine walks).
 
 from __future__ import annotations
 
+import dis
+import sys
+
 import numpy as np
 
 from . import tensor as _tensor
@@ -20,6 +23,27 @@ _C_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "in
             "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
             "bool": "bool", "complex128": "c10::complex<double>",
             "complex64": "c10::complex<float>"}
+
+
+_STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap}
+PLAIN_STORE = (
+    "{target} = t stores a tensor that requires grad into a plain NumPy array, which would drop "
+    "its gradient silently (NumPy reports it as 'setting an array element with a sequence'). "
+    "Start from a tensor instead, whose element assignments are recorded: a = tape.zeros(shape), "
+    "a = tape.tensor(np.zeros(shape)), or, in NumPy code, a = np.zeros_like(x) for a tensor x; "
+    "store t.detach() to drop the gradient on purpose.")
+
+
+def storing_into_array(depth: int) -> bool:
+    """Whether the Python code ``depth`` frames above the caller is running ``a[i] = t``: a NumPy
+    array's ``__setitem__`` converts ``t`` with ``float()`` (or ``int()``, ``complex()``), called
+    from C, so the frame above the conversion is the one doing the assignment."""
+    try:
+        frame = sys._getframe(depth + 1)
+    except ValueError:
+        return False
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return 0 <= at < len(code) and code[at] in _STORES
 
 
 def type_name(x) -> str:

@@ -251,7 +251,11 @@ def accumulate(t, g, create_graph):
     g = _array(g)
     if t._grad is None:
         t._grad = _tensor.Tensor._make(array_module(g).array(g, dtype=dtype, copy=True))
-    elif t._grad._requires_grad:
-        t._grad = _tensor.Tensor._make(t._grad._data + g)
-    else:
-        t._grad._data += g
+        return
+    # into the existing .grad in place, as PyTorch does without create_graph (even for a grad
+    # that requires grad: its graph is kept), bumping its version: a graph that saved it fails
+    # its version check instead of reading the new value silently
+    grad = t._grad
+    grad._counter.before_write(grad)
+    grad._data += g
+    grad._counter.bump()

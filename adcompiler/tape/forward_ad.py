@@ -3,7 +3,10 @@
 through the primitives' tangent rules (``templates.tangent``); ``unpack_dual`` reads them back.
 
 Invariants: tangents belong to the level they were made in and vanish when it exits; a tangent
-has its primal's shape and dtype; a primal's value and graph are those of the tensor it came from.
+has its primal's shape and dtype; a dual (and an unpacked primal) is a view of the tensor it came
+from, with its storage and graph, holding tangents of its own; the tangent of a view is a view of
+its base's tangent, and an in-place update writes into a tensor's tangent
+(:func:`.inplace.write_tangent`), as in PyTorch.
 """
 
 from __future__ import annotations
@@ -11,9 +14,8 @@ from __future__ import annotations
 import itertools
 from collections import namedtuple
 
-from . import mode
+from . import mode, views
 from . import tensor as _tensor
-from .record import apply
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 _TOKENS = itertools.count()
@@ -76,13 +78,15 @@ def unpack_dual(tensor, *, level=None):
 
 
 def _alias(t, name):
-    """``t``'s value on ``t``'s graph, without tangents (a recorded identity if ``t`` is a leaf
-    that requires grad, so that gradients still reach it)."""
-    Tensor = _tensor.Tensor
+    """A view of all of ``t`` (its storage, version counter and graph: an in-place update of it
+    updates ``t``, as PyTorch's dual is a view of its primal) that holds tangents of its own,
+    none yet."""
     token = mode._FORWARD_ENABLED.set(False)
     try:
-        if t._requires_grad and t._grad_fn is None and mode.is_grad_enabled():
-            return apply("copy", (t,), name=name)
-        return Tensor._make(t._data, t._grad_fn, t._requires_grad, t._counter)
+        out = views.make("reshape", t, {"shape": t.shape}, name=name)
     finally:
         mode._FORWARD_ENABLED.reset(token)
+    if out._view is not None:
+        out._view.owner, out._view.owner_steps = out, ()
+    out._duals = None
+    return out

@@ -7,7 +7,8 @@ tensor that needs grad (or with a value that does) rebases it onto a new node (`
 version check; an update through a view rebases its base instead (:func:`.views.written`). A
 leaf that requires grad can only be assigned through indexing, which moves it into the graph
 interior (the seeds' PyTorch 1.1 behaviour; backward then raises); any other in-place use, and
-any update through a view of it, raises at once.
+any update through a view of it, raises at once. In forward mode the update's tangent is written
+into the tensor's tangent in place (:func:`write_tangent`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from adcompiler.templates import cotangent
 from . import mode, views
 from . import tensor as _tensor
 from .node import Node, Placeholder, _dtype, _shape, node_class
-from .record import TENSOR_OPS, apply, beside_device
+from .record import apply, beside_device
 from .xp import array_module, common_module, is_device_array
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -137,7 +138,7 @@ def setitem(t, key, value, name="CopySlices"):
     t._counter.before_write(t)
     store(xp, t._data, build_index(spec, arrays), data)   # repeated indices: NumPy's last
     t._counter.bump()
-    _slice_tangent(t, spec, arrays, value)
+    write_tangent(t, build_index(spec, arrays), value)
     _finish(t, node)
     return t
 
@@ -154,6 +155,8 @@ def update(t, prim, other):
     recording = mode.is_grad_enabled() and (t._requires_grad or _requires(other))
     forward = mode.dual_level_token() is not None and t._tangents is not None
     source = t._snapshot() if recording or forward else t
+    if forward and mode.is_grad_enabled():
+        source._tangents = _cloned(source._tangents)
     result = apply(prim, (source, other))
     if t.ndim == 0 and mode.is_numpy_inplace():
         # NumPy's 0-d results are scalars, and a scalar is immutable: ``s += v`` rebinds ``s``
@@ -179,7 +182,7 @@ def adopt(t, result):
     t._counter.before_write(t)
     t._data[...] = result._data
     t._counter.bump()
-    t._tangents = result._tangents
+    write_tangent(t, Ellipsis, result)
     _finish(t, result._grad_fn)
     return t
 
@@ -207,18 +210,50 @@ def _rebase(t, node):
             old.retained = None
 
 
-def _slice_tangent(t, spec, arrays, value):
-    """Forward mode through ``t[index] = value``: the region takes the value's tangent."""
+def write_tangent(t, key, value):
+    """Forward mode through ``t[key] = value`` (``key`` ``...``: all of ``t``): ``value``'s
+    tangent (zeros for a value without one) is written into ``t``'s tangent in place, as
+    PyTorch's ``copy_`` into it, so that the tangents of ``t``'s views (views of its tangent)
+    and a tangent read before the update see it. A tensor without a tangent gets one of zeros
+    first (a view: its base does, and the view's tangent is a view of it)."""
     level = mode.dual_level_token()
-    if level is None:
+    if level is None or t._data.dtype.kind not in "fc":
         return
-    old, new = t._tangent(level), value._tangent(level) if hasattr(value, "_tangent") else None
+    new = value._tangent(level) if isinstance(value, _tensor.Tensor) else None
+    old = t._tangent(level)
     if old is None and new is None:
         return
-    token = mode._FORWARD_ENABLED.set(False)
+    token = mode._FORWARD_ENABLED.set(False)   # the tangents' own updates carry no tangent
     try:
-        tangent = TENSOR_OPS.copy(old) if old is not None else TENSOR_OPS.zeros_like(t)
-        tangent[build_index(spec, arrays)] = new if new is not None else 0
-        t._tangents = {level: tangent}
+        if old is None:
+            old = _zero_tangent(t, level)
+        _check_leaf(old, new)        # PyTorch's errors for a tangent that is a leaf
+        setitem(old, key, 0.0 if new is None else new, "CopyBackwards" if key is Ellipsis
+                else "CopySlices")
     finally:
         mode._FORWARD_ENABLED.reset(token)
+
+
+def _cloned(duals):
+    """Copies of the tangents an update reads, as PyTorch clones them under grad mode: the new
+    tangent's graph may save them, and they are about to be written in place."""
+    token = mode._FORWARD_ENABLED.set(False)
+    try:
+        return {level: apply("copy", (dx,)) for level, dx in duals.items()}
+    finally:
+        mode._FORWARD_ENABLED.reset(token)
+
+
+def _zero_tangent(t, level):
+    """A tangent of zeros for ``t``, which has none at ``level``: on ``t`` itself, or on the
+    owner of a view's tangents (its base, which has none either) with the view's tangent a
+    view of it."""
+    info = t._view
+    owner = t if info is None else info.owner
+    if owner._tangent(level) is None:
+        owner._set_tangent(level, _tensor.Tensor._make(array_module(owner._data).zeros_like(
+            owner._data)))
+    if owner is t:
+        return t._tangent(level)
+    t._duals = views.view_tangents(owner._duals, info.owner_steps)
+    return t._duals[level]

@@ -10,6 +10,8 @@ disagree the NumPy meaning wins (``transpose`` permutes, ``max`` returns only th
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from . import inplace, views
@@ -62,6 +64,18 @@ def _shape_args(args):
     return tuple(args)
 
 
+def _same_data(t, dtype, kind):
+    """Refuse the ``view(dtype, type)`` that would not be ``t``'s own data as it is."""
+    if kind is not None and kind is not np.ndarray and not (
+            isinstance(kind, builtins.type) and issubclass(kind, Methods)):
+        raise TypeError(f"view(type={getattr(kind, '__name__', kind)}): a tensor's view is a "
+                        "tensor; take t.detach().numpy().view(...) for an ndarray subclass")
+    if dtype is not None and np.dtype(dtype) != t.dtype:
+        raise TypeError(f"view({np.dtype(dtype)}) of a {t.dtype} tensor would reinterpret its "
+                        "bytes, which has no derivative on the tape: use astype() to convert "
+                        "the values, or t.detach().numpy().view(dtype) for the raw bytes")
+
+
 class Methods:
     """The named methods of :class:`~adcompiler.tape.Tensor`."""
 
@@ -86,9 +100,30 @@ class Methods:
         """A view where NumPy gives one (a copy of a transposed array, say, is not)."""
         if order != "C":
             raise TypeError("reshape(): only order='C' is supported on tensors")
+        if not shape:
+            raise TypeError("reshape() takes exactly 1 argument (0 given): the new shape "
+                            "(t.reshape(2, -1), or t.view() for a view of the same shape)")
         return views.make("reshape", self, {"shape": _shape_args(shape)})
 
-    view = reshape
+    def view(self, *args, dtype=None, type=None):
+        """NumPy's ``view()``: no argument (``None``, this tensor's own dtype, ``np.ndarray``)
+        gives a new view of the same data, on the graph (``ViewBackward0``); PyTorch's
+        ``view(2, -1)`` reshapes, as a view. Another dtype would reinterpret the bytes, which
+        has no derivative: it is refused."""
+        if args and all(isinstance(a, (int, np.integer, tuple, list)) for a in args):
+            if dtype is not None or type is not None:
+                raise TypeError("view(): a shape takes no dtype= or type=")
+            return self.reshape(*args)
+        if len(args) > 2:
+            raise TypeError(f"view() takes a shape, or at most a dtype and a type ({len(args)} "
+                            "arguments given)")
+        for a in args:
+            if isinstance(a, builtins.type) and issubclass(a, (np.ndarray, Methods)):
+                type = a
+            else:
+                dtype = a
+        _same_data(self, dtype, type)
+        return views.make("reshape", self, {"shape": self.shape})
 
     def ravel(self):
         return self.reshape(-1)
@@ -128,6 +163,10 @@ class Methods:
     clone = copy
 
     def astype(self, dtype, copy=True):
+        """A converted copy; with ``copy=False`` and the same dtype, this very tensor (NumPy
+        returns the array itself, so a write to the result is a write to it)."""
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
         return apply("astype", (self,), {"dtype": np.dtype(dtype)})
 
     def float(self):
@@ -154,6 +193,10 @@ class Methods:
         """Every entry set to ``value`` (``FillBackward2``; ``FillBackward3`` for a tensor)."""
         name = "FillBackward3" if hasattr(value, "_grad_fn") else "FillBackward2"
         return inplace.overwrite(self, value, name)
+
+    def fill(self, value):
+        """NumPy's ``fill``: ``fill_`` returning None."""
+        self.fill_(value)
 
     def zero_(self):
         return inplace.overwrite(self, 0, "ZeroBackward0")

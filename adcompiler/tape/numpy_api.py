@@ -117,15 +117,30 @@ def _reduce(prim):
     return fn
 
 
+def _extras(name, **given):
+    """Refuse NumPy arguments the tape does not take (given as anything but None): ignoring
+    one would change the value silently."""
+    extra = [f"{k}=" for k, v in given.items() if v is not None]
+    if extra:
+        raise TypeError(f"np.{name}: {', '.join(extra)} not supported on tensors")
+
+
+def _order(name, order):
+    if order not in ("C", None):
+        raise TypeError(f"np.{name}: only order='C' is supported on tensors")
+
+
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    _order("reshape", order)
     shape = newshape if shape is None else shape
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return views.make("reshape", a, {"shape": shape})
 
 
 def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kw):
+    _extras("clip", **kw)
     lo, hi = (min if a_min is None else a_min), (max if a_max is None else a_max)
-    return apply("clip", (a, lo, hi))
+    return _into(apply("clip", (a, lo, hi)), out)
 
 
 def _where(condition, *xy):
@@ -136,26 +151,36 @@ def _where(condition, *xy):
 
 def _join(prim):
     def fn(arrays, axis=0, out=None, **kw):
-        return apply(prim, tuple(arrays), {"axis": axis})
+        if kw.get("casting") == "same_kind":
+            del kw["casting"]
+        _extras(prim, **kw)
+        return _into(apply(prim, tuple(arrays), {"axis": axis}), out)
     return fn
 
 
 def dot(a, b, out=None):
     """``np.dot``: a product with a 0-d operand is ``multiply``; N-D by N-D (N > 2) has no rule."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return apply("multiply", (a, b))
+        return _into(apply("multiply", (a, b)), out)
     if np.ndim(b) > 2:
-        return run_plain("np.dot", np.dot, (a, b), {})
-    return apply("dot", (a, b))
+        return run_plain("np.dot", np.dot, (a, b), {} if out is None else {"out": out})
+    return _into(apply("dot", (a, b)), out)
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") or (ord == 2 and axis is None and np.ndim(x) > 1):
+    """The norms that are ``sqrt(sum(x * x))``: ``ord=None``, a vector's 2-norm and a matrix's
+    Frobenius norm; any other (a matrix's 2-norm, ``ord=2, axis=(0, 1)``, is its largest
+    singular value) runs on the values, and NumPy raises for what it refuses."""
+    matrix = (axis is None and np.ndim(x) == 2) or (isinstance(axis, (tuple, list)) and
+                                                     len(axis) == 2)
+    vector = not matrix and (axis is not None or np.ndim(x) == 1)
+    if not (ord is None or (ord == 2 and vector) or (ord == "fro" and matrix)):
         return run_plain("np.linalg.norm", np.linalg.norm, (x, ord, axis, keepdims), {})
     return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
 
 
 def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    _extras("var", dtype=dtype, out=out, **kw)
     mean = np.mean(a, axis=axis, keepdims=True)
     centred = a - mean
     count = np.size(a) // np.size(mean)
@@ -163,6 +188,7 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
 
 
 def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
+    _extras("std", dtype=dtype, out=out, **kw)
     return np.sqrt(_var(a, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
@@ -187,13 +213,14 @@ FUNCTIONS = {
         "broadcast_to", array, {"shape": (shape,) if np.ndim(shape) == 0 else tuple(shape)}),
     np.concatenate: _join("concatenate"), np.stack: _join("stack"),
     np.dot: dot,
-    np.outer: lambda a, b, out=None: apply("outer", (a, b)),
+    np.outer: lambda a, b, out=None: _into(apply("outer", (a, b)), out),
     np.copy: lambda a, order="K", subok=False: apply("copy", (a,)),
     np.shape: _shape_of, np.ndim: lambda a: len(_shape_of(a)),
     np.size: lambda a, axis=None: int(np.prod(_shape_of(a))) if axis is None else
     _shape_of(a)[axis],
     np.linalg.norm: _norm, np.var: _var, np.std: _std,
-    np.ravel: lambda a, order="C": views.make("reshape", a, {"shape": (-1,)}),
+    np.ravel: lambda a, order="C": _order("ravel", order) or views.make(
+        "reshape", a, {"shape": (-1,)}),
     np.zeros_like: _creation(np.zeros_like), np.ones_like: _creation(np.ones_like),
     np.empty_like: _creation(np.empty_like), np.full_like: _creation(np.full_like),
 }
@@ -221,6 +248,11 @@ class NumpyProtocol:
             return handler(*args, **kwargs)
         name = f"np.{getattr(func, '__name__', func)}"
         return run_plain(name, func, args, kwargs)
+
+
+def _into(result, out):
+    """A function's ``out=`` (one array or tensor), as a ufunc's: see :func:`_store`."""
+    return result if out is None else _store(result, out if isinstance(out, tuple) else (out,))
 
 
 def _store(result, out):

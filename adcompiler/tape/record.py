@@ -21,7 +21,7 @@ from . import mode
 from . import tensor as _tensor
 from .names import node_name
 from .node import prim_node
-from .xp import array_module, array_ops, common_module, compute
+from .xp import array_module, array_ops, common_module, compute, shares
 
 
 def apply(prim: str, args, params=None, name=None):
@@ -99,9 +99,20 @@ def _push_tangents(level, prim, params, args, out):
                                    f"argument {i} is not implemented")
             part = tangent(TENSOR_OPS, prim, i, dx, out, args, params)
             total = part if total is None else total + part
-        out._set_tangent(level, total)
+        out._set_tangent(level, _own(total, args, tangents))
     finally:
         mode._FORWARD_ENABLED.reset(token)
+
+
+def _own(total, args, tangents):
+    """The result's tangent in storage of its own: a rule may hand back an input's tangent
+    (``x + 1``), and an in-place update of the result writes into its tangent."""
+    Tensor = _tensor.Tensor
+    data = total._data if isinstance(total, Tensor) else total
+    for x in (*tangents, *args):
+        if isinstance(x, Tensor) and (x is total or shares(data, x._data)):
+            return apply("copy", (total,))
+    return total
 
 
 # ---- the templates' ops protocol on tensors -------------------------------------------------

@@ -6,7 +6,8 @@ changed in place through :mod:`.inplace`, which bumps ``_version``; ``is_leaf`` 
 ``grad_fn is None``; only floating tensors require grad; ``data`` shares storage with a fresh
 version counter and ``detach()`` shares both, as in PyTorch; a view (:mod:`.views`) shares both
 with its base, and its graph state (``_grad_fn``, ``_requires_grad``, ``_tangents``) is read
-through properties that first take it from the base again if the storage changed.
+through properties that first take it from the base again if the storage changed (its tangents
+are views of its base's, or of a ``make_dual``'s own).
 """
 
 from __future__ import annotations
@@ -256,14 +257,17 @@ class Tensor(Operators, Methods, NumpyProtocol):
                 "Can't convert a Tensor that requires grad to a NumPy array: its gradient would "
                 "be dropped silently (this happens when a tensor is stored into a plain array, "
                 "buf[i] = t, or passed to a function the tape cannot differentiate). Keep the "
-                "values in tensors (tape.tensor(buf) records assignments), or use "
-                "t.detach().numpy() to drop the gradient on purpose.")
+                "values in tensors: start from buf = tape.zeros(n), tape.tensor(np.zeros(n)) or "
+                "(in NumPy code) np.zeros_like(x) for a tensor x, whose assignments are "
+                "recorded; or use t.detach().numpy() to drop the gradient on purpose.")
         out = to_numpy(self._data)
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def _scalar(self, kind, what):
-        if self._requires_grad and mode.is_grad_enabled():
-            raise RuntimeError(_MATH.format(what=what))   # not TypeError: NumPy would swallow it
+        if self._requires_grad and mode.is_grad_enabled():   # not TypeError: NumPy swallows it
+            if checks.storing_into_array(2):   # _scalar <- __float__ <- (C) <- a[i] = t
+                raise RuntimeError(checks.PLAIN_STORE.format(target="a[i]"))
+            raise RuntimeError(_MATH.format(what=what))
         if self._data.size != 1:
             raise TypeError("only one element tensors can be converted to Python scalars")
         return kind(self._data.reshape(()).item())

@@ -10,7 +10,8 @@ inside the view's region, the base's previous value the rest); a view whose coun
 since its graph was made takes a new one from its base (``AsStridedBackward0``) the next time
 its graph is read, so tensors that share storage agree on their graph too (a retained gradient
 moves to that new graph: it is the gradient of the view's current value). View nodes save no
-values (their rules need only shapes), so no update can invalidate them.
+values (their rules need only shapes), so no update can invalidate them. In forward mode a view's
+tangent is the same view of its base's tangent (of a ``make_dual``'s, for views of a dual).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from . import mode
 from . import tensor as _tensor
 from .names import node_name
 from .node import Node, Placeholder, node_class
-from .record import TENSOR_OPS, apply
-from .xp import array_module, array_ops, compute
+from .record import apply
+from .xp import array_module, array_ops, compute, shares
 
 VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation.")
@@ -52,33 +53,41 @@ class Step(NamedTuple):
 
 class ViewOf:
     """What makes a tensor a view: its root base, the steps from it, the counter value its
-    graph was made at, and whether it was made with grad mode on (else it keeps no graph)."""
+    graph was made at, and whether it was made with grad mode on (else it keeps no graph);
+    and where its tangents come from: ``owner`` (the root base, or the nearest view that holds
+    tangents of its own: a ``make_dual``) and the steps from it."""
 
-    __slots__ = ("base", "steps", "version", "tracked")
+    __slots__ = ("base", "steps", "version", "tracked", "owner", "owner_steps")
 
-    def __init__(self, base, steps, version, tracked):
+    def __init__(self, base, steps, version, tracked, owner, owner_steps):
         self.base, self.steps, self.version, self.tracked = base, steps, version, tracked
+        self.owner, self.owner_steps = owner, owner_steps
 
 
 # ---- making views ---------------------------------------------------------------------------
-def make(prim: str, t, params: dict):
+def make(prim: str, t, params: dict, name=None):
     """``prim[params](t)`` as a view of ``t``'s storage, or recorded as a copy (``apply``)
-    where NumPy copies (``reshape`` of a transposed array, an advanced index)."""
+    where NumPy copies (``reshape`` of a transposed array, an advanced index); ``name``
+    overrides the PyTorch node name."""
     Tensor = _tensor.Tensor
     data = _view_data(prim, t._data, params) if isinstance(t, Tensor) else None
     if data is None:
-        return apply(prim, (t,), params)
+        return apply(prim, (t,), params, name=name)
     out = Tensor._make(data, counter=t._counter)
     step = Step(prim, params, t.shape, tuple(data.shape))
     parent = t._view
     tracked = mode.is_grad_enabled() and (parent is None or parent.tracked)
-    base, steps = (t, (step,)) if parent is None else (parent.base, parent.steps + (step,))
-    out._view = ViewOf(base, steps, t._counter.value, tracked)
+    if parent is None:
+        out._view = ViewOf(t, (step,), t._counter.value, tracked, t, (step,))
+    else:
+        out._view = ViewOf(parent.base, parent.steps + (step,), t._counter.value, tracked,
+                           parent.owner, parent.owner_steps + (step,))
     if tracked and t._requires_grad and data.dtype.kind in "fc":
-        out._fn, out._needs_grad = _view_node(node_name(prim, (t,), params), (step,), t), True
+        name = name or node_name(prim, (t,), params)
+        out._fn, out._needs_grad = _view_node(name, (step,), t), True
     level = mode.dual_level_token()
     if level is not None and t._tangent(level) is not None:
-        out._duals = _tangents_through({level: t._tangent(level)}, (step,), t.dtype)
+        out._duals = view_tangents({level: t._tangent(level)}, (step,))
     return out
 
 
@@ -96,17 +105,7 @@ def _view_data(prim, data, params):
             return None              # ...which under NumPy's semantics is a copy
     else:
         out = compute(prim, [data], params)
-    return out if _shares(out, data) else None
-
-
-def _shares(out, data) -> bool:
-    if isinstance(data, np.ndarray):
-        return isinstance(out, np.ndarray) and out.size > 0 and np.may_share_memory(out, data)
-    check = getattr(array_module(data), "may_share_memory", None)   # CuPy's
-    try:
-        return check is not None and out.size > 0 and bool(check(out, data))
-    except (TypeError, ValueError):
-        return False
+    return out if shares(out, data) else None
 
 
 def _view_node(name, steps, source):
@@ -140,11 +139,18 @@ def region(xp, steps, shape):
     return mask.reshape(shape)
 
 
-def _tangents_through(duals, steps, dtype):
-    """Tangents (``{level: tangent}``) taken through the steps, recording no tangents."""
+def view_tangents(duals, steps):
+    """Tangents (``{level: tangent}``) taken through the steps as views of them, recording no
+    tangents: as in PyTorch, the tangent of a view is that view of its base's tangent, so an
+    in-place update of either tangent shows in the other."""
     token = mode._FORWARD_ENABLED.set(False)
     try:
-        return {level: forward_steps(TENSOR_OPS, dx, steps, dtype) for level, dx in duals.items()}
+        out = {}
+        for level, dx in duals.items():
+            for s in steps:
+                dx = make(s.prim, dx, s.params)
+            out[level] = dx
+        return out
     finally:
         mode._FORWARD_ENABLED.reset(token)
 
@@ -182,23 +188,26 @@ class CopySlices(Node):
 
 # ---- reading and writing through a view -----------------------------------------------------
 def sync(t):
-    """Give the view ``t`` its graph (and tangents) from its base again if the storage changed
-    since it got them: the graph read through it is always the one of its values."""
+    """Give the view ``t`` its graph from its base (and its tangents from their owner) again if
+    the storage changed since it got them: the graph read through it is always the one of its
+    values."""
     info = t._view
     if info.version == t._counter.value:
         return
     info.version = t._counter.value
-    if not info.tracked:
-        return
+    owner = info.owner
+    if owner is not t:         # (a view that holds its own tangents keeps them)
+        t._duals = None if owner._duals is None else view_tangents(owner._duals,
+                                                                   info.owner_steps)
     base = info.base
+    if not info.tracked:       # made under no_grad: no graph, but tangents all the same
+        return
     if base._requires_grad and t._data.dtype.kind in "fc":
         t._fn, t._needs_grad = _view_node("AsStridedBackward0", info.steps, base), True
         if t._retains_grad:        # retain_grad() follows the view to its new graph
             t._fn.retained = weakref.ref(t)
     else:
         t._fn, t._needs_grad = None, False
-    t._duals = None if base._duals is None else \
-        _tangents_through(base._duals, info.steps, base.dtype)
 
 
 def check_write(t, value_requires_grad=False):
@@ -220,8 +229,9 @@ def check_write(t, value_requires_grad=False):
 
 def written(t, node):
     """The view ``t``'s storage was just updated by what ``node`` records (None: nothing was
-    recorded): the ``CopySlices`` node its base must be rebased onto (None: none), with the
-    base's tangent updated in the region; ``t`` takes its graph from the base from now on."""
+    recorded): the ``CopySlices`` node its base must be rebased onto (None: none); ``t`` takes
+    its graph from the base from now on. (Its tangent was written in place, into a view of
+    the base's: :func:`.inplace.write_tangent`.)"""
     info = t._view
     base = info.base
     copy = None
@@ -229,22 +239,5 @@ def written(t, node):
         edges = (base._edge() if base._requires_grad else None, node)
         meta = ((base.shape, base.dtype), (t.shape, t.dtype))
         copy = node_class(CopySlices, "CopySlices")(info.steps, edges, meta)
-    level = mode.dual_level_token()
-    if level is not None and base._data.dtype.kind in "fc":
-        new = t._duals.get(level) if t._duals else None
-        old = base._tangent(level)
-        if new is not None or old is not None:
-            base._set_tangent(level, _tangent_written(base, info.steps, new, old))
     info.version = -1
     return copy
-
-
-def _tangent_written(base, steps, new, old):
-    """The base's tangent after an update through a view: ``new`` inside the region."""
-    token = mode._FORWARD_ENABLED.set(False)
-    try:
-        mask = region(array_module(base._data), steps, base.shape)
-        inside = 0.0 if new is None else backward_steps(TENSOR_OPS, new, steps, base.dtype)
-        return apply("where", (mask, inside, 0.0 if old is None else old))
-    finally:
-        mode._FORWARD_ENABLED.reset(token)

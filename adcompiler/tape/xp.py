@@ -77,6 +77,18 @@ def on_device(array, device):
         return cupy.asarray(array)
 
 
+def shares(out, data) -> bool:
+    """Whether the array ``out`` (not empty) may share memory with the array ``data``."""
+    if isinstance(data, numpy.ndarray):
+        return isinstance(out, numpy.ndarray) and out.size > 0 and \
+            numpy.may_share_memory(out, data)
+    check = getattr(array_module(data), "may_share_memory", None)   # CuPy's
+    try:
+        return check is not None and getattr(out, "size", 0) > 0 and bool(check(out, data))
+    except (TypeError, ValueError):
+        return False
+
+
 # ---- one primitive, computed by its arrays' module ------------------------------------------
 def compute(prim: str, data, params: dict):
     """``prim[params](*data)`` with NumPy (the compiler's reference, ``evaluate``), or with CuPy
