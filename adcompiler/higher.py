@@ -19,6 +19,7 @@ an instance when decorated in a class, as ``grad`` does.
 from __future__ import annotations
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -47,10 +48,40 @@ def lower_gradient(gf: GradientFunction, arguments: dict):
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is "
                             f"{arguments.get(name)!r}, not a float or a float array")
     inner = compile_gradient(gf.primal, arguments, gf.wrt, "grad", plain=True)
-    graph = lower_function(inner.function, arguments)
+    try:
+        graph = lower_function(inner.function, arguments)
+    except CompileError as exc:  # in the generated source: say so, at the user's def
+        if exc.location is None or not exc.location.filename.startswith("<adcompiler"):
+            raise
+        raise regradient_error(
+            gf, f"grad({_name(gf)}) cannot be differentiated again here; reading its generated "
+            f"source back failed at line {exc.location.lineno} "
+            f"(`{exc.location.line.strip()}`): {exc.message}",
+            f"use adcompiler.hessian({_name(gf)}) (forward over reverse, which takes it), or "
+            ".hvp for Hessian-vector products") from None
     graph.name = inner.fname
     graph.writes = inner.graph.writes  # the plain source updates copies: the user's writes
+    graph.inner_gradient = gf          # the pipeline's checks speak of the user's function
+    if len(graph.outputs) != 1:
+        wrt = repr(tuple(gf.wrt))
+        raise regradient_error(gf, f"grad({_name(gf)}, wrt={wrt}) returns a tuple of "
+                               f"{len(graph.outputs)} gradients, and a transform of it "
+                               "differentiates one result",
+                               f"use adcompiler.hessian({_name(gf)}, wrt={wrt}) for every "
+                               "second derivative, or grad(grad(f, wrt=a), wrt=b) for one")
     return graph
+
+
+def regradient_error(gf, message, hint) -> CompileError:
+    """A CompileError about differentiating ``gf`` again, at the user's ``def`` (not in the
+    generated source that was lowered)."""
+    from .frontend.source import read_function
+    src = read_function(gf.primal)
+    return src.error(src.tree, message, hint)
+
+
+def _name(gf) -> str:
+    return getattr(inspect.unwrap(gf.primal), "__name__", "f")
 
 
 # ---- Jacobians -------------------------------------------------------------------------------

@@ -188,6 +188,15 @@ def _check_output(graph, out: Value, mode):
     if not out.aval.is_float:
         raise graph.source.error(node, f"the result has dtype {out.aval.dtype}; only floating "
                                  "results can be differentiated", "return a float array")
+    if mode != "vjp" and out.aval.known_shape != () and graph.inner_gradient is not None:
+        from .higher import _name, regradient_error
+        gf = graph.inner_gradient
+        raise regradient_error(
+            gf, f"grad(grad({_name(gf)})): the inner gradient is an array of shape "
+            f"{out.aval.known_shape}, and grad needs a scalar result",
+            f"use adcompiler.hessian({_name(gf)}) for the matrix of second derivatives, "
+            f"adcompiler.jacobian(adcompiler.grad({_name(gf)})) likewise, or .hvp for "
+            "Hessian-vector products")
     if mode != "vjp" and out.aval.known_shape != ():
         raise graph.source.error(
             node, f"grad needs a scalar result, but this returns an array of shape "

@@ -202,6 +202,7 @@ class Graph:
     outputs: list = field(default_factory=list)
     consts: dict = field(default_factory=dict)  # Value -> concrete array
     writes: dict = field(default_factory=dict)  # parameter name -> where the code writes into it
+    inner_gradient: object = None  # grad(grad(f)): the inner GradientFunction (higher.py)
     _names: set = field(default_factory=set, repr=False)
 
     def unique_name(self, base: str) -> str:
