@@ -139,7 +139,7 @@ def lower(fn, arguments: dict):
     generated source of a compiled gradient (grad of grad: see :mod:`adcompiler.higher`)."""
     from .api import GradientFunction
     from .custom import custom_vjp, lower_call
-    from .higher import lower_gradient
+    from .regradient import lower_gradient
     if isinstance(fn, custom_vjp):
         return lower_call(fn, arguments)
     if isinstance(fn, GradientFunction):
@@ -189,7 +189,7 @@ def _check_output(graph, out: Value, mode):
         raise graph.source.error(node, f"the result has dtype {out.aval.dtype}; only floating "
                                  "results can be differentiated", "return a float array")
     if mode != "vjp" and out.aval.known_shape != () and graph.inner_gradient is not None:
-        from .higher import _name, regradient_error
+        from .regradient import function_name as _name, regradient_error
         gf = graph.inner_gradient
         raise regradient_error(
             gf, f"grad(grad({_name(gf)})): the inner gradient is an array of shape "
