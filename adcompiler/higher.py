@@ -12,8 +12,9 @@ own gradient, through control flow too; a Jacobian has shape
 ``out.shape + in.shape`` (a tuple of them, one per wrt, for a tuple ``wrt``); a Hessian block
 ``H[i][j]`` has shape ``in_i.shape + in_j.shape``; results are arrays of the float dtype NumPy
 promotes the inputs (and, for a Jacobian, the output) to, Python floats weakly, in every mode.
-``grad(grad(f))`` is lowered by :mod:`adcompiler.regradient`. ``jacobian`` and ``hessian`` take what ``grad`` takes (:func:`check_transformable`) and bind
-an instance when decorated in a class, as ``grad`` does.
+``grad(grad(f))`` is lowered by :mod:`adcompiler.regradient`. ``jacobian`` and ``hessian``
+take what ``grad`` takes (:func:`check_transformable`) and bind an instance when decorated in a
+class, as ``grad`` does.
 """
 
 from __future__ import annotations
