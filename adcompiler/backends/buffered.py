@@ -72,6 +72,9 @@ class BufferedEmission:
         bufs, root = {}, steps[-1]
         for step in steps:
             out = step.value
+            if step is not root and step.node is not None and out.aval.shape is None:
+                exprs[out] = self.step_call(step, bufs, exprs, None)  # a Python number (-0.3):
+                continue                                              # inlined where it is read
             inputs = list(step.leaves.values()) if step.node is None else step.node.inputs
             dying = [x for x in inputs if x in bufs]
             fresh = step is root and node not in self.planned  # the result escapes

@@ -128,9 +128,11 @@ def _creation(node, args, xp_name):
         keywords = {"dtype": dtype_expr(p["dtype"], xp_name)} if p.get("dtype") else {}
         return _call(_attr("np.full", xp_name), [const(p["shape"]), args[0]], keywords)
     keywords = {}
-    if p.get("dtype") and np.dtype(p["dtype"]) != np.float64:
+    like = node.prim in ("zeros_like", "ones_like")
+    default = np.dtype(node.inputs[0].aval.dtype) if like else np.float64  # what NumPy gives
+    if p.get("dtype") and np.dtype(p["dtype"]) != default:
         keywords["dtype"] = dtype_expr(p["dtype"], xp_name)
-    if node.prim in ("zeros_like", "ones_like"):
+    if like:
         return _call(_attr(PRIMS[node.prim].spell, xp_name), args, keywords)
     return _call(_attr(PRIMS[node.prim].spell, xp_name), [const(p["shape"])], keywords)
 
