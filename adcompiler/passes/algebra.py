@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..ir import Block, Literal, Value, walk
 from ..ir.builder import Builder
 from . import algebra_poly as poly
+from .algebra_probe import keeps_finite
 
 MAX_NODES = 24          # larger expressions are left as they are (SymPy's time grows fast)
 MIN_NODES = 3           # one or two operations cannot get cheaper in a way that pays
@@ -63,7 +64,8 @@ def _simplify(node, producers, graph):
     calls: dict = {}
     p = poly.to_poly(block, calls)
     if p is not None and not _trig_pair(calls):
-        _replace(node, graph, _cheapest_poly(p, _poly_links(node, links, calls), calls, block))
+        _replace(node, graph, _cheapest_poly(p, _poly_links(node, links, calls), calls, block),
+                 producers)
         return
     if not promising(block, links):
         return  # SymPy is imported only where it may pay (its import alone takes ~0.2 s)
@@ -79,14 +81,17 @@ def _simplify(node, producers, graph):
     best = _CACHE[key]
     if best is not None:
         _replace(node, graph, lambda b, params: sy.emit(
-            best, b, dict(zip(sy.symbols_for(len(params)), params))))
+            best, b, dict(zip(sy.symbols_for(len(params)), params))), producers)
 
 
-def _replace(node, graph, write):
-    """Give ``node`` the block ``write(builder, params)`` emits, where it costs less."""
+def _replace(node, graph, write, producers):
+    """Give ``node`` the block ``write(builder, params)`` emits, where it costs less and stays
+    finite where the block did (:mod:`.algebra_probe`)."""
     (block,) = node.regions
     new = None if write is None else _build(write, node, graph)
     if new is None or cost(new.nodes) >= cost(block.nodes):
+        return
+    if not keeps_finite(block, new, node.inputs, producers):
         return
     read = {x for n in new.nodes for x in n.inputs}
     kept = [i for i, p in enumerate(new.params) if p in read]  # a constant input may drop out
