@@ -7,9 +7,10 @@ out, and so does a note), nothing is written when none compiled, and the exit st
 run that finds nothing to compile (a directory without modules, modules without marked
 functions) says so and exits with 2, as naming one module without marked functions does; a
 marked method is never passed over in silence (:mod:`adcompiler.cli_methods`). A body made to
-hold for any size still takes the example's own signature: where the least size it needs
-excludes the example (another input's size below a constant index), the example's own body is
-kept beside it.
+hold for any size still takes the example's own signature: each size symbol has its own least
+size (``x[:3]`` bounds x's size only), but where a bound could not be tied to one parameter's
+axis (a local's subscript, a helper's) it holds for every symbol, and where it then excludes the
+example (another input's size below it), the example's own body is kept beside it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import sys
 import textwrap
 from dataclasses import dataclass, field
 
-from . import cli_inputs, cli_methods, cli_output, standalone, standalone_forward
+from . import cli_inputs, cli_methods, cli_output, standalone, standalone_forward, \
+    standalone_guards
 from .backends import numexpr_chains
 from .cli_common import UsageError, explained, specialised
 from .errors import CompileError
@@ -199,14 +201,22 @@ def _compile_function(module, name, mode, wrt, args):
     gradient, examples, exact = specialised(module, name, args, by_jvp)
     specs, per_shape = standalone.shape_polymorphic(module, gradient, examples, exact)
     kept = [s for s in exact if not any(_takes(g, s.signature) for g in specs)]
-    least = max([g.least for g in specs if g.symbols] or [2])
     for spec in kept:
-        print(f"  note: {gradient.mode}_{name} keeps a body for its example "
-              f"{standalone.describe(gradient, spec.signature)}: its body for other sizes takes "
-              f"sizes of at least {least} only (for the constant indices and slice bounds in "
-              f"{name})", file=sys.stderr)
+        print(_kept_note(gradient, name, spec, specs), file=sys.stderr)
     return standalone.MarkedFunction(name, "jvp" if by_jvp else mode, wrt, specs + kept,
                                      per_shape, mode if by_jvp else "")
+
+
+def _kept_note(gradient, name, spec, specs) -> str:
+    """Why the example's own body is kept: the least sizes of the body for other sizes."""
+    general = next((g for g in specs if g.symbols and _fits(g.signature, spec.signature, 0)),
+                   None)
+    takes = f"takes {standalone_guards.least_text(general.symbols, general.least)} only " \
+        if general else "does not take it "
+    return (f"  note: {gradient.mode}_{name} keeps a body for its example "
+            f"{standalone.describe(gradient, spec.signature)}: its body for other sizes {takes}"
+            f"(a constant index or slice bound in {name}, not of a parameter's own, bounds "
+            "every size)")
 
 
 def _takes(spec, signature) -> bool:

@@ -11,9 +11,11 @@ sizes that must stay equal keep one symbol, and the dispatcher checks them.
 
 Invariants: a polymorphic body, specialised back to every size it was compiled for, reproduces that
 code byte for byte; its pattern (dtype, rank, the sizes of 1, and the symbols) is what the
-dispatcher matches. A function that decides on a size while compiling
-(:mod:`adcompiler.sizedeps`), or whose code changes beyond its numbers, keeps one body per
-example signature, and the reason is returned for the module's header.
+dispatcher matches, each symbol with its own least size (``x[:3]`` bounds x's axis 0 only; a
+symbol several axes share takes the largest: :func:`adcompiler.sizedeps.least_sizes`). A
+function that decides on a size while compiling (:mod:`adcompiler.sizedeps`), or whose code
+changes beyond its numbers, keeps one body per example signature, and the reason is returned
+for the module's header.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .ir import Aval
 from .pipeline import compile_gradient
 from .runtime.cache import constants_of
 from .signature import bind_arguments, classify
-from .sizedeps import least_size, size_decision
+from .sizedeps import least_sizes, size_decision
 from .standalone_user import rename
 
 
@@ -50,7 +52,7 @@ def generalise(module, gradient, args, spec):
         text = module.lines[node.lineno - 1].strip()
         inside = "" if where == fname else f" in {where}"
         return None, f"`{text}` (line {node.lineno}{inside}) decides on a size while compiling"
-    job = _Job(gradient, args, spec, least_size(module, fname))
+    job = _Job(gradient, args, spec, least_sizes(module, fname))
     if not job.slots:
         return None, None
     try:
@@ -67,7 +69,7 @@ class _Job:
     """The example's sizes, the variants compiled for other sizes, and their merge."""
 
     def __init__(self, gradient, args, spec, least):
-        self.gradient, self.spec, self.least = gradient, spec, least
+        self.gradient, self.spec, self.least = gradient, spec, least   # a sizedeps.Least
         self.arguments = bind_arguments(gradient.primal, args, {})
         self.avals = {n: classify(v, n, n in gradient.wrt) for n, v in self.arguments.items()}
         self.slots = [(n, axis) for n, a in self.avals.items() if _is_array(a)
@@ -93,7 +95,8 @@ class _Job:
         reads = {s: self.slots[g[0]] for s, g in zip(symbols, groups)}
         ranks = {n: len(a.shape) for n, a in self.avals.items() if _is_array(a)}
         text = _with_sizes(merged, self.spec.compiled.fname, reads, ranks)
-        return dataclasses.replace(self.spec, signature=pattern, least=self.least,
+        return dataclasses.replace(self.spec, signature=pattern,
+                                   least=self._minimums(groups, symbols, ranks),
                                    compiled=dataclasses.replace(self.spec.compiled,
                                                                 source=text))
 
@@ -103,15 +106,21 @@ class _Job:
         sizes = [self.avals[n].shape[axis] for n, axis in self.slots]
         return [[i for i, s in enumerate(sizes) if s == v] for v in dict.fromkeys(sizes)]
 
+    def _minimums(self, groups, symbols, ranks) -> dict:
+        """``{symbol: the smallest size it stands for}``: the largest its slots need."""
+        slots, anywhere = self.least.resolve(ranks)
+        return {s: max([anywhere] + [slots.get(self.slots[i], 2) for i in g])
+                for s, g in zip(symbols, groups)}
+
     def _size(self, group):
         param, axis = self.slots[group[0]]
         return self.avals[param].shape[axis]
 
     # ---- variants ----------------------------------------------------------------------------
     def _fresh(self, near, taken):
-        """The first prime above ``near`` and 10, at least the least size, and not ``taken``:
+        """The first prime above ``near`` and 10, at least every least size, and not ``taken``:
         sizes near the example's keep the memory planner's choices."""
-        n = max(near, 10, self.least - 1) + 1
+        n = max(near, 10, self.least.largest() - 1) + 1
         while n in taken or any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
             n += 1
         taken.add(n)

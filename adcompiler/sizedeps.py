@@ -6,14 +6,17 @@ compiled for several sizes cannot see them. Invariant: :func:`size_decision` fin
 comparison, test, ``min``/``max``/``//``/``%`` or conversion of a value computed from sizes
 (``.shape``, ``.size``, ``len``) in the function and in the module's functions it calls (with
 sizes passed to them), conservatively: a value is size-derived when it is built from sizes,
-constants and arithmetic only, so array arithmetic never counts. :func:`least_size` is the
-smallest size every constant slice bound and index fits (``x[:5]`` clips to the size below 5;
-``x[2]`` needs 3), conservatively: any constant subscript counts but a shape's.
+constants and arithmetic only, so array arithmetic never counts. :func:`least_sizes` gives the
+smallest sizes the constant slice bounds and indices fit (``x[:5]`` clips to the size below 5;
+``x[2]`` needs 3), per axis of a parameter where the subscript is the parameter's own (``x[:,
+4]`` bounds x's axis 1), and for every size otherwise (a local, an alias, a helper's subscript),
+conservatively: any constant subscript counts but a shape's. :func:`least_size` is their largest.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 _SIZE_CALLS = {"len", "shape", "size"}                # len(x), np.shape(x), np.size(x)
 _PASSING_CALLS = {"int", "float", "min", "max", "abs", "round", "prod", "bool", "divmod"}
@@ -37,30 +40,125 @@ def size_decision(module, fname):
     return None
 
 
+@dataclass
+class Least:
+    """The smallest sizes a function's constant slice bounds and indices need: ``slots`` by
+    ``(parameter, axis)`` for its own subscripts of its parameters (an axis below 0 counts from
+    the end, after an ``...``), ``anywhere`` for every size (other subscripts: which size they
+    bound is not known). 2 at least: every other size keeps its broadcasting meaning."""
+
+    slots: dict = field(default_factory=dict)
+    anywhere: int = 2
+
+    def need(self, where, size):
+        """Raise the size ``where`` (a slot, or None: every size) needs to ``size``."""
+        if where is None:
+            self.anywhere = max(self.anywhere, size)
+        elif size > self.slots.get(where, 2):
+            self.slots[where] = size
+
+    def largest(self) -> int:
+        return max([self.anywhere, *self.slots.values()])
+
+    def resolve(self, ranks) -> tuple:
+        """``(slots, anywhere)``: ``{(parameter, axis): size}`` with the axes counted from the
+        start, for parameters of these ranks (``{name: rank}``, arrays only), each at least
+        ``anywhere``; a slot that names no such axis counts for every size."""
+        out, anywhere = {}, self.anywhere
+        for (param, axis), size in self.slots.items():
+            rank = ranks.get(param)
+            if rank is not None and -rank <= axis < rank:
+                key = (param, axis % rank)
+                out[key] = max(out.get(key, 2), size)
+            else:
+                anywhere = max(anywhere, size)
+        return {k: max(v, anywhere) for k, v in out.items()}, anywhere
+
+
 def least_size(module, fname) -> int:
-    """The smallest size for which the function's constant slice bounds do not clip and its
-    constant indices are in bounds (at least 2: every other size keeps its broadcasting
-    meaning): ``x[:5]`` and ``x[-5:]`` need 5, ``x[2]`` needs 3 and ``x[-3]`` 3, in the
-    function and the module's functions it calls."""
-    least, pending, seen = 2, [fname], set()
+    """The smallest size that every size of the function fits (conservatively, one for all)."""
+    return least_sizes(module, fname).largest()
+
+
+def least_sizes(module, fname) -> Least:
+    """The smallest sizes for which the function's constant slice bounds do not clip and its
+    constant indices are in bounds: ``x[:5]`` and ``x[-5:]`` need 5, ``x[2]`` needs 3 and
+    ``x[-3]`` 3, per axis of x for a parameter x the function never rebinds, and for every size
+    in the module's functions it calls and on any other value."""
+    least, pending, seen = Least(), [fname], set()
     while pending:
         stmt = module.definitions.get(pending.pop())
         if not isinstance(stmt, ast.FunctionDef) or stmt.name in seen:
             continue
+        params = _own_parameters(stmt) if stmt.name == fname else set()
         seen.add(stmt.name)
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Slice):
-                for bound in (node.lower, node.upper):
-                    least = max(least, abs(_constant_int(module, bound) or 0))
-            elif isinstance(node, ast.Subscript) and not _indexes_a_shape(node.value):
-                items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-                for item in items:
-                    index = _constant_int(module, item)
-                    if index is not None:
-                        least = max(least, index + 1 if index >= 0 else -index)
+            if isinstance(node, ast.Subscript) and not _indexes_a_shape(node.value):
+                base = node.value.id if isinstance(node.value, ast.Name) and \
+                    node.value.id in params else None
+                for axis, size in _needs(module, node.slice):
+                    least.need(None if base is None or axis is None else (base, axis), size)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 pending.append(node.func.id)
     return least
+
+
+def _needs(module, index) -> list:
+    """``(axis or None, size)`` for each constant bound or index of a subscript: the axis it
+    indexes (below 0 from the end) where the items around it tell, and the size it needs."""
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    widths = [_width(module, item) for item in items]
+    out = []
+    for k, item in enumerate(items):
+        if isinstance(item, ast.Slice):
+            size = max(abs(_constant_int(module, b) or 0) for b in (item.lower, item.upper))
+        else:
+            at = _constant_int(module, item)
+            size = 0 if at is None else at + 1 if at >= 0 else -at
+        if size <= 2:
+            continue
+        if None not in widths[:k]:
+            out.append((sum(widths[:k]), size))
+        elif any(_is_ellipsis(i) for i in items[:k]) and None not in widths[k + 1:]:
+            out.append((-1 - sum(widths[k + 1:]), size))
+        else:
+            out.append((None, size))
+    return out
+
+
+def _width(module, item):
+    """How many axes a subscript's item indexes: 1 for a slice or a constant integer, 0 for
+    ``None``; None when not known here (``...``, an array, a variable)."""
+    if isinstance(item, ast.Slice) or _constant_int(module, item) is not None:
+        return 1
+    return 0 if isinstance(item, ast.Constant) and item.value is None else None
+
+
+def _is_ellipsis(item) -> bool:
+    return isinstance(item, ast.Constant) and item.value is Ellipsis
+
+
+def _own_parameters(stmt) -> set:
+    """The function's parameters that name its arguments everywhere in it: never assigned,
+    deleted, imported over or shadowed by a nested function's, a lambda's or a handler's."""
+    args = stmt.args
+    names = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.discard(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and \
+                node is not stmt:
+            inner = node.args
+            names -= {a.arg for a in inner.posonlyargs + inner.args + inner.kwonlyargs +
+                      [inner.vararg, inner.kwarg] if a is not None}
+            names.discard(getattr(node, "name", None))
+        elif isinstance(node, ast.alias):
+            names.discard((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.ExceptHandler, ast.ClassDef, ast.MatchAs, ast.MatchStar)):
+            names.discard(node.name)
+        elif isinstance(node, ast.MatchMapping):
+            names.discard(node.rest)
+    return names
 
 
 def _indexes_a_shape(node) -> bool:

@@ -72,7 +72,7 @@ def is_generated(text: str) -> bool:
 class Specialisation:
     signature: tuple   # the dispatch key: one entry per parameter (then the cotangent's)
     compiled: object   # a pipeline.Compiled
-    least: int = 2     # a shape-polymorphic body's smallest size (its symbols: d1, d2...)
+    least: dict = field(default_factory=dict)   # a pattern's symbol -> its smallest size
 
     @property
     def symbols(self) -> list:
@@ -217,8 +217,7 @@ class _Writer:
         text = f"{fn.mode} of {fn.name} for {_describe(params, spec.signature)}"
         lines = textwrap.wrap(text, 96, initial_indent="# ", subsequent_indent="#     ")
         if spec.symbols:
-            lines.append(f"# {', '.join(spec.symbols)}: any size{'s' * (len(spec.symbols) > 1)} "
-                         f"of at least {spec.least}")
+            lines.append("# " + standalone_guards.least_text(spec.symbols, spec.least))
         return "\n".join(lines)
 
     def constant(self, name, value, owner, fname=""):
@@ -317,14 +316,15 @@ def _table(fn, table, names, params, device=False):
                    + ("," if len(s.signature) == 1 else "") + f"): {n},\n"
                    for s, n in zip(fn.specialisations, names))
     least = _least(fn)
-    options = (", device=True" if device else "") + (f", least={least}" if least > 2 else "")
+    options = (", device=True" if device else "") + \
+        (f", least={least!r}" if any(m > 2 for row in least for m in row.values()) else "")
     return (f"{table} = _Signatures({fn.mode + '_' + fn.name!r}, {tuple(params)!r}, "
             f"{'example_' + fn.name!r}, {{\n{rows}}}{options})")
 
 
-def _least(fn) -> int:
-    """The smallest size a symbol of the function's patterns stands for (one per table)."""
-    return max([s.least for s in fn.specialisations if s.symbols] or [2])
+def _least(fn) -> list:
+    """``[{symbol: smallest size}]``, one per signature of the table (those above 2 only)."""
+    return [{k: m for k, m in s.least.items() if m > 2} for s in fn.specialisations]
 
 
 def _returns(fn):

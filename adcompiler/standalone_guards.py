@@ -16,11 +16,12 @@ fully and raises the TypeError naming what was compiled and what was given::
 
 Invariant: a guard takes only calls that ``_dispatch`` sends to the same body. It tests types and
 dtypes by identity (NumPy keeps one object per built-in dtype), ranks, fixed sizes, each size
-symbol at least ``least`` and the same wherever it appears, Python floats and static values; it
-may be stricter than ``_dispatch`` (a NumPy scalar, a list, a subclass or an equal but distinct
-dtype takes the slow path, which accepts it), never looser. Exact signatures are tested before
-patterns, each in the table's order, as ``_dispatch`` tries them. Each array's shape is read once
-(``.shape`` builds a tuple, ~80 ns): unpacked into the symbols, or ``len(b)`` for a vector.
+symbol at least its own least size (``x[:3]`` in the function: x's at least 3) and the same
+wherever it appears, Python floats and static values; it may be stricter than ``_dispatch`` (a
+NumPy scalar, a list, a subclass or an equal but distinct dtype takes the slow path, which
+accepts it), never looser. Exact signatures are tested before patterns, each in the table's
+order, as ``_dispatch`` tries them. Each array's shape is read once (``.shape`` builds a tuple,
+~80 ns): unpacked into the symbols, or ``len(b)`` for a vector.
 """
 
 from __future__ import annotations
@@ -42,17 +43,30 @@ def is_pattern(signature) -> bool:
     return any(s[0] == "array" and any(isinstance(d, str) for d in s[2]) for s in signature)
 
 
+def least_text(symbols, least) -> str:
+    """``d1: any size of at least 3; d2, d3: any sizes of at least 2`` (``least``: ``{symbol:
+    smallest size}``, 2 for a symbol it leaves out)."""
+    by = {}
+    for symbol in symbols:
+        by.setdefault(least.get(symbol, 2), []).append(symbol)
+    return "; ".join(f"{', '.join(names)}: any size{'s' * (len(names) > 1)} of at least {m}"
+                     for m, names in by.items())
+
+
 def render(params, entries, least, device, returns, fallback, taken=()) -> tuple:
     """``(lines, dtypes)``: the dispatcher's body (the guards of a gradient's signatures, one
     block each, then the ``fallback`` call) and the dtype names the guards compare with.
-    ``entries`` is ``[(signature, body name)]`` in the table's order, ``returns(call)`` gives the
-    lines returning a body's result, ``taken`` the names the guards' locals must not shadow
-    (besides the parameters: the globals the dispatcher reads)."""
-    ordered = [e for e in entries if not is_pattern(e[0])] + \
-        [e for e in entries if is_pattern(e[0])]
+    ``entries`` is ``[(signature, body name)]`` in the table's order, ``least`` the smallest
+    size of every symbol, or one ``{symbol: size}`` per entry (2 for a symbol it leaves out),
+    ``returns(call)`` gives the lines returning a body's result, ``taken`` the names the
+    guards' locals must not shadow (besides the parameters: the globals the dispatcher reads)."""
+    rows = list(zip(entries, least if isinstance(least, (list, tuple)) else
+                    [least] * len(entries)))
+    ordered = [r for r in rows if not is_pattern(r[0][0])] + \
+        [r for r in rows if is_pattern(r[0][0])]
     lines, dtypes = [], []
-    for signature, body in ordered:
-        guard = _Guard(params, signature, least, device, set(taken) | {body})
+    for (signature, body), low in ordered:
+        guard = _Guard(params, signature, low, device, set(taken) | {body})
         if guard.refused:
             continue   # a static value no guard can write: the slow path serves it
         dtypes += [d for d in guard.dtypes if d not in dtypes]
@@ -96,8 +110,8 @@ class _Guard:
         return tests + [f"{p}.ndim == {len(dims)}"]
 
     def _sizes(self, p, dims):
-        """Read ``p``'s sizes once; each symbol's first size is at least ``least``, the others
-        equal it, and fixed sizes equal their value."""
+        """Read ``p``'s sizes once; each symbol's first size is at least its least size, the
+        others equal it, and fixed sizes equal their value."""
         if len(dims) == 1:
             self._size(dims[0], f"len({p})", None)
             return
@@ -110,7 +124,8 @@ class _Guard:
             local = self.symbols[want] = self._local(want)
             if read is not None:
                 self.binds.append(f"{local} = {read}")
-            self.inner.append(f"{local} >= {self.least}")
+            low = self.least if isinstance(self.least, int) else self.least.get(want, 2)
+            self.inner.append(f"{local} >= {low}")
             return local
         expected = self.symbols[want] if isinstance(want, str) else repr(want)
         local = read if read is not None else self._local(temporary)

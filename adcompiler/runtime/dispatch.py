@@ -11,7 +11,8 @@ global but ``np`` and ``_HINT``, which each standalone module defines. A signatu
 compiler keys a specialisation on (:mod:`adcompiler.signature`): an array's dtype and shape, a
 Python float, or the value of a static argument. A shape-polymorphic body's key is a pattern
 (:mod:`adcompiler.polymorphic`): a size named by a symbol (``"d1"``) fits any size of at least
-``least``, the same symbol the same size; the other sizes (1, 0) must be equal. Exact keys are
+that symbol's least size (2 unless the pattern's ``least`` says more: ``{"d1": 3}``), the same
+symbol the same size; the other sizes (1, 0) must be equal. Exact keys are
 looked up first, then patterns in order. A module compiled for CuPy (``device``) refuses NumPy
 arrays, and one compiled for NumPy refuses GPU arrays, before running any code.
 """
@@ -50,15 +51,18 @@ class _Signatures(dict):
         dict.__init__(self, bodies)
         self.name, self.params, self.example = name, params, example
         self.device = device  # True: CuPy code, for arrays on the GPU
-        self.least = least    # the smallest size a pattern's symbol stands for
-        self.patterns = [(k, v) for k, v in bodies.items()
+        # the smallest sizes of the patterns' symbols: one number for all, or per row of the
+        # table {symbol: size} (a symbol left out: 2)
+        rows = least if isinstance(least, (list, tuple)) else [least] * len(bodies)
+        self.patterns = [(k, v, m) for (k, v), m in zip(bodies.items(), rows)
                          if any(s[0] == "array" and any(isinstance(d, str) for d in s[2])
                                 for s in k)]
 
 
 def _fits(pattern, signature, least):
-    """Whether a call's signature fits a pattern: ``"d1"`` is any size of at least ``least``,
-    the same in every place it appears."""
+    """Whether a call's signature fits a pattern: ``"d1"`` is any size of at least ``least``
+    (a number, or ``{symbol: size}``, 2 for a symbol it leaves out), the same in every place it
+    appears."""
     sizes = {}
     for want, got in zip(pattern, signature):
         if want[0] != "array" or got[0] != "array":
@@ -68,11 +72,31 @@ def _fits(pattern, signature, least):
             return False
         else:
             for w, g in zip(want[2], got[2]):
-                if isinstance(w, str) and (g < least or sizes.setdefault(w, g) != g):
-                    return False
-                if not isinstance(w, str) and w != g:
+                if not isinstance(w, str):
+                    if w != g:
+                        return False
+                elif g < (least if isinstance(least, int) else least.get(w, 2)) or \
+                        sizes.setdefault(w, g) != g:
                     return False
     return True
+
+
+def _least_text(patterns):
+    """``a named size is any size of at least 2, d1 of at least 3``: the patterns' least sizes
+    (each pattern's in turn where they differ)."""
+    texts = []
+    for pattern, _, least in patterns:
+        symbols = [d for s in pattern if s[0] == "array" for d in s[2] if isinstance(d, str)]
+        by = {}
+        for d in dict.fromkeys(symbols):
+            by.setdefault(least if isinstance(least, int) else least.get(d, 2), []).append(d)
+        low = min(by)
+        text = "any size of at least %d" % low + "".join(
+            ", %s of at least %d" % (", ".join(by[m]), m) for m in sorted(by) if m != low)
+        texts.append(text)
+    if len(set(texts)) == 1:
+        return "a named size is " + texts[0]
+    return "a named size is, for the patterns above in turn, " + "; ".join(texts)
 
 
 def _wrong_array(table, value):
@@ -93,15 +117,14 @@ def _dispatch(table, args):
         body = table.get(signature)
     except TypeError:  # an unhashable argument
         body = None
-    for pattern, candidate in table.patterns if body is None else ():
-        if _fits(pattern, signature, table.least):
+    for pattern, candidate, least in table.patterns if body is None else ():
+        if _fits(pattern, signature, least):
             body = candidate
             break
     if body is None:
         compiled = "\n".join("  " + _describe(table.params, s) for s in table)
         if table.patterns:
-            compiled += ("\n(a named size is any size of at least %d; the same name, the "
-                         "same size)" % table.least)
+            compiled += ("\n(%s; the same name, the same size)" % _least_text(table.patterns))
         raise TypeError("%s() was compiled for the inputs\n%s\nbut was given\n  %s\n%s"
                         % (table.name, compiled, _describe(table.params, signature),
                            _HINT % table.example))
@@ -129,5 +152,6 @@ def _tangents(tangents, primals, single):
     return tuple(out)
 
 
-HELPERS = (_signature, _describe, _Signatures, _fits, _wrong_array, _dispatch)  # every module
+HELPERS = (_signature, _describe, _Signatures, _fits, _least_text, _wrong_array,
+           _dispatch)                                                       # every module
 JVP_HELPERS = (_tangents,)                                              # where a jvp is compiled
