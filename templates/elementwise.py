@@ -28,7 +28,7 @@ _ew("multiply", lambda ops, g, ans, x, y: g * y,
 _ew("divide",   lambda ops, g, ans, x, y: g / y,
                 lambda ops, g, ans, x, y: -g * ans / y)
 _ew("power",    lambda ops, g, ans, x, y: _power_base(ops, g, x, y),
-                lambda ops, g, ans, x, y: g * ans * ops.log(ops.where(ops.greater(x, 0), x, 1)))
+                lambda ops, g, ans, x, y: _power_exponent(ops, g, ans, x))
 # x % y is x - y * (x // y), the quotient piecewise constant (as in JAX and PyTorch)
 _ew("remainder", lambda ops, g, ans, x, y: g,
                  lambda ops, g, ans, x, y: -g * (x // y))
@@ -63,6 +63,13 @@ def _power_base(ops, g, x, y):
     if isinstance(y, (int, float)):
         return g * 0.0 if y == 0 else g * y * x ** (y - 1)
     return g * y * ops.where(ops.equal(y, 0), 1.0, x) ** (y - 1)
+
+
+def _power_exponent(ops, g, ans, x):
+    """``x**y * log(x)``: 0 at x = 0 (where ``x**y`` is 0 or 1 and the limit is taken, as in
+    PyTorch and JAX), NaN for a negative base, whose real power has no derivative in ``y``
+    (PyTorch and JAX give NaN there too; this rule gave 0, silently)."""
+    return g * ans * ops.log(ops.where(ops.equal(x, 0), 1.0, x))
 
 
 # ---- piecewise: ties split the gradient evenly, as HIPS autograd and PyTorch do ------------

@@ -42,3 +42,21 @@ def test_a_buffered_chain_with_a_negated_constant():
         t = 1.0 - np.tanh(np.cos(x) * y - 0.3 * x) ** 2
         np.testing.assert_allclose(dx, t * (-np.sin(x) * y - 0.3), rtol=1e-12)
         np.testing.assert_allclose(dy, t * np.cos(x), rtol=1e-12)
+
+
+def power_sum(x, p):
+    return np.sum(x ** p)
+
+
+def test_exponent_gradient_is_nan_at_a_negative_base_as_in_torch_and_jax():
+    x = np.array([-2.0, 0.0, 1.5])
+    with np.errstate(invalid="ignore"):
+        dp = ad.grad(power_sum, wrt="p")(x, 3.0)
+        dp_positive = ad.grad(power_sum, wrt="p")(x[1:], 3.0)
+    assert np.isnan(dp)                                  # it was 1.368: the -2 entry dropped
+    np.testing.assert_allclose(dp_positive, 1.5 ** 3 * np.log(1.5), rtol=1e-14)   # 0 at x = 0
+    from adcompiler import tape
+    p = tape.tensor(3.0, requires_grad=True)
+    with np.errstate(invalid="ignore"):
+        power_sum(tape.tensor(x), p).backward()
+    assert np.isnan(float(p.grad))
