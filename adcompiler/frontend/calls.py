@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.primitives import PRIMS
-from . import creation
+from . import creation, diagonal
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
@@ -64,6 +64,57 @@ def _builtin_abs(b, args, kwargs):
     if isinstance(x, Value) and x.aval.kind == "float":
         return b.emit("abs", (x,), {"py": "fabs"})
     return b.emit("abs", (x,)) if isinstance(x, Value) else abs(x)
+
+
+def _builtin_extreme(name):
+    """``max(a, b, ...)`` / ``min(...)`` of traced numbers: a chain of np.maximum (np.minimum),
+    whose rule splits the gradient evenly at a tie (as jnp.maximum and torch.maximum; Python's
+    max on PyTorch tensors gives it all to the first). A Python float (int) when every
+    argument is one, as Python's. ``max(v)`` of a traced 1-D array is np.max(v)."""
+    pyfn, prim = getattr(builtins, name), {"max": "maximum", "min": "minimum"}[name]
+
+    def handler(b, args, kwargs):
+        if not any(isinstance(x, Value) for x in [*args, *_items(args), *kwargs.values()]):
+            given = dict(kwargs)
+            kwargs.clear()
+            return pyfn(*args, **given)  # known while compiling: Python's own
+        if kwargs:
+            raise CallError("with `key=` or `default=` is not supported on traced values",
+                            f"compute the keys first, or use np.{name}/np.arg{name}")
+        if len(args) == 1 and isinstance(args[0], Value):
+            return _extreme_of_array(b, name, args[0])
+        items = _items(args) or list(args)
+        if not all(_is_number(x) for x in items):
+            raise CallError("of arrays compares them with `>`, whose truth value is ambiguous",
+                            f"use np.{prim}(a, b) for the elementwise {name}")
+        out = items[0]
+        for x in items[1:]:
+            out = b.emit(prim, (out, x))
+        kinds = {x.aval.kind if isinstance(x, Value) else type(x).__name__ for x in items}
+        if kinds <= {"float", "int", "bool"}:  # Python numbers only: a Python number
+            return b.emit("to_float" if "float" in kinds else "to_int", (out,))
+        return out
+    return handler
+
+
+def _items(args) -> list:
+    """The items of ``max([a, b])``'s one list or tuple argument, else []."""
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else []
+
+
+def _is_number(x) -> bool:
+    return x.aval.known_shape == () if isinstance(x, Value) else np.ndim(x) == 0
+
+
+def _extreme_of_array(b, name, x):
+    if x.aval.kind == "list":
+        raise CallError("of a list built by a while loop is not supported",
+                        f"keep a running {name} in the loop")
+    if x.aval.ndim == 1:  # Python iterates the entries
+        return b.emit(name, (x,))
+    what = "a 0-d value, which is not iterable" if x.aval.known_shape == () else (
+        "an array of more than one dimension: Python compares its rows")
+    raise CallError(f"of {what}", f"use np.{name}(x) (with axis= for rows)")
 
 
 def _clip(b, args, kwargs):
@@ -255,6 +306,8 @@ def _len(b, args, kwargs):
 FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
 FUNCTIONS.update({np.absolute: _ufunc("abs"), np.mod: _ufunc("remainder"),  # (= np.remainder)
                   builtins.abs: _builtin_abs, builtins.int: _int,
+                  builtins.max: _builtin_extreme("max"),
+                  builtins.min: _builtin_extreme("min"),
                   np.clip: _clip, np.argsort: _argsort,
                   np.where: _where})
 FUNCTIONS.update({getattr(np, n): _reduce(n) for n in _REDUCE_PARAMS})
@@ -268,6 +321,7 @@ FUNCTIONS.update({
     builtins.len: _len,
 })
 FUNCTIONS.update(creation.FUNCTIONS)
+FUNCTIONS.update(diagonal.FUNCTIONS)  # np.diag of a traced array (else folded, as above)
 
 
 def register_call(fn, handler):
@@ -291,6 +345,7 @@ METHODS = {
     "dot": _as_method(_dot),
     "copy": lambda b, x, args, kwargs: b.emit("copy", (x, *positional(args, 0))),
     **creation.METHODS,
+    **diagonal.METHODS,
     "squeeze": _as_method(FUNCTIONS[np.squeeze]),
     "clip": _as_method(_clip),
     "argsort": _as_method(_argsort),

@@ -17,6 +17,7 @@ import numpy as np
 
 from .inplace import Unreadable
 from .loops import LoopLowering, _aval
+from .shortcircuit import runs_unconditionally
 from ..ir import Aval, Block, Literal, Node, Value
 
 
@@ -131,21 +132,49 @@ class ControlLowering(LoopLowering):
         return out
 
     def expr_BoolOp(self, node):
-        """``and``/``or``: Python's on values known while compiling, else elementwise logic on
-        0-d booleans (nothing here has side effects, so short-circuiting changes nothing)."""
-        prim = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
+        """``and``/``or`` short-circuit as Python's: an operand known while compiling decides
+        while compiling; after a traced one, the next operand runs only where it is needed (a
+        ``cond`` on what came before), unless it is cheap and cannot raise, which then runs
+        unconditionally and meets it in ``np.logical_and``/``np.logical_or`` (see
+        .shortcircuit). On boolean arrays (Python refuses their truth value) it is the
+        elementwise logic."""
+        is_and = isinstance(node.op, ast.And)
         result = None
         for operand in node.values:
-            v = self.expr(operand)
+            block = Block()
+            with self.b.into(block):
+                v = self.expr(operand)
+                inline = runs_unconditionally(self, block)  # (finds producers from inside)
             if not isinstance(v, Value):
-                if isinstance(node.op, ast.And) and not v or isinstance(node.op, ast.Or) and v:
+                self.b.target.extend(block.nodes)
+                if is_and and not v or not is_and and v:
                     return v  # decided while compiling
                 continue
             if v.aval.dtype != "bool":
                 raise self.src.error(operand, "`and`/`or` on arrays compile only for booleans",
                                      "compare first (x > 0), or use np.logical_and")
-            result = v if result is None else self.b.emit(prim, (result, v))
+            result = self.bool_step(node, is_and, result, v, block, inline)
         return result if result is not None else self.expr(node.values[-1])
+
+    def bool_step(self, node, is_and, result, v, block, inline):
+        """``result and v`` (``or``), where ``block`` computes ``v``: inline where ``v`` may
+        run unconditionally (``inline``) or either is an array (elementwise logic), else a
+        ``cond`` running ``block`` only where ``result`` leaves the answer open."""
+        prim = "logical_and" if is_and else "logical_or"
+        if result is None or inline or not result.aval.known_shape == v.aval.known_shape == ():
+            self.b.target.extend(block.nodes)
+            return v if result is None else self.b.emit(prim, (result, v))
+        aval = self.join(node, "`and`/`or`", [result.aval, v.aval], "branch")
+        decided = Block()
+        with self.b.into(decided):
+            decided.outputs.append(self.coerce(not is_and, aval))
+        with self.b.into(block):
+            block.outputs.append(self.coerce(v, aval))
+        out = Value(aval)
+        blocks = (block, decided) if is_and else (decided, block)
+        self.b.target.append(Node("cond", (result,), {}, (out,), self.b.source, "forward",
+                                  blocks))
+        return out
 
     def check_condition(self, node, test):
         if test.aval.known_shape != ():

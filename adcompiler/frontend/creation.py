@@ -68,7 +68,8 @@ def _float(b, args, kwargs):
 
 def _array(copy):
     """``np.array``/``np.asarray``: of literals, a constant made while compiling; of a traced
-    array, a copy (np.array) or the array itself (np.asarray)."""
+    array, a copy (np.array) or the array itself (np.asarray); of a list holding traced
+    values, their ``np.stack``."""
     def handler(b, args, kwargs):
         (x,) = positional(args, 1)
         dtype = kwargs.pop("dtype", None)
@@ -76,13 +77,30 @@ def _array(copy):
             raise CallError(f"unsupported keyword {next(iter(kwargs))}=", "pass the data only")
         if not contains_value(x):
             return made(np.array(x, dtype=dtype))
-        if not isinstance(x, Value):
-            raise CallError("np.array of a list of traced values is not supported",
-                            "use np.stack([...])")
+        fresh = not isinstance(x, Value)
+        if fresh:  # a list of traced values (and numbers): a new array
+            x = _stacked(b, x)
         if dtype is not None and np.dtype(dtype).name != x.aval.dtype:
             return b.emit("astype", (x,), {"dtype": np.dtype(dtype).name})
-        return b.emit("copy", (x,)) if copy else x
+        return b.emit("copy", (x,)) if copy and not fresh else x
     return handler
+
+
+def _stacked(b, items):
+    """``np.array([a, b, ...])`` of traced values: ``np.stack`` of the items (nested lists
+    row by row), which NumPy computes alike where every item has one shape."""
+    if not isinstance(items, (list, tuple)):
+        return items
+    if not items:
+        raise CallError("of an empty list mixed with traced values is not supported",
+                        "give every row the same number of entries")
+    rows = [_stacked(b, item) for item in items]
+    shapes = {r.aval.known_shape if isinstance(r, Value) else np.shape(r) for r in rows}
+    if len(shapes) > 1:
+        raise CallError(f"of a list whose items have different shapes ({sorted(shapes)}) is "
+                        "ragged, which NumPy refuses too", "give every item the same shape")
+    return b.stack([r if isinstance(r, Value) or np.ndim(r) == 0 else b.constant(made(
+        np.asarray(r))) for r in rows])
 
 
 def _scalar_type(dtype):

@@ -208,6 +208,21 @@ def rebind_hint(stmt, name) -> str:
     return f"write `{name} = {name} {op} ...` to make a new array instead"
 
 
+def alias_copy_hint(tree, name, other) -> str:
+    """The hint for ``name`` updated in place inside a loop while ``other`` names its array:
+    one name for the array (NumPy's meaning: the update shows under both), or a copy where
+    one name was bound to the other, as the function's assignments show (``acc = x`` becomes
+    ``acc = x.copy()``)."""
+    pairs = {(t.id, n.value.id) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+             and isinstance(n.value, ast.Name) for t in n.targets if isinstance(t, ast.Name)}
+    if (other, name) in pairs and (name, other) not in pairs:
+        name, other = other, name
+    where = (f"`{name} = {other}.copy()` instead of `{name} = {other}`" if (name, other) in pairs
+             else f"`{name} = {other}.copy()` where `{name}` takes `{other}`'s array")
+    return (f"copy it ({where}) if `{other}` should keep its values; if the update should show "
+            "under both names, as in NumPy, use one name for the array")
+
+
 def _is_mutable_array(x) -> bool:
     """Arrays are updated in place; Python numbers and NumPy scalars (shape ()) are not."""
     return isinstance(x, Value) and not x.aval.is_scalar and x.aval.shape != ()

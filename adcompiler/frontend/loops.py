@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from . import jumps, reversed_range
-from .inplace import AfterBreak, InLoopOnly, Unreadable
+from .inplace import AfterBreak, InLoopOnly, Unreadable, alias_copy_hint
 from .setitem import add_at_target
 from ..ir import Aval, Block, Literal, Node, Value
 
@@ -205,8 +205,7 @@ class LoopLowering:
             if others:
                 raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
                                      f"`{others[0]}` names the same array",
-                                     f"copy it first ({others[0]} = {name}.copy()) so each "
-                                     "name has its own array")
+                                     alias_copy_hint(self.src.tree, name, others[0]))
             self.stale_before_loop(node, name, value)
 
     def check_row_updates(self, stmt):

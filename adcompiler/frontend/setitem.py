@@ -36,17 +36,38 @@ class SetitemLowering:
                                  "np.empty_like, .copy() and the like")
         index = self.expr(target.slice)
         items = index if isinstance(index, tuple) else (index,)
+        new = self.store_changing_slice(old, items, value, op, stmt, target)
+        if new is None:
+            new = self.store_items(old, items, value, op, stmt, target)
+        if new.aval.dtype != old.aval.dtype:
+            new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+        self.update_aliases(stmt, old, new, name)
+        self.bind(target.value, new, stmt)
+
+    def store_items(self, old, items, value, op, stmt, target):
         items = self.constant_masks(old, items, target)  # a mask known now: its positions
         if _mask(items) is not None:
             self.check_masked_value(value, stmt.value)
         if op is not None:
             current = self.subscript_read(old, items, target)
             value = self.b.emit(_OPS[type(op)], (current, self.operand(value, stmt.value)))
-        new = self.store(old, items, self.operand(value, stmt.value), target)
-        if new.aval.dtype != old.aval.dtype:
-            new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
-        self.update_aliases(stmt, old, new, name)
-        self.bind(target.value, new, stmt)
+        return self.store(old, items, self.operand(value, stmt.value), target)
+
+    def store_changing_slice(self, old, items, value, op, stmt, target):
+        """``y[i:] *= 0.9``, ``U[i, i + 1:] = 0.0``: a number stored into a slice whose length
+        changes with the loop counters, as ``whole = np.where(mask, new, whole)`` over the
+        whole axis (see :meth:`.windows.WindowLowering.changing_slice_mask`); None where
+        that does not apply."""
+        masked = self.changing_slice_mask(old, items) if _number(value) else None
+        if masked is None:
+            return None
+        whole, mask = masked
+        full = all(isinstance(x, slice) and x == slice(None) for x in whole)
+        current = old if full else self.subscript_read(old, whole, target)
+        new = value if op is None else self.b.emit(_OPS[type(op)], (
+            current, self.operand(value, stmt.value)))
+        new = self.b.emit("where", (mask, new, current))
+        return new if full else self.store(old, whole, new, target)
 
     def check_masked_value(self, value, node):
         """``y[mask] = v`` compiles as ``np.where(mask, v, y)``: right for a number, or an
@@ -126,6 +147,13 @@ def add_at_target(stmt):
     if is_add_at(stmt) and stmt.value.args and isinstance(stmt.value.args[0], ast.Name):
         return stmt.value.args[0].id
     return None
+
+
+def _number(value) -> bool:
+    """A Python number or a traced 0-d value: what a changing-length slice may store."""
+    if isinstance(value, Value):
+        return value.aval.known_shape == ()
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
 
 def _mask(items):

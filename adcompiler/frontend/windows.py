@@ -22,6 +22,7 @@ distinct and inside the axis, so the adjoint adds ``dx[idx] += g`` instead of ``
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -64,6 +65,8 @@ class WindowLowering:
         if not moving:
             return items
         k = moving[0]
+        if len(moving) == 1:
+            self.check_fixed_width(items[k], node, k, base.aval.ndim)
         if len(moving) > 1 or any(not _basic(item) for j, item in enumerate(items) if j != k):
             raise self.refuse_moving(items[k], "a slice that moves with the loop counter must "
                                      "be the only index here other than plain slices",
@@ -72,6 +75,50 @@ class WindowLowering:
         axis = _axis(items, k, base.aval.ndim)
         index = self.window_index(items[k], base.aval.shape[axis])
         return items[:k] + (index,) + items[k + 1:]
+
+    def check_fixed_width(self, item: MovingSlice, node, k, ndim):
+        """The located error for a slice whose length changes with the loop counters
+        (``x[i + 1:]``), with a hint that masks the whole axis instead."""
+        start = self.affine(item.start if item.start is not None else 0)
+        stop = self.affine(item.stop if item.stop is not None else 0)  # the end: a constant
+        if start is None or stop is None or _difference(stop, start) is not None:
+            return
+        what = ("this slice's length changes from one iteration to the next, so its shape is "
+                "not known when compiling")
+        if min(self.bounds(start)[0], self.bounds(stop)[0]) < 0:
+            raise self.refuse_moving(item, what + ", and a bound is negative on some iteration "
+                                     "(where NumPy counts from the end)", "adjust the loop's "
+                                     "range so that the bounds stay at least 0")
+        raise self.refuse_moving(item, what, mask_hint(self.src, node, k, ndim))
+
+    def changing_slice_mask(self, base: Value, items: tuple):
+        """For a store of a number into a slice whose length changes with the loop counters
+        (``y[i:] *= 0.9``, ``U[i, i + 1:] = 0.0``): the items with that slice made whole and
+        the mask of the slice's entries in the whole (``np.arange(n) >= i``, shaped to
+        broadcast), so the store is ``whole = np.where(mask, new, whole)``, exactly NumPy's.
+        None where that does not apply (then :meth:`windows` says why)."""
+        moving = [k for k, item in enumerate(items) if isinstance(item, MovingSlice)]
+        shape = base.aval.known_shape
+        if len(moving) != 1 or shape is None or not all(map(_plain_item, items)):
+            return None
+        k, item = moving[0], items[moving[0]]
+        start = self.affine(item.start if item.start is not None else 0)
+        stop = self.affine(item.stop) if item.stop is not None else ({}, 0)
+        if (not (item.step is None or type(item.step) is int and item.step == 1)
+                or start is None or stop is None
+                or _difference(stop, start) is not None
+                or min(self.bounds(start)[0], self.bounds(stop)[0]) < 0):
+            return None  # a negative bound wraps in NumPy's slice: not this mask
+        consumed = [x is not None for x in items]
+        axis, after = sum(consumed[:k]), sum(
+            x is None or isinstance(x, slice) for x in items[k + 1:]) + len(shape) - sum(consumed)
+        positions = self.constant(_offsets(shape[axis], 1), "positions")
+        mask = self.b.emit("greater_equal", (positions, 0 if item.start is None else item.start))
+        if item.stop is not None:
+            mask = self.b.emit("logical_and", (mask, self.b.emit("less", (positions, item.stop))))
+        if after:
+            mask = self.b.emit("reshape", (mask,), {"shape": (shape[axis],) + (1,) * after})
+        return items[:k] + (slice(None),) + items[k + 1:], mask
 
     def window_index(self, item: MovingSlice, length: int) -> Window:
         step = 1 if item.step is None else item.step
@@ -178,3 +225,53 @@ def _axis(items, k, ndim) -> int:
     if any(item is Ellipsis for item in items[:k]):
         return ndim - sum(consumes[k:])
     return sum(consumes[:k])
+
+
+_MASK_HINT = ("slice a window of fixed width (x[t:t + 3]), or keep the whole axis and zero "
+              "what lies outside the slice with np.where")
+
+
+def mask_hint(src, node, k, ndim) -> str:
+    """The hint for ``node``, a subscript whose item ``k`` is a slice of changing length:
+    the whole axis with the entries outside the slice masked, written in the user's terms:
+    ``np.where(np.arange(U.shape[1]) >= i + 1, U[i], 0.0)`` for ``U[i, i + 1:]`` (a sum or a
+    dot product over it is unchanged), ``y = np.where(..., new, y)`` for a store."""
+    elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    item = elts[k] if k < len(elts) else None
+    if (not isinstance(item, ast.Slice) or item.step is not None or ndim is None
+            or not isinstance(node.value, ast.Name) or any(map(_is_ellipsis, elts))):
+        return _MASK_HINT
+    base = src.text(node.value)
+    positions = f"np.arange({base}.shape[{sum(not _is_none(e) for e in elts[:k])}])"
+    tests = [f"{positions} {op} {src.text(bound)}"
+             for op, bound in ((">=", item.lower), ("<", item.upper)) if bound is not None]
+    mask = tests[0] if len(tests) == 1 else f"np.logical_and({', '.join(tests)})"
+    after = (sum(isinstance(e, ast.Slice) or _is_none(e) for e in elts[k + 1:])
+             + ndim - sum(not _is_none(e) for e in elts))
+    if after:
+        mask = f"({mask})[:{', None' * after}]"
+    rest = [src.text(e) for e in elts[:k]] + [":"] + [src.text(e) for e in elts[k + 1:]]
+    while rest and rest[-1] == ":":
+        rest.pop()
+    whole = f"{base}[{', '.join(rest)}]" if rest else base
+    if isinstance(node.ctx, ast.Store):
+        return (f"update the whole axis under a mask: `{whole} = np.where({mask}, <new "
+                f"values>, {whole})`, or use a window of fixed width")
+    return (f"keep the whole axis and zero the entries outside the slice, which leaves a sum "
+            f"or a dot product over it unchanged: `np.where({mask}, {whole}, 0.0)`")
+
+
+def _plain_item(x) -> bool:
+    """Ints (traced 0-d ones too), slices, None and moving slices: no array, no ``...``."""
+    if isinstance(x, Value):
+        return x.aval.known_shape == () and np.dtype(x.aval.dtype).kind in "iu"
+    return x is None or isinstance(x, (slice, MovingSlice, int, np.integer)) and not isinstance(
+        x, bool)
+
+
+def _is_none(e) -> bool:
+    return isinstance(e, ast.Constant) and e.value is None
+
+
+def _is_ellipsis(e) -> bool:
+    return isinstance(e, ast.Constant) and e.value is Ellipsis
