@@ -120,13 +120,7 @@ def branch_solve_fwd(a, b):
     return x, (a, x)
 
 
-def branch_solve_bwd(res, g):
-    a, x = res
-    gb = np.linalg.solve(a.T, g)
-    return (-np.outer(gb, x), gb)
-
-
-branch_solve.defvjp(branch_solve_fwd, branch_solve_bwd)
+branch_solve.defvjp(branch_solve_fwd, solve_bwd)
 
 
 def solve_if_positive(a, b, s):
