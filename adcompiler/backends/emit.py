@@ -9,7 +9,6 @@ temporary used once is inlined into its user's expression; each adjoint block is
 from __future__ import annotations
 
 import ast
-import keyword
 from dataclasses import dataclass
 
 import astor
@@ -22,11 +21,11 @@ from .distinct import distinct_guard
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
+from .naming import BUILTINS, RESERVED, Naming
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
                       stack_is_dead, stack_rows)
 
-RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
 
 _HELPERS = {"_sum_to": '''
 def _sum_to(g, shape):
@@ -45,7 +44,7 @@ def _last_writes(shape, index):
 '''}
 
 
-class Emitter(BufferedEmission, InPlaceEmission):
+class Emitter(Naming, BufferedEmission, InPlaceEmission):
     """Names values and writes statements; see the module docstring for what it guarantees."""
 
     def __init__(self, graph, xp_name="np", plain=False):
@@ -54,7 +53,6 @@ class Emitter(BufferedEmission, InPlaceEmission):
         self.uses_numexpr = False  # set once a chain calls numexpr: the module imports it
         self.uses_threads = False  # set once a ufunc is cut over threads (runtime.threaded)
         self.live = Liveness(graph)
-        self.pool = Pool()
         # stacked values computed into their stack's row (h = np.tanh(..., out=hs[t]))
         self.rows = {} if plain or xp_name != "np" else stack_rows(graph)
         self.sharing = Sharing(graph, self.rows)  # which values may hold one array
@@ -63,53 +61,12 @@ class Emitter(BufferedEmission, InPlaceEmission):
         self.chains = set() if plain else set(buffered_chains(graph))
         self.names: dict = {}      # Value -> Python name
         self.holders: dict = {}    # Python name -> the values stored under it over time
-        self.taken: set = set(RESERVED)
+        self.taken: set = RESERVED | BUILTINS
+        self.pool = Pool(self.taken)
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
         self.stacks = set() if plain else pooled_stacks(graph, self.sharing) | rows
-
-    # ---- names --------------------------------------------------------------------------------
-    def name(self, v: Value, at=None, path=()) -> str:
-        """``v``'s Python name: the user's when free. Defined at statement ``at``, a value may
-        take over the name of values no longer read (``dl1 = dl1 + dl2``), and a value flowing
-        into a branch's or loop's slot is computed straight into it."""
-        if v in self.names:
-            return self.names[v]
-        if v in self.prefer:
-            slot, partners = self.prefer[v]
-            if at is not None and not self._conflict(slot, at, path, partners):
-                return self._bind(v, slot)
-        if v.name is None:  # a temporary: t1, t2, ... never shared with another value
-            k = 1
-            while f"t{k}" in self.taken:
-                k += 1
-            return self._bind(v, f"t{k}")
-        base = _base(v.name, v.origin)
-        if keyword.iskeyword(base) or base in RESERVED or not base.isidentifier():
-            base = base + "_"
-        if (at is not None and base in self.holders and not self._conflict(base, at, path, {v})
-                and not (self.plain and any(h.aval != v.aval for h in self.holders[base]))):
-            return self._bind(v, base)  # (plain code, read again, keeps one aval per name)
-        n, k = base, 0
-        while n in self.taken:
-            k += 1
-            n = f"{base}_{k}"
-        return self._bind(v, n)
-
-    def _partners(self, v) -> set:
-        """The values sharing ``v``'s slot: ``v`` and, through nested phis, the outer ones."""
-        return {v} | (self.prefer[v][1] if v in self.prefer else set())
-
-    def _conflict(self, name, at, path, partners) -> bool:
-        return any(self.live.read_after(h, at, path)
-                   for h in self.holders.get(name, ()) if h not in partners)
-
-    def _bind(self, v, n):
-        self.names[v] = n
-        self.holders.setdefault(n, []).append(v)
-        self.taken.add(n)
-        return n
 
     def render(self, stmt) -> str:
         return _render(stmt)
@@ -183,7 +140,7 @@ class Emitter(BufferedEmission, InPlaceEmission):
 
     def cond(self, node, args):
         end, path = self.live.end[node], self.live.path[node]
-        slots = [self.name(v, end, path) for v in node.outputs]
+        slots = self.slot_names(node.outputs, end, path)
         lines = [f"if {_expr(args[0])}:"]
         for b, block in enumerate(node.regions):
             for v, slot, x in zip(node.outputs, slots, block.outputs):
@@ -206,17 +163,17 @@ class Emitter(BufferedEmission, InPlaceEmission):
         carried = node.outputs[:len(node.outputs) - m]
         stacked = node.outputs[len(carried):]
         n_expr, inits = args[0], node.inputs[1:]
-        slots = [self.name(v, pos, path) for v in carried]
+        # the count is read after the slots and stacks are assigned: none takes its names
+        counted = {n.id for n in ast.walk(n_expr) if isinstance(n, ast.Name)}
+        slots = self.slot_names(carried, pos, path, counted)
         lines = self.assign_slots(slots, inits)
+        self.bind_slots(slots, [(body, 1)], carried, body.outputs)
         for s in stacked:  # a pooled stack is filled row by row before any row is read
             alloc = (ast.Name(self.pool.take(s.aval, s), ast.Load()) if s in self.stacks
                      else _empty(s, self.xp, self.plain))
-            lines.append(_render(ast.Assign([_store(self.name(s, pos, path))], alloc)))
-        k, *params = body.params
-        for slot, p, v, x in zip(slots, params, carried, body.outputs):
-            self._bind(p, slot)
-            if isinstance(x, Value):
-                self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
+            target = self.name(s, pos, path, counted | set(slots))
+            lines.append(_render(ast.Assign([_store(target)], alloc)))
+        k = body.params[0]
         rng = f"range({_expr(n_expr)})"
         header = f"for {self.name(k)} in {'reversed(' + rng + ')' if node.params.get('reverse') else rng}:"
         inner = self.stack_stores(body, stacked, len(carried), top=True)
@@ -233,15 +190,10 @@ class Emitter(BufferedEmission, InPlaceEmission):
         m = node.params.get("stacked", 0)
         carried = node.outputs[:len(node.outputs) - m]
         stacked = node.outputs[len(carried):]
-        slots = [self.name(v, pos, path) for v in carried]
+        slots = self.slot_names(carried, pos, path)
         lines = self.assign_slots(slots, node.inputs)
-        lines += [f"{self.name(s, pos, path)} = []" for s in stacked]
-        for block in (test, body):
-            for slot, p, v in zip(slots, block.params, carried):
-                self._bind(p, slot)
-        for slot, v, x in zip(slots, carried, body.outputs):
-            if isinstance(x, Value):
-                self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
+        self.bind_slots(slots, [(test, 0), (body, 0)], carried, body.outputs)
+        lines += [f"{self.name(s, pos, path, slots)} = []" for s in stacked]
         check = [] if self._inline_test(test) else self.statements(test.nodes)
         pred = _expr(self.atom(test.outputs[0]))
         inner = self.stack_stores(body, stacked, len(carried), top=True)
@@ -336,17 +288,6 @@ def _empty(v, xp_name, plain=False):
                     [ast.keyword("dtype", dtype_expr(v.aval.dtype, xp_name))])
 
 
-def _base(name, origin=None):
-    """The user's name behind an SSA name: ``dl1`` for ``dl1_2``; ``t`` for a temporary. A
-    value from the user's variable (``origin``) keeps that name whole: ``w_1`` stays ``w_1``."""
-    if not name:
-        return "t"
-    if origin and (name == origin or _base(name) == origin):
-        return origin
-    head, _, tail = name.rpartition("_")
-    return head if head and tail.isdigit() else name
-
-
 def _render(stmt) -> str:
     # One statement per line: astor's pretty-printer would wrap long lines mid-call.
     return astor.to_source(stmt, pretty_source="".join).rstrip("\n")
@@ -380,10 +321,11 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
         em = CupyEmitter(graph, xp_name, plain, fname)
     else:
         em = Emitter(graph, xp_name, plain)
+    em.reserve(f"_{fname}_buffers", f"_new_{fname}_buffers")  # the pool's module-level names
     for p in graph.params:
-        assert em.name(p) == p.name, f"parameter {p.name!r} must keep its name"
+        em.name_param(p)
     for v in graph.consts:
-        em.name(v)
+        em.name_global(v)
     lines = em.body()
     module, take, give = em.pool_prologue(fname)
     guard = [] if plain else distinct_guard(graph, xp_name)  # f(a, a) writing into a

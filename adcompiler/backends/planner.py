@@ -189,7 +189,8 @@ def _computable_into_buffer(node) -> bool:
 class Pool:
     """Buffers of exact (shape, dtype), taken and released as values live and die."""
 
-    def __init__(self):
+    def __init__(self, taken=None):
+        self.taken = set() if taken is None else taken  # names in use: a buffer takes none
         self.buffers = []        # (name, shape, dtype), in order of creation
         self.free = {}           # (shape, dtype) -> names
         self.holder = {}         # buffer name -> the value it holds (None for a temporary)
@@ -202,7 +203,11 @@ class Pool:
         return name
 
     def _new(self, key):
-        name = f"_buf{len(self.buffers)}"
+        k = len(self.buffers)
+        while f"_buf{k}" in self.taken:
+            k += 1
+        name = f"_buf{k}"
+        self.taken.add(name)
         self.buffers.append((name, *key))
         return name
 

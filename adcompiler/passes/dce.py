@@ -1,9 +1,13 @@
 """Dead-code elimination: drop every node none of whose outputs is read, in every region.
 
 Invariant: primitives have no side effects, so an unread node can always go. A region node stays
-while any value defined inside it is read. A ``cond`` whose
-outputs are partly unread loses those outputs (and the matching block yields); a loop keeps its
-carried values (the next iteration reads them) but loses unread stacked outputs.
+while any value defined inside it is read. A ``cond`` whose outputs are partly unread loses those
+outputs (and the matching block yields); a loop loses its unread stacked outputs, and the carried
+values that nothing needs: a carried value whose result is unread after the loop and whose body
+param (and while-test param) feeds only its own next value, or other such dead carried values
+(``total = total + z`` in a gradient that never reads ``total``), goes with its initial value,
+its params, its next value and the code computing it. Carried values the next iteration reads
+for anything live stay.
 """
 
 from __future__ import annotations
@@ -22,24 +26,86 @@ def _mark(live, xs):
     live.update(x for x in xs if isinstance(x, Value))
 
 
-def _sweep(nodes, live):
-    """Keep live nodes, walking backwards; marks what they read as live."""
+def _sweep(nodes, live, dry=False):
+    """Keep live nodes, walking backwards; marks what they read as live. ``dry``: change no
+    node, only mark what the sweep would (for the carried values' fixpoint)."""
     kept = []
     for node in reversed(nodes):
         if not any(v in live for v in node.outputs) and not _inner_live(node, live):
             continue
-        if node.prim == "cond":
-            _prune_outputs(node, range(len(node.outputs)), live)
-        elif node.prim in ("loop", "while"):
-            carried = len(node.outputs) - node.params.get("stacked", 0)
-            _prune_outputs(node, range(carried, len(node.outputs)), live)
-            _mark(live, node.outputs[:carried])
-        for block in node.regions:
-            _mark(live, block.outputs)
-            block.nodes = _sweep(block.nodes, live)
-        _mark(live, node.inputs)
+        keep = _kept(node, live)
+        if not dry and keep is not None:
+            _prune(node, keep)
+            keep = None
+        _mark_node(node, keep, live, dry)
         kept.append(node)
     return kept[::-1]
+
+
+def _kept(node, live):
+    """The output positions of a region node that stay (None: all of them)."""
+    n = len(node.outputs)
+    if node.prim == "cond":
+        keep = {i for i in range(n) if node.outputs[i] in live}
+    elif node.prim in ("loop", "while"):
+        carried = _carried(node)
+        stacked = {i for i in range(carried, n) if node.outputs[i] in live}
+        keep = (set(range(carried)) - _dead_carried(node, live)) | stacked
+    else:
+        return None
+    return None if len(keep) == n else keep
+
+
+def _mark_node(node, keep, live, dry):
+    """Mark what ``node`` reads, keeping only the output positions ``keep`` (None: all)."""
+    loop = node.prim in ("loop", "while")
+    if loop:  # a kept carried value stays: the next iteration reads it
+        _mark(live, [v for i, v in enumerate(node.outputs[:_carried(node)]) if _in(i, keep)])
+    for block in node.regions:
+        yields = block.outputs
+        if not (node.prim == "while" and block is node.regions[0]):  # (a test yields its pred)
+            yields = [x for i, x in enumerate(yields) if _in(i, keep)]
+        _mark(live, yields)
+        nodes = _sweep(block.nodes, live, dry)
+        if not dry:
+            block.nodes = nodes
+    inputs = node.inputs
+    if loop and keep is not None:
+        first = 1 if node.prim == "loop" else 0  # a for loop's first input is its count
+        inputs = inputs[:first] + tuple(x for i, x in enumerate(inputs[first:]) if i in keep)
+    _mark(live, inputs)
+
+
+def _in(i, keep) -> bool:
+    return keep is None or i in keep
+
+
+def _carried(node) -> int:
+    return len(node.outputs) - node.params.get("stacked", 0)
+
+
+def _carried_params(node, i) -> list:
+    """The block params holding carried value ``i``: the body's (and a while test's)."""
+    if node.prim == "loop":
+        return [node.regions[0].params[i + 1]]
+    return [block.params[i] for block in node.regions]
+
+
+def _dead_carried(node, live) -> set:
+    """The carried positions of a loop that nothing live needs: the result is unread and the
+    params feed only dead values. A fixpoint: start from every unread result, and revive those
+    whose params a dry sweep of the kept ones finds read."""
+    carried = _carried(node)
+    dead = {i for i in range(carried) if node.outputs[i] not in live}
+    stacked = {i for i in range(carried, len(node.outputs)) if node.outputs[i] in live}
+    while dead:
+        trial = set(live)
+        _mark_node(node, (set(range(carried)) - dead) | stacked, trial, dry=True)
+        revived = {i for i in dead if any(p in trial for p in _carried_params(node, i))}
+        if not revived:
+            break
+        dead -= revived
+    return dead
 
 
 def _inner_live(node, live) -> bool:
@@ -49,14 +115,22 @@ def _inner_live(node, live) -> bool:
         p in live for n in walk([node]) for blk in n.regions for p in blk.params)
 
 
-def _prune_outputs(node, positions, live):
-    """Drop the outputs at ``positions`` that nobody reads, with their block yields."""
-    dead = {i for i in positions if node.outputs[i] not in live}
-    if not dead:
-        return
+def _prune(node, keep):
+    """Keep only the outputs at positions ``keep``, with their block yields, and for a loop's
+    carried values their initial values and block params."""
+    dead = set(range(len(node.outputs))) - keep
+    if node.prim in ("loop", "while"):
+        carried = _carried(node)
+        gone = sorted(i for i in dead if i < carried)
+        params = {id(p) for i in gone for p in _carried_params(node, i)}
+        for block in node.regions:
+            block.params = [p for p in block.params if id(p) not in params]
+        first = 1 if node.prim == "loop" else 0
+        node.inputs = node.inputs[:first] + tuple(
+            x for i, x in enumerate(node.inputs[first:]) if i not in dead)
+        node.params = {**node.params, "stacked": node.params.get("stacked", 0)
+                       - len(dead - set(gone))}
     node.outputs = tuple(v for i, v in enumerate(node.outputs) if i not in dead)
     for block in node.regions[-1:] if node.prim == "while" else node.regions:
         # a block yields one value per node output, in order (a while's test yields its pred)
         block.outputs = [x for i, x in enumerate(block.outputs) if i not in dead]
-    if node.prim in ("loop", "while"):
-        node.params = {**node.params, "stacked": node.params.get("stacked", 0) - len(dead)}
