@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .backends.emit import RESERVED, emit_module
+from .backends.naming import BUILTINS
 from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
 from .custom import runtime_names
@@ -71,7 +72,9 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
         graph = bind_on_every_path(graph)
     verify(graph)
     fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
-    arg_names = list(arguments) + (["cotangent"] if mode == "vjp" else [])
+    # the seed's own name: `cotangent_1` where a local of the user's holds `cotangent` (it is
+    # passed by position)
+    arg_names = list(arguments) + ([seed.name] if mode == "vjp" else [])
     return _emit_and_load(graph, fname, arg_names, plain, backend)
 
 
@@ -86,6 +89,7 @@ def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
                f"float64 arrays, and here {plan.reason}.")
     emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], doc=doc,
                           plain=plain)                                        # source
+    _check_shadowed_builtins(graph, arg_names, emitted.source)
     constants = {**names, **emitted.constants}
     function = load_backend(emitted.source, fname, constants, backend)
     return Compiled(graph, emitted.source, function, fname, backend, emitted.kernels,
@@ -159,6 +163,17 @@ def _check_parameter_names(graph, names):
         if name in RESERVED and src is not None:
             raise src.error(_parameter(src, name), f"parameter `{name}` has the name of a module or helper the "
                             "generated code reads", f"rename `{name}` (e.g. `{name}_`)")
+
+
+def _check_shadowed_builtins(graph, arg_names, source):
+    """A parameter named ``range``, ``int``, ``reversed`` or ``slice`` where the generated code
+    calls that builtin (a loop's adjoint: ``for k in reversed(range(n))``)."""
+    src = getattr(graph, "source", None)
+    for name in set(arg_names) & BUILTINS:
+        if f"{name}(" in source and src is not None:
+            raise src.error(_parameter(src, name), f"parameter `{name}` has the name of a "
+                            f"builtin the generated code calls (`{name}(...)`)",
+                            f"rename `{name}` (e.g. `{name}_`)")
 
 
 def _parameter(src, name):

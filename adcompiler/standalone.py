@@ -138,8 +138,22 @@ def describe(gradient, signature) -> str:
 
 def _params(fn, mode, wrt=()) -> list:
     """The generated body's parameters: the function's, then the cotangent or the tangents."""
-    extra = {"vjp": ["cotangent"], "jvp": [f"{w}_dot" for w in wrt]}.get(mode, [])
-    return list(inspect.signature(fn).parameters) + extra
+    names = list(inspect.signature(fn).parameters)
+    extra = {"vjp": ["cotangent"], "jvp": tangent_names(names, wrt)}.get(mode, [])
+    return names + extra
+
+
+def tangent_names(names, wrt) -> list:
+    """``x_dot`` for each wrt parameter, ``x_dot_`` where a parameter already has that name (a
+    local of that name in the wrapper would overwrite it)."""
+    taken, out = set(names), []
+    for w in wrt:
+        name = f"{w}_dot"
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        out.append(name)
+    return out
 
 
 def _key(aval):
@@ -262,7 +276,7 @@ class _Writer:
             args.kwonlyargs.append(ast.arg(extra))
             args.kw_defaults.append(None)
         wrt = _wrt(fn, self.module)
-        flat = names + {"vjp": ["cotangent"], "jvp": [f"{w}_dot" for w in wrt]}.get(fn.mode, [])
+        flat = names + {"vjp": ["cotangent"], "jvp": tangent_names(names, wrt)}.get(fn.mode, [])
         doc = "\n".join(textwrap.wrap(_doc(fn, self.module), 92, subsequent_indent="    "))
         lines = [f"def {fn.mode}_{fn.name}({ast.unparse(args)}):", f'    """{doc}"""']
         if fn.mode == "jvp":

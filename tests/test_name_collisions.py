@@ -361,8 +361,6 @@ def cotangent_local(x):
     return cotangent * x
 
 
-@pytest.mark.xfail(reason="pipeline.compile_gradient names the vjp seed `cotangent_1` where a "
-                          "local holds `cotangent`, but writes the parameter `cotangent`")
 def test_a_local_named_cotangent_in_a_vjp():
     assert ad.vjp(cotangent_local)(0.3, cotangent=2.0) == pytest.approx(2.0 * 4.0 * 0.3)
 
@@ -381,8 +379,6 @@ STANDALONE_DOT_PARAMETER = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.xfail(reason="standalone.py names the wrapper's tangent locals `<wrt>_dot`, which "
-                          "overwrites a parameter of that name")
 def test_a_parameter_named_like_a_tangent_in_the_standalone_module(tmp_path, monkeypatch):
     path = tmp_path / "dotted.py"
     path.write_text(STANDALONE_DOT_PARAMETER)
@@ -392,3 +388,16 @@ def test_a_parameter_named_like_a_tangent_in_the_standalone_module(tmp_path, mon
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.jvp_velocity(0.3, 2.0, tangents=1.0) == pytest.approx((0.69, 2.6))
+
+
+def loop_with_range_parameter(x, range):
+    acc = 0.0
+    for i in np.arange(3):
+        acc = acc + x[i] * range
+    return acc
+
+
+def test_a_parameter_named_like_a_builtin_the_adjoint_calls_is_located():
+    with pytest.raises(ad.CompileError, match=r"parameter `range` has the name of a builtin") as info:
+        ad.grad(loop_with_range_parameter)(np.ones(3), 2.0)
+    assert info.value.lineno == loop_with_range_parameter.__code__.co_firstlineno
