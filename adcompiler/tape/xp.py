@@ -105,6 +105,8 @@ def compute(prim: str, data, params: dict):
             "elementwise", "reduction", "linalg", "shape", "creation"):
         if not is_device_array(data[0]) and prim in _ARRAYS_ONLY:
             data[0] = xp.asarray(data[0])   # CuPy's functions take arrays; ufuncs take scalars
+        if prim in _BOTH_ARRAYS:            # np.outer(x, 0.0): a scalar second operand too
+            data = [d if is_device_array(d) else xp.asarray(d) for d in data]
         return getattr(xp, prim)(*data, **kw)
     return evaluate(prim, data, params)     # module-free: getitem, list_get, to_float, custom
 
@@ -136,6 +138,7 @@ def _scatter(xp, out, index, g):
 _MODULE_FREE = {"getitem", "to_float", "to_int"}   # ``evaluate`` runs them on any array
 _ARRAYS_ONLY = {p for p, spec in PRIMS.items()     # a Python scalar first: a 0-d array
                 if spec.family in ("reduction", "linalg", "shape", "creation")} | {"where", "clip"}
+_BOTH_ARRAYS = {"dot", "outer", "matmul"}   # cupy.outer(x, 0.0) raises: every operand
 _ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **params)``
     "concatenate": lambda xp, *xs, axis=0: xp.concatenate([xp.asarray(x) for x in xs], axis),
     "stack": lambda xp, *xs, axis=0: xp.stack([xp.asarray(x) for x in xs], axis),
