@@ -73,10 +73,12 @@ class GradCheckReport:
         return "\n".join(lines)
 
 
-def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-6, eps=1e-4, raise_on_failure=True,
+def check_grad(f, *args, wrt=None, rtol=1e-5, atol=1e-6, eps=1e-4, raise_on_failure=True,
                **kwargs) -> GradCheckReport:
     """Check ``adcompiler.grad(f, wrt=wrt)`` at ``args`` against the dynamic tape
     (:func:`adcompiler.tape.dynamic_grad`) and central finite differences in float64.
+    ``f`` may be a decorated gradient (``@ad.grad(wrt=...) def loss``): then the gradient it
+    computes is checked, with its own ``wrt`` (not the derivative of that gradient).
 
     Returns a :class:`GradCheckReport` (``.ok``, ``.worst``, one :class:`InputCheck` per wrt
     input); raises :class:`GradientCheckError` (an AssertionError) when an input's compiled
@@ -85,6 +87,7 @@ def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-6, eps=1e-4, raise_on_failure
     so and the check is against finite differences alone.
     """
     from .tape import dynamic_grad
+    f, wrt = _undecorated(f, wrt)
     names = grad(f, wrt=wrt).wrt
     compiled = grad(f, wrt=names)(*_copies(args), **_copies(kwargs))
     try:
@@ -99,6 +102,19 @@ def check_grad(f, *args, wrt=0, rtol=1e-5, atol=1e-6, eps=1e-4, raise_on_failure
     if raise_on_failure and not report.ok:
         raise GradientCheckError(_explain(report), report)
     return report
+
+
+def _undecorated(f, wrt):
+    """``(function, wrt)`` to check: a decorated gradient's primal and its own wrt."""
+    from .api import GradientFunction, TangentFunction
+    if not isinstance(f, GradientFunction) or isinstance(f, TangentFunction) or \
+            f.mode not in ("grad", "value_and_grad"):
+        return f, 0 if wrt is None else wrt
+    if wrt is not None and grad(f.primal, wrt=wrt).wrt != f.wrt:
+        raise TypeError(f"check_grad of {f.mode}({f.primal.__name__}, wrt={f.wrt!r}) checks "
+                        f"that gradient, with respect to {f.wrt!r}, not wrt={wrt!r}: drop "
+                        f"wrt=, or pass the undecorated function")
+    return f.primal, f.wrt
 
 
 def numerical_gradient(f, arguments: dict, name: str, eps=1e-4):
