@@ -44,7 +44,18 @@ def matmul_rhs(ops, g, ans, x, y):
         return ops.unbroadcast(ops.squeeze(ops.matmul(_swap(ops, x), _col(ops, g)), axis=-1), y)
     if ops.ndim(x) == 1:                          # (m,) @ (..., m, k) -> (..., k)
         return _col(ops, x) * _row(ops, g)
+    if ops.ndim(y) == 2 and ops.ndim(x) > 2:      # (..., n, m) @ (m, k): a weight's gradient
+        return _flat_rows(ops, x, g)
     return ops.unbroadcast(ops.matmul(_swap(ops, x), g), y)
+
+
+def _flat_rows(ops, x, g):
+    """``sum over the batch of x_b.T @ g_b`` as one product of the rows stacked,
+    ``x.reshape(-1, m).T @ g.reshape(-1, k)``: one BLAS call instead of a batch of small ones
+    and a (..., m, k) intermediate summed away."""
+    rows = (-1, ops.shape(x)[-1])
+    return ops.matmul(ops.transpose(ops.reshape(x, rows)),
+                      ops.reshape(g, (-1, ops.shape(g)[-1])))
 
 
 # ---- products -------------------------------------------------------------------------------
