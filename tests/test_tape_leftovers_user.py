@@ -172,3 +172,16 @@ def test_norms_match_numpy_or_its_error(shape, order, axis):
         got = np.linalg.norm(x, ord=order, axis=axis)
     np.testing.assert_allclose(np.asarray(got.detach().numpy() if hasattr(got, "detach")
                                           else got), want, rtol=1e-12)
+
+
+def spring_forces(k, x):
+    f = k * (x[1:] - x[:-1])
+    force = np.zeros_like(x)   # x is a plain array here: so is force
+    force[:-1] += f
+    return np.sum(force * force)
+
+
+def test_adding_into_a_plain_array_names_the_update_not_only_out():
+    k, x = np.ones(4), np.arange(5.0) ** 2
+    with pytest.raises(TypeError, match=r"`a\[\.\.\.\] \+= t` where `a` is not a tensor"):
+        tape.dynamic_grad(spring_forces, wrt="k")(k, x)

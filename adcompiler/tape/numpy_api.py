@@ -265,6 +265,8 @@ def _store(result, out):
         return adopt(target, result)
     if result._requires_grad and mode.is_grad_enabled():
         raise TypeError("cannot store a result that requires grad into a plain NumPy array "
-                        "(out=): its gradient would be dropped; use a tensor")
+                        "(`out=a`, or `a[...] += t` where `a` is not a tensor): its gradient "
+                        "would be dropped; make `a` a tensor (`tape.tensor(a)`, or "
+                        "`np.zeros_like(t)` of a tensor `t`, not of a plain array)")
     target[...] = result._data
     return target
