@@ -79,9 +79,8 @@ def classify(value, name, differentiate: bool):
         if isinstance(value, (int, bool)):
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is an integer "
                             f"({value!r}); pass a float such as {float(value)!r}")
-        if isinstance(value, list):
-            raise TypeError(f"cannot differentiate with respect to {name!r}: it is a list; "
-                            "pass np.asarray(...) instead")
+        if isinstance(value, (list, tuple, dict)):
+            raise TypeError(_container_message(name, value))
         raise TypeError(f"cannot differentiate with respect to {name!r}: "
                         f"{type(value).__name__} is not a float or an array")
     if isinstance(value, list):
@@ -92,6 +91,23 @@ def classify(value, name, differentiate: bool):
                             "differ in shape, or are arrays of arrays): pass each array as "
                             "its own parameter") from None
     return value
+
+
+def _container_message(name, value) -> str:
+    """Why a list, tuple or dict of parameters cannot be differentiated, and what to write."""
+    kind = type(value).__name__
+    try:
+        one = not isinstance(value, dict) and np.asarray(value).dtype.kind in "fiu"
+    except ValueError:  # ragged: arrays of different shapes
+        one = False
+    if one:
+        return (f"cannot differentiate with respect to {name!r}: it is a {kind}; pass "
+                f"np.asarray({name}) instead")
+    return (f"cannot differentiate with respect to {name!r}: it is a {kind} of arrays, and "
+            "adcompiler differentiates with respect to arrays and floats; make each array its "
+            "own parameter (def loss(W1, b1, W2, b2, x): ..., "
+            "grad(loss, wrt=('W1', 'b1', 'W2', 'b2'))), or concatenate them into one vector "
+            "and slice it inside the function")
 
 
 def input_types(grads, arguments: dict, wrt: tuple) -> tuple:
