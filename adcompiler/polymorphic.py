@@ -161,9 +161,9 @@ class _Job:
         except Exception as exc:  # noqa: BLE001 - other sizes may fail anywhere: keep per shape
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "shape mismatch" in first or "broadcast" in first:
-                raise _NotGeneric("its inputs' sizes are tied to each other (with each size "
-                                  "varied on its own, the code no longer broadcasts: "
-                                  f"{first}); calls must use the example's shapes") from None
+                raise _NotGeneric("its sizes are tied, to each other or to a number in the "
+                                  "code, so calls must use the example's shapes; varied one "
+                                  f"at a time, they do not broadcast: {first}") from None
             raise _NotGeneric(f"compiling it for other sizes fails: {first}") from None
         return Variant(sizes, compiled, cotangent)
 

@@ -374,7 +374,7 @@ def test_the_header_lists_per_shape_reasons_with_one_full_stop(tmp_path):
     done = adcompiler("compile", path)
     assert done.returncode == 0, done.stderr
     header = (tmp_path / "ar_grad.py").read_text().split('"""')[1]
-    assert "- grad_ar: compiling it for other sizes fails" in header
+    assert "- grad_ar: its sizes are tied, to each other or to a number in the code" in header
     assert header.rstrip().endswith(" (3,).")   # the reason's own full stop, not another
 
 

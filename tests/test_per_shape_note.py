@@ -1,5 +1,5 @@
 """A module whose inputs' sizes are tied (``k`` has one entry fewer than ``x``) compiles per
-shape, and the note says why in those words, not as an error in the user's code."""
+shape, and the note says why in those words, not only as an error in the user's code."""
 
 import numpy as np
 
@@ -23,7 +23,7 @@ def test_tied_sizes_are_explained_as_such(tmp_path, capsys):
         ''')
     code, _, err = run(capsys, "compile", module)
     assert code == 0 and "grad_loss (1 signature, per shape)" in err
-    assert "its inputs' sizes are tied to each other" in err
-    assert "calls must use the example's shapes" in err
+    assert "its sizes are tied, to each other or to a number in the code, so calls must use " \
+           "the example's shapes; varied one at a time, they do not broadcast" in err
     m = import_path(tmp_path / "springs_grad.py")
     np.testing.assert_allclose(m.grad_loss(np.ones(3), np.arange(4.0)), [2.0, 2.0, 2.0])
