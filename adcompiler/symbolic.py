@@ -112,13 +112,20 @@ def read(env, x):
 
 
 def number(value):
-    """A Python number as SymPy reads it printed: ``0.5`` is ``1/2``."""
+    """A Python number as SymPy reads it printed: ``0.5`` is ``1/2``; ``log(2)`` and
+    ``log(10)`` (in the rules of log2, log10 and exp2) are SymPy's, which simplify with the
+    logarithms of the values (their 16-digit fractions make ``sympy.simplify`` crawl)."""
     import sympy
     if isinstance(value, bool):
         return sympy.true if value else sympy.false
+    if isinstance(value, float) and value in (_LN2, _LN10):
+        return sympy.log(2 if value == _LN2 else 10)
     if isinstance(value, float) and not math.isfinite(value):
         return sympy.nan if math.isnan(value) else sympy.oo * (1 if value > 0 else -1)
     return sympy.Rational(repr(value)) if isinstance(value, float) else sympy.Integer(value)
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
 def run_nodes(nodes, env):

@@ -22,7 +22,8 @@ argument's shape); the tangent of the result is the sum over the arguments that 
 beside the adjoint rule of the same primitive. For broadcasting primitives :func:`tangent`
 broadcasts each contribution to the result's shape, as :func:`cotangent` sums adjoints back.
 
-Files: ``elementwise.py``, ``reductions.py``, ``linalg.py``, ``shape.py`` (shape and indexing).
+Files: ``elementwise.py``, ``reductions.py``, ``scans.py`` (cumsum, cumprod), ``linalg.py``,
+``shape.py`` (shape and indexing).
 The rule for ``np.tanh`` is in ``elementwise.py`` under "hyperbolic and trigonometric".
 """
 
@@ -115,4 +116,4 @@ def tangent(ops, prim, argnum, dx, ans, args, params):
     return out
 
 
-from . import elementwise, linalg, reductions, shape  # noqa: E402,F401  (registers the rules)
+from . import elementwise, linalg, reductions, scans, shape  # noqa: E402,F401  (the rules)

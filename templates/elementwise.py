@@ -10,6 +10,8 @@ pointwise product (:func:`templates.tangent` broadcasts it to the result's shape
 pointwise, which is what makes the sharing exact; tests check both directions numerically.
 """
 
+import math
+
 from . import defjvp, defvjp
 
 
@@ -53,6 +55,43 @@ _ew("tan",      lambda ops, g, ans, x: g * (1 + ans * ans))
 _ew("arctan",   lambda ops, g, ans, x: g / (1 + x * x))
 _ew("arcsin",   lambda ops, g, ans, x: g / ops.sqrt(1 - x * x))
 _ew("arccos",   lambda ops, g, ans, x: -g / ops.sqrt(1 - x * x))
+# written so that no intermediate overflows or cancels: hypot(x, 1) is sqrt(x*x + 1) without
+# the overflow past 1e154, (x - 1) and (1 - x) are exact near 1 (x*x - 1 is not)
+_ew("arcsinh",  lambda ops, g, ans, x: g / ops.hypot(x, 1.0))
+_ew("arccosh",  lambda ops, g, ans, x: g / (ops.sqrt(x - 1) * ops.sqrt(x + 1)))
+_ew("arctanh",  lambda ops, g, ans, x: g / ((1 - x) * (1 + x)))
+
+# ---- roots, base-2 and base-10 (primitives, not log(x) / log(2): np.log2(8) is 3 exactly) ---
+LN2, LN10 = math.log(2.0), math.log(10.0)   # exact log(2), log(10) to adcompiler.symbolic
+_ew("cbrt",     lambda ops, g, ans, x: g / (3 * ans * ans))   # inf at 0, as PyTorch and JAX
+_ew("log2",     lambda ops, g, ans, x: g / (x * LN2))
+_ew("log10",    lambda ops, g, ans, x: g / (x * LN10))
+_ew("exp2",     lambda ops, g, ans, x: g * ans * LN2)
+
+
+# ---- the distance and the angle of (x, y): at the origin, 0 ----------------------------------
+def _over(ops, x, r):
+    """``x / r``, and 0 where ``r`` is 0 (there ``x`` is 0 too): the origin, where hypot has
+    the kink of ``abs`` (whose rule gives 0) and arctan2 no limit. PyTorch gives 0 for arctan2
+    there (and for ``linalg.norm``), NaN for hypot; 0 for both keeps a norm's gradient finite."""
+    return x / ops.where(ops.equal(r, 0), 1.0, r)
+
+
+def _arctan2_y(ops, g, ans, y, x):
+    """``x / (x*x + y*y)``, as ``(x / r) / r`` with ``r = hypot(y, x)``: no overflow or
+    underflow of the squares."""
+    r = ops.hypot(y, x)
+    return g * _over(ops, _over(ops, x, r), r)
+
+
+def _arctan2_x(ops, g, ans, y, x):
+    r = ops.hypot(y, x)
+    return -g * _over(ops, _over(ops, y, r), r)
+
+
+_ew("hypot",    lambda ops, g, ans, x, y: g * _over(ops, x, ans),
+                lambda ops, g, ans, x, y: g * _over(ops, y, ans))
+_ew("arctan2",  _arctan2_y, _arctan2_x)
 
 
 def _power_base(ops, g, x, y):

@@ -107,7 +107,14 @@ class SymbolicOps:
                        # Python's % and // by their definition (not sympy.Mod: its sign rule
                        # for negative operands has changed between SymPy versions)
                        "remainder": lambda x, y: x - y * sympy.floor(x / y),
-                       "floor_divide": lambda x, y: sympy.floor(x / y)}
+                       "floor_divide": lambda x, y: sympy.floor(x / y),
+                       "hypot": lambda x, y: sympy.sqrt(x ** 2 + y ** 2),
+                       "arctan2": sympy.atan2, "arcsinh": sympy.asinh,
+                       "arccosh": sympy.acosh, "arctanh": sympy.atanh,
+                       "cbrt": lambda x: sympy.sign(x) * sympy.Abs(x) ** sympy.Rational(1, 3),
+                       "log2": lambda x: sympy.log(x, 2), "log10": lambda x: sympy.log(x, 10),
+                       "exp2": lambda x: 2 ** x, "floor": sympy.floor, "ceil": sympy.ceiling,
+                       "rint": sympy.Function("rint"), "trunc": sympy.Function("trunc")}
 
     def __getattr__(self, name):
         return self._names[name]

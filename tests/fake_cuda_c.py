@@ -31,8 +31,11 @@ _MATH = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sq
          "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "sinh": np.sinh,
          "cosh": np.cosh, "atan": np.arctan, "asin": np.arcsin, "acos": np.arccos,
          "fabs": np.abs, "floor": np.floor, "pow": np.power, "fmod": np.fmod,
-         "copysign": np.copysign}
-_TWO_ARGUMENTS = {"pow", "fmod", "copysign"}
+         "copysign": np.copysign, "asinh": np.arcsinh, "acosh": np.arccosh,
+         "atanh": np.arctanh, "cbrt": np.cbrt, "log2": np.log2, "log10": np.log10,
+         "exp2": np.exp2, "hypot": np.hypot, "atan2": np.arctan2, "ceil": np.ceil,
+         "rint": np.rint, "trunc": np.trunc}
+_TWO_ARGUMENTS = {"pow", "fmod", "copysign", "hypot", "atan2"}
 _BINARY = {"*": np.multiply, "/": np.divide, "+": np.add, "-": np.subtract}
 _COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
             "==": np.equal, "!=": np.not_equal}

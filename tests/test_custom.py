@@ -48,7 +48,7 @@ def clip_gradient_bwd(bound, g):
 clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
 
 
-# ---- a black-box call: np.cumsum, which the compiler does not know ------------------------------
+# ---- a call given its own rule: np.cumsum (which the compiler now knows too) --------------------
 @ad.custom_vjp
 def cumsum(x):
     return np.cumsum(x)
@@ -159,8 +159,7 @@ def test_a_clipped_gradient():
 
 
 def test_a_black_box_call():
-    with pytest.raises(ad.CompileError, match="np.cumsum"):
-        ad.grad(naive_cumsum)(np.ones(3))
+    np.testing.assert_allclose(ad.grad(naive_cumsum)(np.ones(3)), [3.0, 2.0, 1.0])  # np's rule
     x, w = RNG.standard_normal(5), RNG.standard_normal(5)
     for i in (0, 1):
         want = numerical(running, (x, w), i)

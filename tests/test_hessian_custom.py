@@ -11,7 +11,6 @@ import pytest
 import adcompiler as ad
 from adcompiler.api import TangentFunction
 from adcompiler.transforms.forward import ForwardModeError
-from tests import test_custom
 from tests.test_custom import cumsum  # a black-box call, with its rule
 
 
@@ -44,6 +43,26 @@ def scaled(x, w):
 
 def use_cumsum(x):
     return np.sum(cumsum(x) ** 2)
+
+
+@ad.custom_vjp
+def sinc_box(x):
+    return np.sinc(x)
+
+
+def sinc_box_fwd(x):
+    return np.sinc(x), x
+
+
+def sinc_box_bwd(x, g):
+    return (g * (np.cos(np.pi * x) - np.sinc(x)) / x,)   # np.sinc: no rule of its own
+
+
+sinc_box.defvjp(sinc_box_fwd, sinc_box_bwd)
+
+
+def use_sinc_box(x):
+    return np.sum(sinc_box(x) ** 2)
 
 
 def constant_lse(x, c):
@@ -107,9 +126,16 @@ def test_forward_over_reverse_refuses_the_rule_calls_instead_of_zeros():
 
 
 def test_a_black_box_rule_is_a_located_error_not_zeros():
-    with pytest.raises(ad.CompileError, match="np.cumsum` has no derivative rule") as info:
-        ad.hessian(use_cumsum)(X)
-    assert info.value.filename == test_custom.__file__   # where cumsum_bwd calls np.cumsum
+    with pytest.raises(ad.CompileError, match="np.sinc` has no derivative rule") as info:
+        ad.hessian(use_sinc_box)(X)
+    assert info.value.filename == __file__   # where sinc_box_bwd calls np.sinc
+
+
+def test_a_rule_that_calls_a_supported_function_is_differentiated_again():
+    """cumsum_bwd calls np.cumsum, which has a rule: the Hessian of sum(cumsum(x)**2) is
+    2 L^T L, L the lower triangle of ones."""
+    lower = np.tril(np.ones((3, 3)))
+    np.testing.assert_allclose(ad.hessian(use_cumsum)(X), 2 * lower.T @ lower, rtol=1e-12)
 
 
 def test_a_custom_call_on_a_constant_keeps_forward_over_reverse():

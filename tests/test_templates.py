@@ -114,6 +114,9 @@ UNARY_DOMAINS = {
     "arctan": (-2, 2, False), "tan": (-1.2, 1.2, False), "log": (0.2, 3, False),
     "sqrt": (0.2, 3, False), "log1p": (-0.8, 3, False), "arcsin": (-0.9, 0.9, False),
     "arccos": (-0.9, 0.9, False), "abs": (0.2, 2, True), "reciprocal": (0.2, 2, True),
+    "arcsinh": (-2, 2, False), "arccosh": (1.2, 3, False), "arctanh": (-0.9, 0.9, False),
+    "cbrt": (0.2, 2, True), "log2": (0.2, 3, False), "log10": (0.2, 3, False),
+    "exp2": (-2, 2, False),
 }
 # Binary elementwise primitives: the domain of each argument (away from poles and kinks).
 BINARY_DOMAINS = {
@@ -122,6 +125,8 @@ BINARY_DOMAINS = {
     "multiply": ((-2, 2, False), (-2, 2, False)),
     "divide": ((-2, 2, False), (0.5, 2, True)),
     "power": ((0.5, 2, False), (-2, 2, False)),
+    "hypot": ((0.2, 2, True), (0.2, 2, True)),
+    "arctan2": ((0.2, 2, True), (-2, 2, False)),   # y away from 0: the jump at y = 0, x < 0
 }
 PIECEWISE_BINARY = ("maximum", "minimum")  # sampled with `distinct`, away from ties
 
@@ -223,6 +228,20 @@ def _prod_with_zeros_cases():
     yield _case("prod", [np.zeros(())], {"axis": 0}, id="prod-0d-zero")
 
 
+def _scan_cases():
+    """cumsum and cumprod along each axis; cumprod also where a slice has one zero, two, or
+    starts with one (where ``revcumsum(g * y) / x`` would be 0/0)."""
+    x = sample((3, 4), 0.5, 1.5, True)
+    for prim in ("cumsum", "cumprod"):
+        for axis in (0, 1):
+            yield _case(prim, [x], {"axis": axis}, id=f"{prim}-axis{axis}")
+        yield _case(prim, [sample((5,))], {"axis": 0}, id=f"{prim}-1d")
+    z = x.copy()
+    z[0, 0] = z[1, 2] = z[2, 1] = z[2, 3] = 0.0
+    for axis in (0, 1):
+        yield _case("cumprod", [z], {"axis": axis}, id=f"cumprod-zeros-axis{axis}")
+
+
 def _linalg_cases():
     matmul_shapes = [((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((2, 3), (3, 4)),
                      ((2, 2, 3), (3, 4)), ((2, 3), (2, 3, 4)), ((3,), (2, 3, 4)),
@@ -315,7 +334,7 @@ def _conversion_cases():
 
 
 CASES = [*_elementwise_cases(), *_remainder_cases(), *_reduction_cases(),
-         *_prod_with_zeros_cases(),
+         *_prod_with_zeros_cases(), *_scan_cases(),
          *_linalg_cases(), *_shape_cases(),
          *_conversion_cases()]
 

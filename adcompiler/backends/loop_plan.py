@@ -48,7 +48,9 @@ SCALAR_PRIMS = frozenset({
     "add", "subtract", "multiply", "divide", "power", "negative", "square", "reciprocal",
     "abs", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
     "cosh", "arctan", "arcsin", "arccos", "sign", "maximum", "minimum", "where",
-    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal"})
+    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+    "arcsinh", "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2", "hypot", "arctan2",
+    "floor", "ceil", "rint", "trunc"})
 _BOOL_PRIMS = frozenset({"greater", "greater_equal", "less", "less_equal", "equal",
                          "not_equal"})
 _PASS = frozenset({"asarray", "to_float", "copy"})   # the same values, other containers

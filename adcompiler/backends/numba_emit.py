@@ -64,10 +64,14 @@ _OWN = {"exp": "vexp", "tanh": "vtanh", "expm1": "vexpm1"}  # from adcompiler.ru
 _CALLS = {"abs": "abs", "log": "math.log", "log1p": "math.log1p", "sqrt": "math.sqrt",
           "sin": "math.sin", "cos": "math.cos", "tan": "math.tan", "sinh": "math.sinh",
           "cosh": "math.cosh", "arctan": "math.atan", "arcsin": "math.asin",
-          "arccos": "math.acos"}
+          "arccos": "math.acos", "arcsinh": "math.asinh", "arccosh": "math.acosh",
+          "arctanh": "math.atanh", "log2": "math.log2", "log10": "math.log10",
+          "cbrt": "np.cbrt", "exp2": "np.exp2"}
 _COMPARE = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
             "equal": "==", "not_equal": "!="}
-_NUMPY = {"sign": "np.sign", "maximum": "np.maximum", "minimum": "np.minimum"}  # NaN as NumPy
+_NUMPY = {"sign": "np.sign", "maximum": "np.maximum", "minimum": "np.minimum",  # NaN as NumPy
+          "floor": "np.floor", "ceil": "np.ceil", "rint": "np.rint", "trunc": "np.trunc",
+          "hypot": "np.hypot", "arctan2": "np.arctan2"}   # the binary ones: all arguments
 _ATOM = 9
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.primitives import PRIMS
-from . import creation, diagonal
+from . import compositions, creation, diagonal, scans
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
@@ -26,7 +26,9 @@ ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "ex
                "arcsin", "arccos", "sinh", "cosh", "abs", "sign", "maximum", "minimum", "where",
                "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
                "logical_and", "logical_or", "logical_not", "reciprocal", "remainder",
-               "floor_divide", "isfinite", "isnan", "isinf"]
+               "floor_divide", "isfinite", "isnan", "isinf", "hypot", "arctan2", "arcsinh",
+               "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2", "floor", "ceil", "rint",
+               "trunc"]
 
 
 class Method(NamedTuple):
@@ -322,6 +324,8 @@ FUNCTIONS.update({
 })
 FUNCTIONS.update(creation.FUNCTIONS)
 FUNCTIONS.update(diagonal.FUNCTIONS)  # np.diag of a traced array (else folded, as above)
+FUNCTIONS.update(compositions.FUNCTIONS)  # np.var, np.diff, np.roll...: other primitives
+FUNCTIONS.update(scans.FUNCTIONS)  # np.cumsum, np.cumprod
 
 
 def register_call(fn, handler):
@@ -346,6 +350,8 @@ METHODS = {
     "copy": lambda b, x, args, kwargs: b.emit("copy", (x, *positional(args, 0))),
     **creation.METHODS,
     **diagonal.METHODS,
+    **compositions.METHODS,
+    **scans.METHODS,
     "squeeze": _as_method(FUNCTIONS[np.squeeze]),
     "clip": _as_method(_clip),
     "argsort": _as_method(_argsort),

@@ -205,7 +205,10 @@ class ExpressionLowering:
         if module.startswith("numpy") or isinstance(func, np.ufunc):
             return self.src.error(node.func, f"`{text}` has no derivative rule in adcompiler",
                                   "write it with supported NumPy functions (np.exp, np.where, "
-                                  "np.sum, ...; see the README), or register a rule")
+                                  "np.sum, ...; see the README), or give it a rule of your own: "
+                                  "call it in a module-level function decorated with "
+                                  "@adcompiler.custom_vjp, and give that function its "
+                                  "backward with .defvjp(fwd, bwd)")
         what = "" if callable(func) else f" ({_describe(func)})"
         return self.src.error(node.func, f"calling `{text}`{what} is not supported in a "
                               "compiled function", "call NumPy functions, math functions, or "

@@ -51,9 +51,16 @@ for _n, _op in [("greater", ">"), ("greater_equal", ">="), ("less", "<"), ("less
 
 # ---- elementwise: functions -----------------------------------------------------------------
 for _n in ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
-           "arctan", "arcsin", "arccos", "sinh", "cosh", "abs", "reciprocal"]:
+           "arctan", "arcsin", "arccos", "sinh", "cosh", "abs", "reciprocal",
+           "arcsinh", "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2"]:
     _def(_n, getattr(np, _n), "elementwise", f"np.{_n}")
 _def("sign", np.sign, "elementwise", "np.sign", differentiable=False)
+# Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
+# decimals) or rint of a scaled value (adcompiler.frontend.compositions).
+for _n in ["floor", "ceil", "rint", "trunc"]:
+    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", differentiable=False)
+for _n in ["hypot", "arctan2"]:
+    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", 2)
 for _n in ["maximum", "minimum", "logical_and", "logical_or"]:
     _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", 2,
          differentiable=not _n.startswith("logical"))
@@ -92,6 +99,10 @@ _def("argsort", np.argsort, "index", "np.argsort", differentiable=False, params=
 # ---- linear algebra -------------------------------------------------------------------------
 _def("dot", np.dot, "linalg", "np.dot", 2)
 _def("outer", np.outer, "linalg", "np.outer", 2)
+# Scans along one axis (an int, >= 0: the frontend flattens for axis=None), linear maps (cumsum)
+# and their products: like the products above, new arrays of NumPy's dtype (int32 sums to int64).
+_def("cumsum", np.cumsum, "linalg", "np.cumsum", params=("axis",))
+_def("cumprod", np.cumprod, "linalg", "np.cumprod", params=("axis",))
 
 # ---- shape and indexing ---------------------------------------------------------------------
 _def("transpose", np.transpose, "shape", "np.transpose", params=("axes",))

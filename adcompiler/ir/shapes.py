@@ -156,7 +156,8 @@ def _shape_of(prim, avals, params):
     if prim in ("zeros", "ones", "full", "sum_to", "scatter_add"):
         shape = params["shape"]
         return (shape,) if isinstance(shape, int) else tuple(shape)
-    if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add", "setitem", "asarray"):
+    if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add", "setitem", "asarray",
+                "cumsum", "cumprod"):
         return shapes[0]
     if prim == "to_float":
         return ()

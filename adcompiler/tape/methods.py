@@ -16,7 +16,7 @@ import numpy as np
 
 from . import inplace, views
 from .numpy_api import dot as numpy_dot
-from .numpy_api import wrap_plain
+from .numpy_api import rounded, scan, wrap_plain
 from .record import apply
 
 _UNARY = ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "sinh",
@@ -213,5 +213,8 @@ for _prim in ("sum", "mean", "prod", "max", "min"):
     setattr(Methods, _prim, _reduction(_prim))
 Methods.amax = _reduction("max", "AmaxBackward0")     # PyTorch's amax, whatever the axis
 Methods.amin = _reduction("min", "AminBackward0")
+Methods.round = lambda self, decimals=0, out=None: rounded(self, decimals, out)  # np.round
+Methods.cumsum = scan("cumsum")     # x.cumsum(axis=None, dtype=None, out=None), as np.cumsum
+Methods.cumprod = scan("cumprod")
 for _name in ("argmax", "argmin", "any", "all", "nonzero"):
     setattr(Methods, _name, _plain(_name))

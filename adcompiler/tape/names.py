@@ -21,6 +21,8 @@ _FIXED = {
     "concatenate": "CatBackward0", "stack": "StackBackward0", "copy": "CloneBackward0",
     "astype": "ToCopyBackward0", "outer": "OuterBackward0", "sum_to": "SumToSizeBackward0",
     "scatter_add": "IndexPutBackward0",
+    "arcsinh": "AsinhBackward0", "arccosh": "AcoshBackward0", "arctanh": "AtanhBackward0",
+    "arctan2": "Atan2Backward0", "cbrt": "PowBackward0", "rint": "RoundBackward0",
 }
 
 

@@ -23,7 +23,9 @@ _UFUNCS = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply",
 for _name in ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
               "sinh", "cosh", "arctan", "arcsin", "arccos", "reciprocal", "sign", "maximum",
               "minimum", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-              "logical_and", "logical_or", "logical_not", "remainder", "floor_divide"]:
+              "logical_and", "logical_or", "logical_not", "remainder", "floor_divide",
+              "hypot", "arctan2", "arcsinh", "arccosh", "arctanh", "cbrt", "log2", "log10",
+              "exp2", "floor", "ceil", "rint", "trunc"]:
     _UFUNCS[getattr(np, _name)] = _name
 
 
@@ -189,7 +191,38 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
 
 def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
     _extras("std", dtype=dtype, out=out, **kw)
-    return np.sqrt(_var(a, axis=axis, ddof=ddof, keepdims=keepdims))
+    var = _var(a, axis=axis, ddof=ddof, keepdims=keepdims)
+    # sqrt's value, and a gradient of 0 where the variance is 0, as the compiler (and PyTorch)
+    return np.sqrt(var + (var == 0)) * (var != 0)
+
+
+def scan(prim):
+    """``np.cumsum``/``np.cumprod`` (and the methods): one primitive along one axis, of the
+    flattened array for ``axis=None``; ``dtype=`` converts first."""
+    def fn(a, axis=None, dtype=None, out=None):
+        _extras(prim, out=out)
+        if dtype is not None and np.dtype(dtype) != _dtype_of(a):
+            a = apply("astype", (a,), {"dtype": np.dtype(dtype)})
+        if axis is None:
+            a, axis = views.make("reshape", a, {"shape": (-1,)}), 0
+        ndim = len(_shape_of(a))
+        if not -ndim <= axis < ndim:
+            raise np.exceptions.AxisError(axis, ndim)
+        return apply(prim, (a,), {"axis": int(axis) % ndim})
+    return fn
+
+
+def rounded(a, decimals=0, out=None):
+    """``np.round``: ``rint``, of ``a * 10**d`` for other decimals, as NumPy (and the
+    compiler); no gradient. Integers are returned as they are, as NumPy does."""
+    if out is not None or _dtype_of(a).kind in "iub":
+        return run_plain("np.round", np.round, (a, decimals), {} if out is None else {"out": out})
+    if decimals == 0:
+        return apply("rint", (a,))
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return apply("divide", (apply("rint", (apply("multiply", (a, scale)),)), scale))
+    return apply("multiply", (apply("rint", (apply("divide", (a, scale)),)), scale))
 
 
 def _creation(fn):
@@ -218,7 +251,8 @@ FUNCTIONS = {
     np.shape: _shape_of, np.ndim: lambda a: len(_shape_of(a)),
     np.size: lambda a, axis=None: int(np.prod(_shape_of(a))) if axis is None else
     _shape_of(a)[axis],
-    np.linalg.norm: _norm, np.var: _var, np.std: _std,
+    np.linalg.norm: _norm, np.var: _var, np.std: _std, np.round: rounded, np.around: rounded,
+    np.cumsum: scan("cumsum"), np.cumprod: scan("cumprod"),
     np.ravel: lambda a, order="C": _order("ravel", order) or views.make(
         "reshape", a, {"shape": (-1,)}),
     np.zeros_like: _creation(np.zeros_like), np.ones_like: _creation(np.ones_like),
