@@ -60,14 +60,60 @@ def cotangent(ops, prim, argnum, g, ans, args, params):
     primitives, sums the result back to the argument's shape.
     """
     params = {k: v for k, v in params.items() if k != "py"}
+    g = _typed(ops, g, ans)
     if prim in USER_VJPS:
         return USER_VJPS[prim](ops, argnum, g, ans, *args)
     if prim in VARIADIC:
-        return VARIADIC[prim](ops, argnum, g, ans, *args, **params)
-    out = VJPS[prim][argnum](ops, g, ans, *args, **params)
+        out = VARIADIC[prim](ops, argnum, g, ans, *args, **params)
+    else:
+        out = VJPS[prim][argnum](ops, g, ans, *args, **params)
     if prim in BROADCASTING:
         out = ops.unbroadcast(out, args[argnum])
-    return out
+    return _as_dtype_of(ops, out, args[argnum])
+
+
+# ---- every cotangent has its primal's dtype (as JAX enforces) -------------------------------
+def _float_array_dtype(x):
+    """The dtype of ``x`` if it is a real floating array (an IR value of kind "array", a NumPy
+    or CuPy array or scalar), else None: Python numbers are weak, they take their partner's."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        dtype = aval.dtype if aval.kind == "array" else None
+    else:
+        dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return None
+    import numpy
+    dtype = numpy.dtype(dtype)
+    return dtype.name if dtype.kind == "f" else None
+
+
+def _is_weak(x) -> bool:
+    """A Python number: a float, an IR literal, or an IR value of a Python scalar kind."""
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+        return aval.is_scalar
+    return isinstance(x, (int, float))
+
+
+def _typed(ops, g, ans):
+    """``g`` with ``ans``'s dtype where it is a weak number and ``ans`` a float32 (float16...)
+    array: a rule that spreads it (a reduction's broadcast, a read's scatter) must not make a
+    float64 array of it, which would carry the whole adjoint into float64. A float64 ``ans``
+    needs nothing (NumPy's default)."""
+    dtype = _float_array_dtype(ans)
+    if dtype is None or dtype == "float64" or g is None or not _is_weak(g):
+        return g
+    return ops.astype(g, dtype)
+
+
+def _as_dtype_of(ops, out, x):
+    """``out`` cast to ``x``'s dtype where both are real floating arrays of different dtypes
+    (``x32 * y64``: the cotangent of ``x32``)."""
+    want, have = _float_array_dtype(x), _float_array_dtype(out)
+    if want is None or have is None or want == have:
+        return out
+    return ops.astype(out, want)
 
 
 # ---- user rules: functions decorated with adcompiler.custom_vjp ----------------------------

@@ -30,6 +30,8 @@ def _extremum(ops, g, ans, x, axis=None, keepdims=False):
     """The gradient of max/min flows to the extremal entries, shared evenly between ties."""
     hit = ops.equal(x, _restore(ops, ans, x, axis, keepdims))
     ties = ops.sum(hit, axis=axis, keepdims=True)
+    if ops.dtype(x) != "float64":  # an int64 count would make float32 entries float64
+        ties = ops.astype(ties, ops.dtype(x))
     return _restore(ops, g, x, axis, keepdims) * hit / ties
 
 

@@ -98,7 +98,12 @@ def node_expr(node, args, xp_name="np"):
     if prim == "transpose" and p.get("axes") is None:
         return ast.Attribute(args[0], "T", ast.Load())
     if prim == "astype":
-        if isinstance(args[0], ast.Constant):  # a Python number has no .astype: np.float32(1.0)
+        if isinstance(args[0], ast.Constant) or node.inputs[0].aval.is_scalar:
+            # a Python number has no .astype: np.float32(1.0), np.float32(a); on the device a
+            # 0-d array (CuPy's functions take no host scalar): cp.full((), 1.0, dtype=...)
+            if xp_name == "cp":
+                return _call(_attr("np.full", xp_name), [const(()), args[0]],
+                             {"dtype": dtype_expr(p["dtype"], xp_name)})
             return _call(dtype_expr(p["dtype"], xp_name), args)
         return _call(ast.Attribute(args[0], "astype", ast.Load()), [dtype_expr(p["dtype"], xp_name)])
     if prim in ("to_float", "to_int"):
@@ -253,8 +258,10 @@ def scatter_statements(node, target: str, args, xp_name="np", plain=False):
     once = _adds_once(p["index"], node.inputs[1:], plain)
     idx = index_expr(p["index"], args[1:], in_call=not once)
     first = ast.Assign([ast.Name(target, ast.Store())], zeros)
-    rest = _complement(p["index"], p["shape"]) if once else None
-    if rest is not None:  # np.empty, and zeros only where the slice does not write
+    # np.empty, and zeros only where the slice does not write; plain code (read again by the
+    # frontend, which takes no np.empty) fills np.zeros
+    rest = _complement(p["index"], p["shape"]) if once and not plain else None
+    if rest is not None:
         first.value.func = _attr("np.empty", xp_name)
         return [first, ast.Assign([ast.Subscript(_name(target), idx, ast.Store())], args[0])] + [
             ast.Assign([ast.Subscript(_name(target), ast.Slice(const(a) if a else None,

@@ -31,13 +31,15 @@ class Sharing:
         self.kept: dict = {}     # value -> views of it, and lists it is appended to
         self.carried: dict = {}  # body param -> (loop node, initial value, next value, slot)
         self.entries: set = set()  # loop params and while-test params: a slot on entry
+        self.yields: dict = {}   # (yielded value, the if's result) -> [(if's id, branch)]
         for node in walk(graph.nodes):
             if is_view(node):
                 _add(self.kept, node.inputs[0], [node.outputs[0]])
             if node.prim == "cond":
-                for block in node.regions:
+                for b, block in enumerate(node.regions):
                     for x, out in zip(block.outputs, node.outputs):
                         _add(self.copied, x, [out])
+                        self.yields.setdefault((x, out), []).append((id(node), b))
             elif node.prim in ("loop", "while"):
                 self._loop(node)
         for x, (stack, _) in (rows or {}).items():  # computed into its stack's row: a view
@@ -75,10 +77,15 @@ class Sharing:
                 return p, init, nxt
         return None
 
-    def aliases(self, v, skip=frozenset()) -> list:
+    def aliases(self, v, skip=frozenset(), path=()) -> list:
         """``v`` and every value that may hold its array, transitively, except those in
-        ``skip`` (and what only they lead to)."""
-        return reach(v, skip, (self.copied, self.kept))
+        ``skip`` (and what only they lead to). From code on ``path`` (the branches it is in),
+        a sibling branch's yield never runs: ``dx[i] += g`` in the ``then`` of an ``if``
+        whose ``else`` yields ``dx`` as it is."""
+        taken = dict(path)
+        cut = {edge for edge, where in self.yields.items()
+               if all(c in taken and taken[c] != b for c, b in where)}
+        return reach(v, skip, (self.copied, self.kept), cut=cut)
 
     def slots(self, v) -> list:
         """``v`` and the slots it is stored under, transitively: names that, read after ``v``
@@ -93,9 +100,9 @@ def _add(edges, x, holders):
         edges.setdefault(x, []).extend(h for h in holders if h is not x)
 
 
-def reach(v, skip, edge_maps, stop=frozenset()) -> list:
+def reach(v, skip, edge_maps, stop=frozenset(), cut=frozenset()) -> list:
     """``v`` and what ``edge_maps`` lead to from it, leaving out ``skip`` and not going on
-    from ``stop`` (both except ``v`` itself)."""
+    from ``stop`` (both except ``v`` itself), nor along the edges ``(x, holder)`` in ``cut``."""
     out, todo = [], [v]
     while todo:
         x = todo.pop()
@@ -105,7 +112,7 @@ def reach(v, skip, edge_maps, stop=frozenset()) -> list:
         if x in stop and x is not v:
             continue
         for edges in edge_maps:
-            todo.extend(edges.get(x, ()))
+            todo.extend(h for h in edges.get(x, ()) if (x, h) not in cut)
     return out
 
 
@@ -154,9 +161,17 @@ class InPlaceEmission:
         of it (so one array runs through the loop)."""
         if self.plain or not isinstance(acc, Value) or acc.aval.kind not in ("array", "list"):
             return False
-        if any(self.live.read_after(v, at, path) for v in self.sharing.aliases(acc, skip)):
+        if any(self.live.read_after(v, at, path)
+               for v in self.sharing.aliases(acc, skip, path)):
             return False
         producer = self.producer.get(acc)
+        if producer is not None and producer.prim in ("loop", "while"):
+            return self._owned_result(producer, acc, at, path, skip)
+        if producer is not None and producer.prim == "cond":  # each branch's array is owned
+            j = producer.outputs.index(acc)
+            return all(isinstance(block.outputs[j], Value)
+                       and self._owned(block.outputs[j], at, path, skip | {acc})
+                       for block in producer.regions)
         if producer is not None:  # a planned buffer belongs to the pool, never to one value
             return fresh(producer) and producer not in self.planned
         if acc not in self.sharing.carried:
@@ -164,6 +179,20 @@ class InPlaceEmission:
         loop, init, nxt, slot = self.sharing.carried[acc]
         return (self._updated(nxt, acc) and
                 self._owned(init, self.live.pos[loop], self.live.path[loop], skip | slot))
+
+    def _owned_result(self, loop, acc, at, path, skip) -> bool:
+        """A loop's carried result is owned where its param is: the array that ran through
+        the loop (``dx`` after ``for ...: dx[i] += g``: no copy to add ``dx[0] += g``), when
+        nothing that kept a next value (a residual list, a view) is read after ``at``."""
+        slot = self.sharing.slot_of(loop, acc)
+        if slot is None:
+            return False
+        param, init, nxt = slot
+        skip = skip | self.sharing.carried[param][3]
+        if any(self.live.read_after(v, at, path) for v in self.sharing.aliases(param, skip)):
+            return False
+        return self._updated(nxt, param) and self._owned(
+            init, self.live.pos[loop], self.live.path[loop], skip)
 
     def _updated(self, nxt, acc, depth=16) -> bool:
         """Whether ``nxt`` is ``acc`` after a chain of updates and sums (``dx[t] += a;
@@ -180,6 +209,10 @@ class InPlaceEmission:
         if updater.prim == "add":
             return any(x is acc or isinstance(x, Value) and self._updated(x, acc, depth - 1)
                        for x in updater.inputs)
+        if updater.prim == "cond":  # each branch yields acc or an update of it
+            j = updater.outputs.index(nxt)
+            return all(x is acc or isinstance(x, Value) and self._updated(x, acc, depth - 1)
+                       for x in (block.outputs[j] for block in updater.regions))
         if updater.prim in ("loop", "while"):   # an inner loop carries it: the same test there
             slot = self.sharing.slot_of(updater, nxt)
             if slot is None:

@@ -14,7 +14,7 @@ faulted in 800 pages a call for them. So are the row arrays the hoisting pass ma
 879 faults a call for the RNN's two, none once :func:`row_arrays` pools them.
 
 Invariants: an elementwise value is planned only if it cannot escape: not returned, not
-yielded (phis, carried values, residual stacks), not viewed (its release does not look at
+yielded (phis, carried values, residual stacks), not the initial value of a slot its loop updates entry by entry, not viewed (its release does not look at
 views), not updated in place. A loop's stack is planned (:func:`pooled_stacks`) when none of
 its aliases (rows, views of them, slots) is returned, and released only once none is read
 again (:func:`stack_is_dead`); so is a row array (:func:`row_arrays`: an elementwise or 2-D
@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Value, walk
+from .aliasing import updated_inits
 from ..ir.primitives import PRIMS
 
 MIN_BYTES = 1 << 15   # 32 KiB: see the module docstring
@@ -62,6 +63,7 @@ def plannable_nodes(graph, rows=frozenset()) -> list:
         for x in node.inputs:
             readers.setdefault(x, []).append(node)
     escaping = {x for x in graph.outputs if isinstance(x, Value)}
+    escaping |= updated_inits(graph)  # a loop updates its slot in place (`dy[i] = 0.0`)
     for node in walk(graph.nodes):
         escaping.update(x for b in node.regions for x in b.outputs if isinstance(x, Value))
     out = []

@@ -5,6 +5,7 @@ Each pass is a function ``Graph -> Graph`` in its own module, named by a verb.
 
 from .algebra import simplify_fused_symbolically
 from .batch import batch_loop_accumulations
+from .carry import copy_updated_carries
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fuse import fuse_elementwise
@@ -30,6 +31,9 @@ PIPELINE = (
                                       # and a stack of hoisted rows are left unread) and
                                       # fusion (whose chains it shortens)
     eliminate_dead_code,              # the passes above leave unused nodes behind
+    copy_updated_carries,             # after DCE (the final loops and their readers): a loop
+                                      # writing entries of a carried array it does not own
+                                      # copies it once before, not every iteration
     fuse_elementwise,                 # it needs final use counts (a value read twice is
                                       # materialised), so after CSE and DCE
     simplify_fused_symbolically,      # SymPy on whole fused expressions: after fusion made them
@@ -44,7 +48,7 @@ def optimize(graph, plain=False):
     :mod:`.hoist`)."""
     for run_pass in PIPELINE:
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
-                                  hoist_loop_invariant_rows):
+                                  hoist_loop_invariant_rows, copy_updated_carries):
             continue
         graph = run_pass(graph)
     return graph

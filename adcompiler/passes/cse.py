@@ -9,11 +9,14 @@ both would turn the first such update into a copy.
 
 from __future__ import annotations
 
-from ..ir import Literal
+from ..ir import Literal, Value
 from .rewrite import resolve, substitute
 
 
-_CREATIONS = {"zeros", "ones", "full", "zeros_like", "ones_like", "copy", "astype"}
+_CREATIONS = {"zeros", "ones", "full", "zeros_like", "ones_like", "copy", "astype",
+              "setitem", "index_add", "scatter_add"}  # updates make arrays too: a branch's
+# `dy[i] = 0.0` merged into the same update outside the `if` (left dead by simplify) would run
+# on both paths, on a copy where the other path still reads the array
 _COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "equal", "not_equal", "logical_and",
                 "logical_or"}
 
@@ -45,6 +48,7 @@ def _cse_nodes(nodes, seen, subst):
             for block in node.regions:
                 block.nodes = _cse_nodes(block.nodes, dict(seen), subst)
                 block.outputs = [resolve(subst, x) for x in block.outputs]
+            _one_stack_per_value(node, subst)
             kept.append(node)
             continue
         key = _key(node)
@@ -55,3 +59,20 @@ def _cse_nodes(nodes, seen, subst):
             seen[key] = node
             kept.append(node)
     return kept
+
+
+def _one_stack_per_value(node, subst):
+    """A loop stacking one value twice (two reads the adjoint made of it, merged above) keeps
+    one stack: the other's readers read the first (dead-code elimination drops the second)."""
+    m = node.params.get("stacked", 0) if node.prim in ("loop", "while") else 0
+    if not m:
+        return
+    first = {}
+    body = node.regions[-1]
+    for out, kept in zip(node.outputs[-m:], body.outputs[-m:]):
+        if not isinstance(kept, Value):
+            continue
+        if kept in first and first[kept].aval == out.aval:
+            subst[out] = first[kept]
+        else:
+            first.setdefault(kept, out)

@@ -1,17 +1,23 @@
 """Constant folding and algebraic identities: literal-only scalar nodes fold, x*1, x+0, x**1 vanish.
 
 A broadcast literal (``np.broadcast_to(1.0, shape)``, the seed a reduction's adjoint spreads)
-counts as its literal in the identities, and negations cancel through products:
-``-(-a * b)`` is ``a * b``. Invariant: a rewrite happens only when the replacement has exactly
-the node's abstract value (shape, dtype and Python-ness), so no dtype or broadcast is lost.
+counts as its literal in the identities, and so does a typed one (``np.float32(1.0)``, the seed
+of a float32 result, which folds as a float32 scalar); negations cancel through products:
+``-(-a * b)`` is ``a * b``. The rules on entry updates (a store's adjoint) are in
+:mod:`.updates`. Invariant: a rewrite happens only when the replacement has exactly the node's
+abstract value (shape, dtype and Python-ness), so no dtype or broadcast is lost.
 """
 
 from __future__ import annotations
 
-from ..ir import Literal, Node, Value
+import numpy as np
+
+from ..ir import Aval, Literal, Node, Value
 from ..ir.primitives import PRIMS, evaluate
 from ..ir.shapes import infer
 from .rewrite import resolve, substitute
+from .updates import (merge_scatters, overwritten, read_back, rewrite_same_entries,
+                      set_after_zeroing, written_entry)
 
 # prim -> (position of the operand kept, literal the other operand must equal)
 _IDENTITIES = {
@@ -45,10 +51,19 @@ def _simplify_nodes(nodes, subst, producers):
         _doubling(node)
         _double_negation_in_products(node, producers)
         _constant_products(node, producers)
-        _fold_broadcast_literal(node, producers)
+        for new in _fold_broadcast_literal(node, producers):
+            kept.append(new)
+            producers[new.out] = new
         _literal_operands(node, producers)
-        kept += _merge_scatters(node, producers)
+        _fold_typed(node, producers)
+        set_after_zeroing(node, producers)
+        overwritten(node, producers)
+        for new in read_back(node, producers):
+            kept.append(new)
+            producers.update((v, new) for v in new.outputs)
+        kept += merge_scatters(node, producers, kept)
         replacement = (_fold(node) or _identity(node, producers)
+                       or rewrite_same_entries(node, producers) or written_entry(node, producers)
                        or _double_negation(node, producers) or _double_transpose(node, producers)
                        or _never_selected(node, producers))
         if replacement is not None:
@@ -74,13 +89,60 @@ _SAME_ENTRIES = ("broadcast_to", "expand_dims", "reshape")  # every entry is one
 
 def _literal(x, producers):
     """The number ``x`` stands for: a literal, or a literal broadcast to an array (through any
-    chain of broadcasts, expand_dims and reshapes: a reduction's adjoint seed)."""
+    chain of broadcasts, expand_dims and reshapes: a reduction's adjoint seed), typed or not
+    (``np.float32(1.0)``: the seed of a float32 result; its value as a Python float)."""
     while not isinstance(x, Literal):
+        typed = _typed_literal(x, producers)
+        if typed is not None:
+            return typed.item()
         producer = producers.get(x)
         if producer is None or producer.prim not in _SAME_ENTRIES:
             return None
         x = producer.inputs[0]
     return x.value
+
+
+def _typed_literal(x, producers):
+    """The NumPy scalar ``x`` is when it is ``astype(literal, dtype)`` (``np.float32(1.0)``:
+    how a cotangent of a float32 value starts from a number), else None."""
+    producer = producers.get(x) if isinstance(x, Value) else None
+    if (producer is None or producer.prim != "astype" or not isinstance(producer.inputs[0], Literal)
+            or producer.out.aval.shape != ()):
+        return None
+    return np.asarray(producer.inputs[0].value).astype(producer.params["dtype"])[()]
+
+
+def _typed(value, dtype, like):
+    """A node making the NumPy scalar ``value`` of ``dtype``, ``astype(float(value), dtype)``,
+    from the line and phase of the node ``like``."""
+    out = Value(Aval("array", np.dtype(dtype).name, ()))
+    return Node("astype", (Literal(value.item()),), {"dtype": np.dtype(dtype).name}, (out,),
+                like.source, like.phase)
+
+
+def _fold_typed(node, producers):
+    """An elementwise node of typed literals (and plain ones) whose result is 0-d is the typed
+    literal it computes (``np.float32(1.0) * 2.0`` is ``np.float32(2.0)``), rewritten in place."""
+    if (PRIMS[node.prim].family != "elementwise" or node.params or len(node.outputs) != 1
+            or node.out.aval.kind != "array" or node.out.aval.shape != ()
+            or np.dtype(node.out.aval.dtype).kind != "f"):
+        return
+    values = [x.value if isinstance(x, Literal) else _typed_literal(x, producers)
+              for x in node.inputs]
+    if node.prim == "multiply" and None in values:  # np.float32(1.0) * a is np.float32(a)
+        k = values.index(None)
+        one, x = values[1 - k], node.inputs[k]
+        if (isinstance(one, np.generic) and one == 1 and x.aval.is_scalar
+                and x.aval.kind == "float"):
+            node.prim, node.inputs, node.params = "astype", (x,), {"dtype": one.dtype.name}
+        return
+    if any(v is None for v in values) or all(isinstance(x, Literal) for x in node.inputs):
+        return
+    with np.errstate(all="ignore"):
+        value = np.asarray(evaluate(node.prim, values, {}))
+    if value.dtype == np.dtype(node.out.aval.dtype):
+        node.prim, node.inputs = "astype", (Literal(value.item()),)
+        node.params = {"dtype": value.dtype.name}
 
 
 def _identity(node, producers):
@@ -95,20 +157,34 @@ def _identity(node, producers):
 
 def _fold_broadcast_literal(node, producers):
     """``broadcast_to(c, s) / k`` (or ``* k``) becomes ``broadcast_to(c / k, s)``, and
-    ``-broadcast_to(c, s)`` becomes ``broadcast_to(-c, s)``, in place."""
+    ``-broadcast_to(c, s)`` becomes ``broadcast_to(-c, s)``, in place; for a typed ``c``
+    (``np.float32(1.0)``), returns the node making the new typed literal, to emit before it."""
     if node.prim == "negative":
         a, b, prim = node.inputs[0], Literal(-1.0), "multiply"
     elif node.prim in ("multiply", "divide") and len(node.inputs) == 2:
         (a, b), prim = node.inputs, node.prim
     else:
-        return
+        return []
     producer = producers.get(a)
-    if (isinstance(b, Literal) and producer is not None and producer.prim == "broadcast_to"
-            and isinstance(producer.inputs[0], Literal)):
+    if not (isinstance(b, Literal) and producer is not None and producer.prim == "broadcast_to"
+            and producer.outputs[0].aval == node.out.aval):
+        return []
+    if isinstance(producer.inputs[0], Literal):
         value = evaluate(prim, [producer.inputs[0].value, b.value], {})
-        if isinstance(value, float) and producer.outputs[0].aval == node.out.aval:
+        if isinstance(value, float):
             node.prim, node.inputs = "broadcast_to", (Literal(value),)
             node.params = dict(producer.params)
+        return []
+    typed = _typed_literal(producer.inputs[0], producers)
+    if typed is None:
+        return []
+    with np.errstate(all="ignore"):
+        value = np.asarray(evaluate(prim, [typed, b.value], {}))
+    if value.dtype != typed.dtype:
+        return []
+    seed = _typed(value, value.dtype, node)
+    node.prim, node.inputs, node.params = "broadcast_to", (seed.out,), dict(producer.params)
+    return [seed]
 
 
 def _power_zero(node):
@@ -246,26 +322,3 @@ def _literal_operands(node, producers):
                      [a.value if isinstance(a, Literal) else None for a in inputs], node.params)
         if aval == node.out.aval:
             node.inputs = inputs
-
-
-def _merge_scatters(node, producers) -> list:
-    """``index_add[i](scatter_add[i](a), b)`` becomes ``scatter_add[i](a + b)`` (and the same
-    over ``index_add``): two adjoints of one gather (``x[:-1]`` read twice) add before they
-    scatter, so one pass over the slice instead of two, and the sum can fuse. Rewritten in
-    place; returns the new ``add`` node to emit before it."""
-    if node.prim != "index_add":
-        return []
-    acc, b, *arrays = node.inputs
-    inner = producers.get(acc)
-    if inner is None or inner.prim not in ("scatter_add", "index_add") or \
-            inner.params.get("index") != node.params.get("index"):
-        return []
-    first = 0 if inner.prim == "scatter_add" else 1
-    a, inner_arrays = inner.inputs[first], list(inner.inputs[first + 1:])
-    if inner_arrays != arrays or not isinstance(a, Value) or not isinstance(b, Value) or \
-            a.aval != b.aval:
-        return []
-    total = Node("add", (a, b), {}, (Value(a.aval),), node.source, node.phase)
-    node.prim, node.params = inner.prim, dict(inner.params)
-    node.inputs = inner.inputs[:first] + (total.out,) + tuple(arrays)
-    return [total]

@@ -201,7 +201,9 @@ def _finish(b: Builder, param: Value, g):
         return g
     if isinstance(g, Value) and g.aval.dtype != param.aval.dtype:
         g = _wrap(b, g, "astype", {"dtype": param.aval.dtype}, param)
-    if not isinstance(g, Value) or g.aval.shape != param.aval.shape:
+    if not isinstance(g, Value):  # a number: spread with the parameter's dtype
+        g = typed_number(b, g.value, param.aval)
+    if g.aval.shape != param.aval.shape:
         g = _wrap(b, g, "broadcast_to", {"shape": param.aval.shape}, param)
     if param.aval.shape == ():  # NumPy gives scalars for 0-d results; the input was an array
         g = _wrap(b, g, "asarray", {}, param)
@@ -214,3 +216,13 @@ def _wrap(b: Builder, g, prim, params, param: Value):
     if isinstance(g, Value) and g.name and g.name.startswith("d" + param.name):
         return b.graph.take_name(out, g)
     return name_cotangent(b, out, param)
+
+
+def typed_number(b: Builder, value, aval):
+    """The number ``value`` as a cotangent of a float array of ``aval``'s dtype, to be
+    broadcast: the Literal itself for float64 (NumPy's default), else ``np.float32(value)``
+    (a float64 seed would carry the adjoint of a float32 program into float64)."""
+    value = Literal(float(value))
+    if aval.kind != "array" or aval.dtype == "float64" or not aval.is_float:
+        return value
+    return b.emit("astype", (value,), {"dtype": aval.dtype})

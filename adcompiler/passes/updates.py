@@ -1,0 +1,142 @@
+"""Simplify's rules for entry updates (``setitem``, ``index_add``, ``scatter_add``): what
+the adjoint of a store or of a read writes, then reads back or writes again.
+
+A store ``out[i] = v`` has the adjoint ``dout[i] = 0`` (the entry's cotangent goes to ``v``),
+a read ``out[i]`` adds its cotangent back: in a loop such pairs made the cotangent array change
+on every iteration. The rules cancel them where the index writes each entry once (ints,
+slices, 0-d index values): a rewrite happens only when the result has exactly the node's
+abstract value. Two scatters of one slice merge (``x[:-1]`` read twice gives one
+``dx[:-1] = a + b``).
+"""
+
+from __future__ import annotations
+
+from ..ir import Literal, Node, Value
+from ..ir.primitives import writes_once
+
+
+def merge_scatters(node, producers, local) -> list:
+    """``index_add[i](scatter_add[i](a), b)`` becomes ``scatter_add[i](a + b)`` (and the same
+    over ``index_add``): two adjoints of one gather (``x[:-1]`` read twice) add before they
+    scatter, so one pass over the slice instead of two, and the sum can fuse. Rewritten in
+    place, where both are in one block (``local``: its nodes so far); returns the new ``add``
+    node to emit before it."""
+    if node.prim != "index_add":
+        return []
+    acc, b, *arrays = node.inputs
+    inner = producers.get(acc)
+    if inner is None or inner.prim not in ("scatter_add", "index_add") or \
+            inner.params.get("index") != node.params.get("index"):
+        return []
+    if not any(n is inner for n in reversed(local)):  # an update before the `if` this branch
+        return []  # is in: merged, its input would be read on this path, the update on others
+    first = 0 if inner.prim == "scatter_add" else 1
+    a, inner_arrays = inner.inputs[first], list(inner.inputs[first + 1:])
+    if inner_arrays != arrays or not isinstance(a, Value) or not isinstance(b, Value) or \
+            a.aval != b.aval:
+        return []
+    total = Node("add", (a, b), {}, (Value(a.aval),), node.source, node.phase)
+    node.prim, node.params = inner.prim, dict(inner.params)
+    node.inputs = inner.inputs[:first] + (total.out,) + tuple(arrays)
+    return [total]
+
+
+def set_after_zeroing(node, producers):
+    """``index_add[i](setitem[i](a, 0.0), g)`` is ``setitem[i](a, g)`` where the index writes
+    each entry once (a scalar store's adjoint: the entry's cotangent is zeroed, then the read
+    of it on the right-hand side adds one back), rewritten in place."""
+    if node.prim != "index_add":
+        return
+    acc, g, *arrays = node.inputs
+    zeroed = producers.get(acc)
+    if (zeroed is None or zeroed.prim != "setitem" or zeroed.params != node.params
+            or list(zeroed.inputs[2:]) != arrays or not isinstance(zeroed.inputs[1], Literal)
+            or zeroed.inputs[1].value != 0 or not _once(node)):
+        return
+    node.prim, node.inputs = "setitem", (zeroed.inputs[0], g, *arrays)
+
+
+def _once(node) -> bool:
+    """Whether the index of ``node`` (a getitem, setitem or index_add) writes each entry
+    once: ints, slices, 0-d index values."""
+    arrays = node.inputs[1:] if node.prim == "getitem" else node.inputs[2:]
+    return all(isinstance(a, Literal) or a.aval.ndim is not None for a in arrays) and writes_once(
+        node.params["index"], [0 if isinstance(a, Literal) else a.aval.ndim for a in arrays])
+
+
+def rewrite_same_entries(node, producers):
+    """``setitem[i](a, a[i])`` is ``a``: the entries written are the ones already there."""
+    if node.prim != "setitem" or not isinstance(node.inputs[1], Value):
+        return None
+    a, v, *arrays = node.inputs
+    read = producers.get(v)
+    if (read is not None and read.prim == "getitem" and read.inputs[0] is a
+            and list(read.inputs[1:]) == arrays and read.params == node.params
+            and a.aval == node.out.aval):
+        return a
+    return None
+
+
+def _same_place(update, node) -> bool:
+    """Whether ``update`` (a setitem or index_add) writes where ``node`` reads or writes: the
+    same index spec over the same index values."""
+    k = 1 if node.prim == "getitem" else 2
+    return (update is not None and update.prim in ("setitem", "index_add")
+            and update.params == node.params and update.inputs[2:] == node.inputs[k:])
+
+
+def overwritten(node, producers):
+    """``setitem[i](setitem[i](a, v), w)`` and ``setitem[i](index_add[i](a, g), w)`` are
+    ``setitem[i](a, w)``: every entry the first one wrote, the second overwrites (a store's
+    adjoint zeroes the entry it gave its cotangent), rewritten in place."""
+    while node.prim == "setitem":
+        inner = producers.get(node.inputs[0])
+        if not _same_place(inner, node) or inner.inputs[0].aval != node.out.aval:
+            return
+        node.inputs = (inner.inputs[0],) + node.inputs[1:]
+
+
+def read_back(node, producers) -> list:
+    """``getitem[i](index_add[i](a, g))`` is ``a[i] + g`` (and ``a[i]`` may be read back
+    again), where the index writes each entry once and ``g`` has the entry's exact abstract
+    value (no broadcast, no cast): rewritten in place; returns the nodes to emit before it."""
+    inner = _update_read(node, producers)
+    if inner is None or inner.prim != "index_add":
+        return []
+    new = []
+    base = _entry(inner.inputs[0], node, producers, new)
+    node.prim, node.inputs, node.params = "add", (base, inner.inputs[1]), {}
+    return new
+
+
+def written_entry(node, producers):
+    """``getitem[i](setitem[i](a, v))`` is ``v`` (the index writing each entry once, ``v``
+    of the entry's exact abstract value)."""
+    inner = _update_read(node, producers)
+    return inner.inputs[1] if inner is not None and inner.prim == "setitem" else None
+
+
+def _update_read(node, producers):
+    """The update a getitem reads at the place it wrote, with a value of the read's exact
+    abstract value, where the index writes each entry once; else None."""
+    if node.prim != "getitem" or not _once(node):
+        return None
+    inner = producers.get(node.inputs[0])
+    if (not _same_place(inner, node) or not isinstance(inner.inputs[1], Value)
+            or inner.inputs[1].aval != node.out.aval):
+        return None
+    return inner
+
+
+def _entry(x, like, producers, new) -> Value:
+    """``x`` read where the getitem ``like`` reads, read back through updates where it can
+    be (appending the nodes made to ``new``)."""
+    read = Node("getitem", (x,) + like.inputs[1:], dict(like.params),
+                (Value(like.out.aval),), like.source, like.phase)
+    written = written_entry(read, producers)
+    if written is not None:
+        return written
+    new.extend(read_back(read, producers))
+    new.append(read)
+    producers[read.out] = read
+    return read.out
