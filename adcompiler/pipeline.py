@@ -6,6 +6,7 @@ what runs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -170,7 +171,7 @@ def _check_shadowed_builtins(graph, arg_names, source):
     calls that builtin (a loop's adjoint: ``for k in reversed(range(n))``)."""
     src = getattr(graph, "source", None)
     for name in set(arg_names) & BUILTINS:
-        if f"{name}(" in source and src is not None:
+        if re.search(rf"(?<![\w.]){name}\(", source) and src is not None:  # not np.uint(
             raise src.error(_parameter(src, name), f"parameter `{name}` has the name of a "
                             f"builtin the generated code calls (`{name}(...)`)",
                             f"rename `{name}` (e.g. `{name}_`)")
