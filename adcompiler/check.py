@@ -18,7 +18,7 @@ import numpy as np
 from . import differences
 from .api import grad
 from .differences import as_float64
-from .signature import bind_arguments
+from .signature import bind_arguments, resolve_wrt
 
 
 class GradientCheckError(AssertionError):
@@ -110,7 +110,7 @@ def _undecorated(f, wrt):
     if not isinstance(f, GradientFunction) or isinstance(f, TangentFunction) or \
             f.mode not in ("grad", "value_and_grad"):
         return f, 0 if wrt is None else wrt
-    if wrt is not None and grad(f.primal, wrt=wrt).wrt != f.wrt:
+    if wrt is not None and resolve_wrt(f.primal, wrt) != f.wrt:
         raise TypeError(f"check_grad of {f.mode}({f.primal.__name__}, wrt={f.wrt!r}) checks "
                         f"that gradient, with respect to {f.wrt!r}, not wrt={wrt!r}: drop "
                         f"wrt=, or pass the undecorated function")

@@ -108,3 +108,21 @@ def test_instances_take_the_fast_path_each_with_its_own_constants():
         np.testing.assert_allclose(b.loss(X), expected_loss_grad(b, X))
     chain = type(Model.__dict__["loss"]).__call__.__source__
     assert chain.count("self is _adc_object") >= 2      # no longer the full path every call
+
+
+class Normalizer:
+    def normalize_(self, z):
+        z /= np.sum(z)
+
+    @ad.grad(wrt="x")
+    def share(self, x, w):
+        y = x * 1.0
+        self.normalize_(y)        # a bare call of a method that writes into its argument
+        return np.sum(y * w)
+
+
+def test_a_bare_method_call_applies_its_writes():
+    x, w = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    dx = Normalizer().share(x, w)
+    s = x.sum()
+    np.testing.assert_allclose(dx, w / s - np.dot(w, x) / s ** 2)

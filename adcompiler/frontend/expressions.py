@@ -36,6 +36,9 @@ COMPARE = {ast.Gt: ("greater", operator.gt), ast.GtE: ("greater_equal", operator
            ast.Eq: ("equal", operator.eq), ast.NotEq: ("not_equal", operator.ne)}
 
 
+NOT_USER = object()  # what call_user gives for a callable that is not the user's
+
+
 class ExpressionLowering:
     """Mixin of the lowering: ``expr(node)`` turns an expression into a Value or a static object."""
 
@@ -141,11 +144,7 @@ class ExpressionLowering:
 
     def expr_Call(self, node):
         func = self.expr(node.func)
-        args = [self.expr(a) for a in node.args]
-        if any(k.arg is None for k in node.keywords):
-            raise self.src.error(node, "`**` unpacking in a call is not supported",
-                                 "pass the keyword arguments one by one")
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        args, kwargs = self.call_arguments(node)
         try:
             if isinstance(func, Method):
                 return call(lambda b, a, k: METHODS[func.name](b, func.base, a, k),
@@ -154,12 +153,27 @@ class ExpressionLowering:
                 return call(FUNCTIONS[func], self.b, args, kwargs)
         except CallError as exc:
             raise self.src.error(node, f"`{self.src.text(node.func)}()` {exc}", exc.hint) from None
+        inlined = self.call_user(func, args, kwargs, node)
+        if inlined is NOT_USER:
+            raise self.unsupported_call(node, func)
+        return inlined
+
+    def call_arguments(self, node) -> tuple:
+        """A call's lowered ``(args, kwargs)``."""
+        args = [self.expr(a) for a in node.args]
+        if any(k.arg is None for k in node.keywords):
+            raise self.src.error(node, "`**` unpacking in a call is not supported",
+                                 "pass the keyword arguments one by one")
+        return args, {k.arg: self.expr(k.value) for k in node.keywords}
+
+    def call_user(self, func, args, kwargs, node, result=True):
+        """The user's function (or a method of theirs, ``self.helper(x)``, with its instance
+        or class first) inlined; ``NOT_USER`` for any other callable."""
         if self.is_user_function(func):
-            return self.inline_call(func, args, kwargs, node)
+            return self.inline_call(func, args, kwargs, node, result)
         if isinstance(func, types.MethodType) and self.is_user_function(func.__func__):
-            # self.helper(x) in a method: the helper inlined with its instance (or class)
-            return self.inline_call(func.__func__, [func.__self__, *args], kwargs, node)
-        raise self.unsupported_call(node, func)
+            return self.inline_call(func.__func__, [func.__self__, *args], kwargs, node, result)
+        return NOT_USER
 
     def expr_Slice(self, node):
         bounds = [None if p is None else self.expr(p) for p in (node.lower, node.upper, node.step)]

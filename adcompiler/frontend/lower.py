@@ -23,7 +23,7 @@ from ..ir.builder import Builder
 from ..signature import python_call_error
 from . import fence
 from .control import NO_RETURN, ControlLowering
-from .expressions import ExpressionLowering
+from .expressions import NOT_USER, ExpressionLowering
 from .indexing import IndexLowering
 from .inplace import InplaceLowering, Unreadable, memory_root, open_producers
 from .lists import ListLowering, is_append
@@ -188,18 +188,14 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
                 and not (func.__module__ or "").startswith("numpy"))
 
     def bare_call(self, stmt):
-        """``helper(x)`` as a statement: the user's function is inlined for what it writes into
-        its arguments (its result, if any, is dropped); any other call has no effect."""
+        """``helper(x)`` as a statement: the user's function (or method) is inlined for what it
+        writes into its arguments (its result, if any, is dropped); any other call has no
+        effect, which is an error."""
         node = stmt.value
         func = self.expr(node.func)
-        if not self.is_user_function(func):
+        args, kwargs = self.call_arguments(node)
+        if self.call_user(func, args, kwargs, node, result=False) is NOT_USER:
             raise fence.bare_expression(self.src, stmt)
-        args = [self.expr(a) for a in node.args]
-        if any(k.arg is None for k in node.keywords):
-            raise self.src.error(node, "`**` unpacking in a call is not supported",
-                                 "pass the keyword arguments one by one")
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        self.inline_call(func, args, kwargs, node, result=False)
 
     def inline_call(self, func, args, kwargs, node, result=True):
         if self.depth >= _MAX_INLINE_DEPTH:
