@@ -16,6 +16,11 @@ from .errors import AssertionFailed, CompileError  # noqa: E402
 from .higher import hessian, jacobian  # noqa: E402
 from .symbolic import symbolic  # noqa: E402
 
+# Modules every compilation reads, which the modules above import only inside functions (to
+# break import cycles): loaded with the package rather than during the first compilation.
+from . import regradient as _regradient  # noqa: E402,F401
+from .transforms import control as _control  # noqa: E402,F401
+
 __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "CompileError", "AssertionFailed", "GradientFunction",
            "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",
