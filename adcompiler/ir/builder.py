@@ -17,6 +17,7 @@ from .graph import Aval, Graph, Literal, Node, Value
 from .primitives import MATH_NAMES, PRIMS, last_writes, split_call, writes_once
 from .shapes import infer
 
+_EXPANDING = (("n",), ("e",), ("s", None, None, None))  # None, ..., and a full slice ":"
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
 
 
@@ -115,6 +116,11 @@ class Builder:
         return self.emit("sum_to", (g,), {"shape": target})
 
     def scatter_add(self, g, arrays, shape, index):
+        """``g`` added into zeros of ``shape`` at ``index``; a reshape where the index only
+        adds axes (``x[:, None]``, ``x[..., None]``): every entry of ``x`` is read once, in
+        order, so the scatter is ``g`` in ``x``'s shape (no zeros to fill, no copy)."""
+        if all(item in _EXPANDING for item in index) and _aval(g).known_shape is not None:
+            return self.emit("reshape", (g,), {"shape": tuple(shape)})
         return self.emit("scatter_add", (g, *arrays), {"shape": shape, "index": index})
 
     def setitem(self, x, v, arrays, index):
