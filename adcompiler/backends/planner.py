@@ -40,7 +40,9 @@ UFUNCS = {"add", "subtract", "multiply", "divide", "power", "negative", "exp", "
           "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan", "arcsin", "arccos",
           "sinh", "cosh", "abs", "sign", "maximum", "minimum", "reciprocal", "greater",
           "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
-          "logical_or", "logical_not", "clip", "remainder", "floor_divide"}
+          "logical_or", "logical_not", "clip", "remainder", "floor_divide", "arcsinh",
+          "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2", "hypot", "arctan2", "floor",
+          "ceil", "rint", "trunc", "isfinite", "isinf", "isnan"}
 
 
 def large(aval) -> bool:
