@@ -25,3 +25,12 @@ __version__ = "0.1.0"
 __all__ = ["grad", "value_and_grad", "vjp", "CompileError", "AssertionFailed", "GradientFunction",
            "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",
            "GradientCheckError", "symbolic"]
+
+
+def __getattr__(name):
+    """``adcompiler.tape`` without ``import adcompiler.tape``: the dynamic tape loads on first
+    use (it is not needed to compile, so ``import adcompiler`` does not pay for it)."""
+    if name == "tape":
+        import importlib
+        return importlib.import_module(".tape", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

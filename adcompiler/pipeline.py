@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .backends.emit import RESERVED, emit_module
+from .backends.emit import emit_module
+from .backends.naming import reserved as reserved_names
 from .backends.naming import BUILTINS
 from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
@@ -55,7 +56,8 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
         return compile_jvp(fn, arguments, wrt, mode, plain, backend)
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
-    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []))
+    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []),
+                           backend)
     (out,) = _single_output(graph)
     _check_output(graph, out, mode)
     params = {p.name: p for p in graph.params}
@@ -119,7 +121,8 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False,
     the grad tangents being Hessian-vector products."""
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
-    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []))
+    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []),
+                           backend)
     (out,) = _single_output(graph)
     _check_output(graph, out, "vjp" if mode == "jvp" else "grad")
     params = {p.name: p for p in graph.params}
@@ -152,18 +155,28 @@ def lower(fn, arguments: dict):
     return lower_function(fn, arguments)
 
 
-def _check_parameter_names(graph, names):
+_READS = {"np": "NumPy's module name `np`", "ne": "numexpr's module name `ne`",
+          "cp": "CuPy's module name `cp`", "cupyx": "the module `cupyx`",
+          "math": "the module `math`", "float": "the builtin `float`"}
+
+
+def _check_parameter_names(graph, names, backend="numpy"):
     """The generated function takes the user's parameter names, and its body reads ``np``,
-    ``math``...: a parameter of such a name would shadow what the body needs."""
+    ``math``...: a parameter of such a name would shadow what the body needs. CuPy's names
+    (``cp``, ``cupyx``) only where the code is CuPy code: a heat capacity ``cp`` is a fine
+    parameter of NumPy code."""
     src = getattr(graph, "source", None)
+    reserved = reserved_names(XP_NAMES[backend])
     for name in names:
         if name == "cotangent" and names.count(name) > 1 and src is not None:
             raise src.error(_parameter(src, name), "vjp takes the cotangent as the keyword "
                             "`cotangent=`, which this parameter's name would take over",
                             "rename the parameter `cotangent` (e.g. `cotangent_`)")
-        if name in RESERVED and src is not None:
-            raise src.error(_parameter(src, name), f"parameter `{name}` has the name of a module or helper the "
-                            "generated code reads", f"rename `{name}` (e.g. `{name}_`)")
+        if name in reserved and src is not None:
+            what = _READS.get(name, f"adcompiler's helper `{name}`")
+            raise src.error(_parameter(src, name), f"parameter `{name}` has the name of "
+                            f"{what}, which the generated {backend} code reads",
+                            f"rename `{name}` (e.g. `{name}_`)")
 
 
 def _check_shadowed_builtins(graph, arg_names, source):

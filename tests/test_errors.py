@@ -366,7 +366,7 @@ CASES = [
     (returns_int, 1, "return (x > 0.0).sum()", "only floating results"),
     (returns_two, 1, "return x.sum(), x.max()", "returns 2 values"),
     (returns_nothing, 0, "def returns_nothing(x):", "`returns_nothing` "),
-    (param_named_like_a_module, 0, "math", "parameter `math` has the name of a module"),
+    (param_named_like_a_module, 0, "math", "parameter `math` has the name of the module `math`"),
 ]
 
 

@@ -21,7 +21,7 @@ from .distinct import distinct_guard
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
-from .naming import BUILTINS, RESERVED, Naming
+from .naming import BUILTINS, Naming, reserved
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
                       stack_is_dead, stack_rows)
@@ -61,7 +61,8 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.chains = set() if plain else set(buffered_chains(graph))
         self.names: dict = {}      # Value -> Python name
         self.holders: dict = {}    # Python name -> the values stored under it over time
-        self.taken: set = RESERVED | BUILTINS
+        self.reserved = reserved(xp_name)
+        self.taken: set = self.reserved | BUILTINS
         self.pool = Pool(self.taken)
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots

@@ -23,6 +23,12 @@ import keyword
 from ..ir import Value
 
 RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
+_CUPY = {"cp", "cupyx"}   # read only by CuPy code: free names in NumPy code (a heat capacity cp)
+
+
+def reserved(xp_name: str) -> set:
+    """The module-level names code for ``xp_name`` ("np" or "cp") reads."""
+    return RESERVED if xp_name == "cp" else RESERVED - _CUPY
 BUILTINS = {"int", "range", "reversed", "slice"}  # called by the code: no local shadows them
 
 
@@ -44,7 +50,7 @@ class Naming:
         if v.name is None:  # a temporary: t1, t2, ... never shared with another value
             return self._bind(v, self._fresh("t", start=1))
         base = _base(v.name, v.origin)
-        if keyword.iskeyword(base) or base in RESERVED | BUILTINS or not base.isidentifier():
+        if keyword.iskeyword(base) or base in self.reserved | BUILTINS or not base.isidentifier():
             base = base + "_"
         if (at is not None and base in self.holders and base not in avoid
                 and not self._conflict(base, at, path, {v})

@@ -76,7 +76,9 @@ class ExpressionLowering:
         if not isinstance(left, Value) and not isinstance(right, Value):
             return self.static_op(node, pyop, left, right)
         if prim is None:
-            raise self.unsupported_operator(node, left, right)
+            prim = _MASK_OPS.get(type(node.op)) if _masks(left, right) else None
+            if prim is None:
+                raise self.unsupported_operator(node, left, right)
         return self.b.emit(prim, (self.operand(left, node.left), self.operand(right, node.right)))
 
     def expr_UnaryOp(self, node):
@@ -94,7 +96,10 @@ class ExpressionLowering:
                 return self.b.emit("logical_not", (x,))
             raise self.src.error(node, "`not` of an array with more than one element is "
                                  "ambiguous", "use np.logical_not(x) for an elementwise not")
-        raise self.src.error(node, "`~` on arrays is not supported", "use np.logical_not(x)")
+        if _masks(x):   # NumPy's ~ of booleans is their logical not
+            return self.b.emit("logical_not", (x,))
+        raise self.src.error(node, "`~` on arrays other than boolean masks is not supported",
+                             "use np.logical_not(x) on a condition")
 
     def expr_Compare(self, node):
         if len(node.ops) != 1:
@@ -216,6 +221,14 @@ class ExpressionLowering:
                                   "code does not do: a gradient would differ from call to "
                                   "call", "draw them in the caller and pass them as an "
                                   "argument (e.g. noise = rng.normal(size=n); grad(f)(x, noise))")
+        owner = _rule_owner(self.fn)
+        if owner is not None and (module.startswith("numpy") or isinstance(func, np.ufunc)):
+            return self.src.error(
+                node.func, f"`{text}` has no derivative rule in adcompiler, and second "
+                f"derivatives differentiate `{owner.__name__}`'s rules as code",
+                f"in {owner.fwd.__name__} and {owner.bwd.__name__}, call a custom_vjp function "
+                f"in place of `{text}` (`{owner.__name__}(...)` itself where it computes the "
+                "same), or take second derivatives by finite differences of adcompiler.grad")
         if module.startswith("numpy") or isinstance(func, np.ufunc):
             return self.src.error(node.func, f"`{text}` has no derivative rule in adcompiler",
                                   "write it with supported NumPy functions (np.exp, np.where, "
@@ -234,10 +247,11 @@ class ExpressionLowering:
         traced = [x for x in (left, right) if isinstance(x, Value)]
         what = ("arrays" if all(x.aval.kind == "array" and x.aval.ndim != 0 for x in traced)
                 else "traced values")
+        masks = " (`&`, `|`, `^` combine boolean masks)" if text in "&|^" else ""
         return self.src.error(node, f"`{text}` on {what} is not supported: bitwise and shift "
-                              "operators have no derivative",
-                              "write it with + - * / // % ** @ and np.where (np.logical_and "
-                              "and np.logical_or for conditions), or compute it from Python "
+                              f"operators on numbers have no derivative{masks}",
+                              "write it with + - * / // % ** @ and np.where (a comparison "
+                              "such as `x > 0` makes a mask), or compute it from Python "
                               "constants, which run while compiling")
 
     def operand_summary(self, node) -> str:
@@ -250,6 +264,27 @@ class ExpressionLowering:
                   if isinstance(v := self.env.get(n), Value)]
         return ("NumPy raises this too on inputs of these shapes"
                 + (f" ({', '.join(shapes)})" if shapes else ""))
+
+
+def _rule_owner(fn):
+    """The custom_vjp function whose ``fwd`` or ``bwd`` ``fn`` is (hessian lowers those rules
+    as code), found among ``fn``'s module globals; None for other functions."""
+    for obj in list(getattr(fn, "__globals__", {}).values()):
+        if callable(getattr(obj, "defvjp", None)) and any(
+                getattr(obj, rule, None) is fn for rule in ("fwd", "bwd")):
+            return obj
+    return None
+
+
+# `&`, `|` and `^` of boolean masks (`(r > a) & (r < b)`): NumPy computes them as logical and,
+# or and xor, which need no derivative; on numbers they are bitwise and stay refused.
+_MASK_OPS = {ast.BitAnd: "logical_and", ast.BitOr: "logical_or", ast.BitXor: "not_equal"}
+
+
+def _masks(*operands) -> bool:
+    """Whether every operand is boolean: a traced mask, or a Python or NumPy bool."""
+    return all(x.aval.dtype == "bool" if isinstance(x, Value) else isinstance(x, (bool, np.bool_))
+               for x in operands)
 
 
 _OP_TEXT = {ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|",

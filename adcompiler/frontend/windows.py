@@ -245,7 +245,7 @@ def mask_hint(src, node, k, ndim) -> str:
     positions = f"np.arange({base}.shape[{sum(not _is_none(e) for e in elts[:k])}])"
     tests = [f"{positions} {op} {src.text(bound)}"
              for op, bound in ((">=", item.lower), ("<", item.upper)) if bound is not None]
-    mask = tests[0] if len(tests) == 1 else f"np.logical_and({', '.join(tests)})"
+    mask = along = tests[0] if len(tests) == 1 else f"np.logical_and({', '.join(tests)})"
     after = (sum(isinstance(e, ast.Slice) or _is_none(e) for e in elts[k + 1:])
              + ndim - sum(not _is_none(e) for e in elts))
     if after:
@@ -257,8 +257,12 @@ def mask_hint(src, node, k, ndim) -> str:
     if isinstance(node.ctx, ast.Store):
         return (f"update the whole axis under a mask: `{whole} = np.where({mask}, <new "
                 f"values>, {whole})`, or use a window of fixed width")
-    return (f"keep the whole axis and zero the entries outside the slice, which leaves a sum "
-            f"or a dot product over it unchanged: `np.where({mask}, {whole}, 0.0)`")
+    return (f"keep the whole axis under a mask: `np.where({mask}, {whole}, 0.0)` zeroes the "
+            f"entries outside the slice, which is right where they go straight into a sum or a "
+            f"dot product; otherwise (a distance to them, a power of them) zero the terms you "
+            f"add up instead, `np.where({along}, <terms along that axis>, 0.0)`, computed from "
+            f"the whole axis with the entries outside the slice set to values that keep those "
+            f"terms finite")
 
 
 def _plain_item(x) -> bool:
