@@ -15,15 +15,16 @@ _VIEWS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to"}
 def fresh(node) -> bool:
     """Whether ``node`` returns a new writable array no other value shares: creations,
     copies, updates, and elementwise results with at least one dimension (NumPy returns
-    scalars, not arrays, for 0-d results)."""
-    if node.regions or node.params.get("py"):
+    scalars, not arrays, for 0-d results). A fused elementwise chain's result is fresh too
+    (the emitter's own check excludes a planned buffer)."""
+    if (node.regions and node.prim != "fused") or node.params.get("py"):
         return False
     out = node.outputs[0].aval
     if out.kind == "list":  # an array of one row per element of a list (a list's cotangent)
         return node.prim in _FRESH or node.prim == "add"
     if out.kind != "array" or not out.ndim:
         return False
-    return node.prim in _FRESH or PRIMS[node.prim].family == "elementwise"
+    return node.prim in _FRESH or node.prim == "fused" or PRIMS[node.prim].family == "elementwise"
 
 
 def is_view(node) -> bool:
