@@ -83,9 +83,15 @@ def _float_array_dtype(x):
         dtype = getattr(x, "dtype", None)
     if dtype is None:
         return None
-    import numpy
-    dtype = numpy.dtype(dtype)
-    return dtype.name if dtype.kind == "f" else None
+    name = _FLOAT_NAMES.get(dtype)
+    if name is None:   # numpy.dtype(...).name costs ~1.5 us: three per cotangent on the tape
+        import numpy
+        d = numpy.dtype(dtype)
+        name = _FLOAT_NAMES[dtype] = d.name if d.kind == "f" else ""
+    return name or None
+
+
+_FLOAT_NAMES: dict = {}   # a dtype (object or name) -> its name if real floating, else ""
 
 
 def _is_weak(x) -> bool:

@@ -144,7 +144,8 @@ class _Pass:
         wanted = [e is not None and (needed is None or e in needed) for e in node.next_edges]
         if not any(wanted):
             return none
-        ops = TENSOR_OPS if self.create_graph else array_ops(array_module(g))
+        ops = TENSOR_OPS if self.create_graph else \
+            _NUMPY_OPS if isinstance(g, _HOST) else array_ops(array_module(g))
         grads = node.apply(g, ops, self.create_graph, wanted)
         return [None if gi is None else _conform(node, i, gi, ops) for i, gi in enumerate(grads)]
 
@@ -220,9 +221,15 @@ def _add(buffers, node, g):
     buffers[node] = g if current is None else current + g
 
 
+_HOST = (np.ndarray, np.generic)   # a gradient on the host: NumPy's ops, shape read directly
+_NUMPY_OPS = array_ops(np)
+
+
 def _conform(node, i, g, ops):
     """The gradient of input ``i`` with that input's shape and (floating) dtype."""
     shape, dtype = node.input_meta[i]
+    if isinstance(g, _HOST) and g.shape == shape and g.dtype == dtype:
+        return g
     got = tuple(ops.shape(g))
     if got != shape:
         try:

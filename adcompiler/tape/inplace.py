@@ -149,16 +149,18 @@ def overwrite(t, value, name):
     return setitem(t, Ellipsis, value, name)
 
 
-def update(t, prim, other):
-    """``t op= other`` (``add_``, ``mul_``...): ``t`` takes the value of ``prim(t, other)``."""
+def update(t, prim, other, extra=(), params=None, rebind=True):
+    """``t op= other`` (``add_``, ``mul_``...): ``t`` takes the value of
+    ``prim[params](t, other, *extra)``; ``rebind=False`` writes even a 0-d ``t`` in place
+    (``np.add.at``, which returns nothing)."""
     _check_leaf(t, other)
     recording = mode.is_grad_enabled() and (t._requires_grad or _requires(other))
     forward = mode.dual_level_token() is not None and t._tangents is not None
     source = t._snapshot() if recording or forward else t
     if forward and mode.is_grad_enabled():
         source._tangents = _cloned(source._tangents)
-    result = apply(prim, (source, other))
-    if t.ndim == 0 and mode.is_numpy_inplace():
+    result = apply(prim, (source, other, *extra), params)
+    if rebind and t.ndim == 0 and mode.is_numpy_inplace():
         # NumPy's 0-d results are scalars, and a scalar is immutable: ``s += v`` rebinds ``s``
         # (the compiler makes the same choice for every shape-() value)
         return result

@@ -14,7 +14,7 @@ import builtins
 
 import numpy as np
 
-from . import inplace, views
+from . import compositions, inplace, matrices, views
 from .numpy_api import dot as numpy_dot
 from .numpy_api import rounded, scan, wrap_plain
 from .record import apply
@@ -216,5 +216,10 @@ Methods.amin = _reduction("min", "AminBackward0")
 Methods.round = lambda self, decimals=0, out=None: rounded(self, decimals, out)  # np.round
 Methods.cumsum = scan("cumsum")     # x.cumsum(axis=None, dtype=None, out=None), as np.cumsum
 Methods.cumprod = scan("cumprod")
+Methods.var = lambda self, *args, **kwargs: compositions.var(self, *args, **kwargs)
+Methods.std = lambda self, *args, **kwargs: compositions.std(self, *args, **kwargs)
+Methods.swapaxes = lambda self, axis1, axis2: compositions.swapaxes(self, axis1, axis2)
+Methods.diagonal = lambda self, *args, **kwargs: matrices.diagonal(self, *args, **kwargs)
+Methods.trace = lambda self, *args, **kwargs: matrices.trace(self, *args, **kwargs)
 for _name in ("argmax", "argmin", "any", "all", "nonzero"):
     setattr(Methods, _name, _plain(_name))

@@ -114,19 +114,23 @@ class SavedValue:
     __slots__ = ("value", "tensor", "counter", "version", "shape", "dtype", "creator", "device",
                  "__weakref__")
 
-    def __init__(self, x, creator=None):
+    def __init__(self, x, creator=None, watch=None):
+        """``watch``: whether the counter keeps this value fresh (``mode.numpy_inplace()``,
+        read here when not given: a node passes it once for all its values)."""
         self.tensor = self.counter = None
         self.creator = creator
         if isinstance(x, _tensor.Tensor):
-            data = x._data
-            self.value, self.counter, self.version = data, x._counter, x._counter.value
+            data, counter = x._data, x._counter
+            self.value, self.counter, self.version = data, counter, counter.value
             self.shape, self.dtype = data.shape, data.dtype
-            self.tensor = x if x._requires_grad and creator is None else None
-            if creator is None and x._grad_fn is not None:
-                self.creator = x._grad_fn.name()
+            if creator is None:
+                fn = x._grad_fn
+                self.tensor = x if x._requires_grad else None
+                if fn is not None:
+                    self.creator = fn.name()
             self.device = "cpu" if type(data) is np.ndarray else device_of(data)
-            if mode.is_numpy_inplace():
-                self.counter.watch(self)
+            if mode.is_numpy_inplace() if watch is None else watch:
+                counter.watch(self)
             return
         self.shape, self.dtype, self.device = _shape(x), _dtype(x), "cpu"
         if hasattr(x, "shape") and hasattr(x, "copy"):
@@ -290,7 +294,8 @@ def prim_node(name, prim, params, args, out):
     """Record ``out = prim[params](*args)``: edges to the inputs that need grad, saved values."""
     Tensor = _tensor.Tensor
     edges = [a._edge() if isinstance(a, Tensor) and a._requires_grad else None for a in args]
-    saved = [SavedValue(a) for a in args]
+    watch = mode.is_numpy_inplace()
+    saved = [SavedValue(a, None, watch) for a in args]
     meta = [(s.shape, s.dtype) for s in saved]
     return node_class(PrimNode, name)(prim, params, edges, meta, saved,
-                                      SavedValue(out, creator=name))
+                                      SavedValue(out, name, watch))

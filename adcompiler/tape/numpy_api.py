@@ -1,8 +1,9 @@
 """The NumPy protocols: ``np.exp(t)``, ``np.sum(t, axis=0)``, ``np.where(c, a, b)`` on tensors.
 
 Invariants: a ufunc or function with a primitive records that primitive (the shape functions
-give views where NumPy does, :mod:`.views`); a handful of composite
-functions (``np.linalg.norm``, ``np.var``...) are spelled in primitives; anything else runs on the
+give views where NumPy does, :mod:`.views`); composite functions (``np.linalg.norm`` here,
+``np.var``, ``np.logaddexp``, ``np.trace``, ``np.add.at``... in :mod:`.compositions` and
+:mod:`.matrices`, as the compiler spells them) record primitives; anything else runs on the
 plain values (with CuPy's function of the same name on CuPy arrays) and is allowed only where
 no gradient is lost (no input requires grad, or the result is integer or boolean); otherwise it
 raises a TypeError naming the function.
@@ -181,21 +182,6 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
 
 
-def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _extras("var", dtype=dtype, out=out, **kw)
-    mean = np.mean(a, axis=axis, keepdims=True)
-    centred = a - mean
-    count = np.size(a) // np.size(mean)
-    return np.sum(centred * centred, axis=axis, keepdims=keepdims) / (count - ddof)
-
-
-def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kw):
-    _extras("std", dtype=dtype, out=out, **kw)
-    var = _var(a, axis=axis, ddof=ddof, keepdims=keepdims)
-    # sqrt's value, and a gradient of 0 where the variance is 0, as the compiler (and PyTorch)
-    return np.sqrt(var + (var == 0)) * (var != 0)
-
-
 def scan(prim):
     """``np.cumsum``/``np.cumprod`` (and the methods): one primitive along one axis, of the
     flattened array for ``axis=None``; ``dtype=`` converts first."""
@@ -251,13 +237,17 @@ FUNCTIONS = {
     np.shape: _shape_of, np.ndim: lambda a: len(_shape_of(a)),
     np.size: lambda a, axis=None: int(np.prod(_shape_of(a))) if axis is None else
     _shape_of(a)[axis],
-    np.linalg.norm: _norm, np.var: _var, np.std: _std, np.round: rounded, np.around: rounded,
+    np.linalg.norm: _norm, np.round: rounded, np.around: rounded,
     np.cumsum: scan("cumsum"), np.cumprod: scan("cumprod"),
     np.ravel: lambda a, order="C": _order("ravel", order) or views.make(
         "reshape", a, {"shape": (-1,)}),
     np.zeros_like: _creation(np.zeros_like), np.ones_like: _creation(np.ones_like),
-    np.empty_like: _creation(np.empty_like), np.full_like: _creation(np.full_like),
 }
+
+
+# ufunc calls spelled in primitives, {(ufunc, method): fn}: np.logaddexp, np.add.at (filled
+# by .compositions and .matrices, which build on the helpers here)
+UFUNC_METHODS: dict = {}
 
 
 class NumpyProtocol:
@@ -270,6 +260,9 @@ class NumpyProtocol:
         prim = _UFUNCS.get(ufunc)
         if method == "__call__" and prim is not None and not kwargs:
             return _store(apply(prim, inputs), out)
+        composite = UFUNC_METHODS.get((ufunc, method))
+        if composite is not None and not kwargs and (method == "__call__" or out is None):
+            return _store(composite(*inputs), out)
         name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if out is not None:
             kwargs["out"] = tuple(_unwrap(o) for o in out)
@@ -304,3 +297,4 @@ def _store(result, out):
                         "`np.zeros_like(t)` of a tensor `t`, not of a plain array)")
     target[...] = result._data
     return target
+

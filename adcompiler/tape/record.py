@@ -14,35 +14,62 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.ir.primitives import PRIMS, split_call
+from adcompiler.ir.primitives import PRIMS, evaluate, split_call
 from adcompiler.templates import has_jvp, tangent
 
 from . import mode
 from . import tensor as _tensor
 from .names import node_name
 from .node import prim_node
-from .xp import array_module, array_ops, common_module, compute, shares
+from .xp import array_module, array_ops, common_module, compute, is_device_array, shares
 
 
 def apply(prim: str, args, params=None, name=None):
     """``prim[params](*args)`` as a tensor; ``name`` overrides the PyTorch node name."""
     Tensor = _tensor.Tensor
     params = params or {}
-    args = tuple(a if isinstance(a, Tensor) else _constant(a) for a in args)
-    if any(isinstance(a, Tensor) and type(a._data) is not np.ndarray for a in args):
+    args, data, requires, where = _arguments(args)
+    if where is _TENSOR_ON_DEVICE:
         args = beside_device(prim, args)
-    data = [a._data if isinstance(a, Tensor) else a for a in args]
-    out = Tensor._make(_forward(prim, data, params))
+        data = [a._data if isinstance(a, Tensor) else a for a in args]
+    out = Tensor._make(_forward(prim, data, params, where is None))
     spec = PRIMS[prim]
     if not spec.differentiable or out._data.dtype.kind not in "fc":
         return out
-    if mode.is_grad_enabled() and any(isinstance(a, Tensor) and a._requires_grad for a in args):
-        out._grad_fn = prim_node(name or node_name(prim, args, params), prim, params, args, out)
-        out._requires_grad = True
+    if requires and mode._GRAD_ENABLED.get():
+        out._fn = prim_node(name or node_name(prim, args, params), prim, params, args, out)
+        out._needs_grad = True
     level = mode.dual_level_token()
     if level is not None:
         _push_tangents(level, prim, params, args, out)
     return out
+
+
+_TENSOR_ON_DEVICE, _CONSTANT_ON_DEVICE = "tensor", "constant"
+_HOST_SCALARS = (float, int, bool, np.generic)
+
+
+def _arguments(args):
+    """One pass over the arguments (``apply`` runs for every operation): the arguments (lists
+    made arrays), their arrays, whether one requires grad, and where a CuPy array is (None:
+    nowhere, all on the host; else whether a tensor or a constant holds it)."""
+    Tensor = _tensor.Tensor
+    values, data, requires, where = [], [], False, None
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            if type(d) is not np.ndarray:
+                where = _TENSOR_ON_DEVICE
+            if not requires and a._requires_grad:
+                requires = True
+        else:
+            a = d = _constant(a)
+            if where is None and type(d) is not np.ndarray and \
+                    not isinstance(d, _HOST_SCALARS) and is_device_array(d):
+                where = _CONSTANT_ON_DEVICE
+        values.append(a)
+        data.append(d)
+    return tuple(values), data, requires, where
 
 
 def _constant(value):
@@ -66,10 +93,14 @@ def beside_device(prim, args):
     return tuple(a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args)
 
 
-def _forward(prim, data, params):
-    """The primitive's value as an array of the inputs' module, never a view of an input."""
-    xp = common_module(data, prim)
-    out = xp.asarray(compute(prim, data, params))
+def _forward(prim, data, params, host=False):
+    """The primitive's value as an array of the inputs' module, never a view of an input;
+    ``host``: every argument is known to be on the host (NumPy's ``evaluate`` directly)."""
+    if host:
+        xp, out = np, np.asarray(evaluate(prim, data, params))
+    else:
+        xp = common_module(data, prim)
+        out = xp.asarray(compute(prim, data, params))
     if PRIMS[prim].family in ("shape", "internal", "creation") and _may_alias(xp, out, data):
         out = out.copy()
     return out

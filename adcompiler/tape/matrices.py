@@ -1,0 +1,136 @@
+"""Diagonals, triangles, fills and ``np.add.at`` on tensors, as the compiler records them
+(``adcompiler/frontend/diagonal.py``, ``creation.py``, ``setitem.py``).
+
+Invariants: a diagonal is a gather from the flattened matrix at distinct flat positions (the
+index tagged ``("u", 0)``, as the compiler's), ``np.trace`` its sum, ``np.diag`` of a vector
+those positions written into zeros; ``np.tril``/``triu`` are ``where(mask, m, 0)``;
+``np.full_like`` with a tensor fill value is the primitive ``full`` (its gradient is the sum);
+``np.add.at`` into a tensor is one in-place ``index_add`` (repeated indices add up). Matrices of
+other axes or ranks than the compiler takes run on the values (refused where a gradient would
+be lost).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from adcompiler.ir.primitives import build_index
+
+from . import inplace, mode, numpy_api, views
+from . import tensor as _tensor
+from .numpy_api import on_module, run_plain
+from .record import apply
+
+_FIRST_TWO = ((0, 1), (0, -1), (-2, 1), (-2, -1))
+
+
+@lru_cache(maxsize=None)
+def _positions(rows, cols, offset):
+    """The flat positions of ``A[r, r + offset]`` in a rows x cols matrix (read-only)."""
+    r = np.arange(max(0, -offset), min(rows, cols - offset), dtype=np.int64)
+    out = r * cols + r + offset
+    out.flags.writeable = False
+    return out
+
+
+def _gather_diagonal(x, offset):
+    rows, cols = x.shape
+    flat = views.make("reshape", x, {"shape": (rows * cols,)})
+    return apply("getitem", (flat, _positions(rows, cols, offset)), {"index": (("u", 0),)})
+
+
+def _is_matrix(a, axis1, axis2) -> bool:
+    return isinstance(a, _tensor.Tensor) and a.ndim == 2 and (axis1, axis2) in _FIRST_TWO
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    if not _is_matrix(a, axis1, axis2):
+        return run_plain("np.diagonal", np.diagonal, (a, offset, axis1, axis2), {})
+    return _gather_diagonal(a, int(offset))
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if not _is_matrix(a, axis1, axis2) or dtype is not None or out is not None:
+        return run_plain("np.trace", np.trace, (a, offset, axis1, axis2, dtype, out), {})
+    return apply("sum", (_gather_diagonal(a, int(offset)),), {"axis": None, "keepdims": False})
+
+
+def diag(v, k=0):
+    """Of a matrix its diagonal ``k``; of a vector the matrix holding it on diagonal ``k``."""
+    if not isinstance(v, _tensor.Tensor) or v.ndim not in (1, 2):
+        return run_plain("np.diag", np.diag, (v, k), {})
+    if v.ndim == 2:
+        return _gather_diagonal(v, int(k))
+    n = v.shape[0] + abs(int(k))
+    zeros = on_module(np.zeros, "np.zeros", [v._data])(n * n, dtype=v.dtype)
+    filled = apply("setitem", (zeros, v, _positions(n, n, int(k))), {"index": (("u", 0),)})
+    return views.make("reshape", filled, {"shape": (n, n)})
+
+
+def _triangle(lower):
+    def triangle(m, k=0):
+        """``where(mask, m, 0)`` with NumPy's mask of the last two axes (a vector: square)."""
+        shape = np.shape(m)
+        rows, cols = (shape[-1], shape[-1]) if len(shape) < 2 else shape[-2:]
+        mask = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1,
+                                                                       dtype=bool)
+        return apply("where", (mask, m, 0))
+    triangle.__name__ = "tril" if lower else "triu"
+    return triangle
+
+
+# ---- creation -------------------------------------------------------------------------------
+def _like(a, dtype, shape):
+    dtype = np.dtype(dtype) if dtype is not None else np.asarray(
+        a._data if isinstance(a, _tensor.Tensor) else a).dtype
+    shape = np.shape(a) if shape is None else (
+        (shape,) if np.ndim(shape) == 0 else tuple(shape))
+    return tuple(int(s) for s in shape), dtype
+
+
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
+    """``np.full`` of ``a``'s shape and dtype: the primitive ``full``, so a fill value that
+    requires grad gets the sum of the gradient (as the compiler's)."""
+    if order not in ("K", "C", "A") or subok is not True:
+        raise TypeError("np.full_like: only C-ordered arrays are supported on tensors")
+    shape, dtype = _like(a, dtype, shape)
+    return apply("full", (fill_value,), {"shape": shape, "dtype": dtype})
+
+
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None):
+    """Zeros of ``prototype``'s shape and dtype, as the compiler makes them: NumPy leaves the
+    memory uninitialised, zeros make every run give the same values."""
+    if order not in ("K", "C", "A") or subok is not True:
+        raise TypeError("np.empty_like: only C-ordered arrays are supported on tensors")
+    shape, dtype = _like(prototype, dtype, shape)
+    data = prototype._data if isinstance(prototype, _tensor.Tensor) else prototype
+    return _tensor.Tensor._make(on_module(np.zeros, "np.zeros", [data])(shape, dtype=dtype))
+
+
+# ---- np.add.at ------------------------------------------------------------------------------
+def add_at(a, indices, b=None):
+    """``np.add.at(a, indices, b)`` into a tensor ``a``: ``b`` broadcast to the indexed region
+    and added in place, repeated indices adding up (the primitive ``index_add``)."""
+    if not isinstance(a, _tensor.Tensor) or b is None:   # into a plain array: values only
+        return run_plain("np.add.at", np.add.at, (a, indices) + (() if b is None else (b,)),
+                         {})
+    if a.is_leaf and a._requires_grad and mode.is_grad_enabled():
+        raise TypeError("np.add.at is not differentiable on the tape into a leaf that requires "
+                        "grad (" + inplace.LEAF_ERROR + "): add into a copy of it, or into "
+                        "np.zeros_like(x), and combine")
+    spec, arrays = inplace.index_spec(indices, a._data)
+    region = a._data[build_index(spec, arrays)].shape
+    if np.shape(b) != region:
+        b = views.make("broadcast_to", b, {"shape": region}) if isinstance(
+            b, _tensor.Tensor) else np.broadcast_to(np.asarray(b), region)
+    inplace.update(a, "index_add", b, arrays, {"index": spec}, rebind=False)
+
+
+numpy_api.FUNCTIONS.update({
+    np.diagonal: diagonal, np.trace: trace, np.diag: diag,
+    np.tril: _triangle(True), np.triu: _triangle(False),
+    np.full_like: full_like, np.empty_like: empty_like,
+})
+numpy_api.UFUNC_METHODS[np.add, "at"] = add_at
