@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.primitives import PRIMS
-from . import compositions, creation, diagonal, scans
+from . import compositions, creation, diagonal, norms, scans
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
@@ -326,6 +326,7 @@ FUNCTIONS.update(creation.FUNCTIONS)
 FUNCTIONS.update(diagonal.FUNCTIONS)  # np.diag of a traced array (else folded, as above)
 FUNCTIONS.update(compositions.FUNCTIONS)  # np.var, np.diff, np.roll...: other primitives
 FUNCTIONS.update(scans.FUNCTIONS)  # np.cumsum, np.cumprod
+FUNCTIONS.update(norms.FUNCTIONS)  # np.linalg.norm
 
 
 def register_call(fn, handler):

@@ -18,6 +18,7 @@ import numpy as np
 from ..ir import Value
 from .binding import CallError, axis_arg, bind, dtype_arg, positional, shape_arg, static
 from .creation import _stacked, contains_value, made
+from .norms import sqrt_zero_slope
 
 FULL = ("s", None, None, None)   # the index spec of `:`
 
@@ -102,9 +103,7 @@ def _std(b, args, kwargs):
     ``sqrt(var + (var == 0)) * (var != 0)`` has sqrt's value everywhere, exactly, and never
     differentiates sqrt at 0. Ufuncs only, so a 0-d result stays a NumPy scalar."""
     x, axis, ddof, keepdims = _variance_args(args, kwargs)
-    var = variance(b, _array(b, x), axis, ddof, keepdims)
-    safe = b.emit("add", (var, b.emit("equal", (var, 0.0))))
-    return b.emit("multiply", (b.emit("sqrt", (safe,)), b.emit("not_equal", (var, 0.0))))
+    return sqrt_zero_slope(b, variance(b, _array(b, x), axis, ddof, keepdims))
 
 
 # ---- differences, flips, rolls --------------------------------------------------------------

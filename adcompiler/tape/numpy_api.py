@@ -171,15 +171,30 @@ def dot(a, b, out=None):
 
 
 def _norm(x, ord=None, axis=None, keepdims=False):
-    """The norms that are ``sqrt(sum(x * x))``: ``ord=None``, a vector's 2-norm and a matrix's
-    Frobenius norm; any other (a matrix's 2-norm, ``ord=2, axis=(0, 1)``, is its largest
-    singular value) runs on the values, and NumPy raises for what it refuses."""
-    matrix = (axis is None and np.ndim(x) == 2) or (isinstance(axis, (tuple, list)) and
-                                                     len(axis) == 2)
-    vector = not matrix and (axis is not None or np.ndim(x) == 1)
-    if not (ord is None or (ord == 2 and vector) or (ord == "fro" and matrix)):
-        return run_plain("np.linalg.norm", np.linalg.norm, (x, ord, axis, keepdims), {})
-    return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+    """``np.linalg.norm`` as the compiler spells it (``adcompiler/frontend/norms.py``): the
+    2- and Frobenius norms ``sqrt(sum(x * x))`` with gradient 0 at zero (as PyTorch's), the
+    vector norms ``1``, ``inf``, ``-inf`` and ``p`` from ``abs``, the matrix norms ``1``,
+    ``-1``, ``inf``, ``-inf`` as extreme sums of ``abs``; the norms of singular values (a
+    matrix's ``ord=2``) run on the values, and NumPy raises for what it refuses."""
+    ndim = np.ndim(x)
+    axes = tuple(range(ndim)) if axis is None else tuple(axis) if isinstance(
+        axis, (tuple, list)) else (axis,)
+    reduce = {"axis": None if axis is None else axes, "keepdims": keepdims}
+    if ord is None or (ord == "fro" and len(axes) == 2) or (ord == 2 and len(axes) == 1):
+        s = np.sum(x * x, **reduce)
+        return np.sqrt(s + (s == 0)) * (s != 0)
+    if len(axes) == 1 and ord in (1, np.inf, -np.inf):
+        size = np.abs(x)
+        return {1: np.sum, np.inf: np.max, -np.inf: np.min}[ord](size, **reduce)
+    if len(axes) == 1 and isinstance(ord, (int, float)) and ord != 0:
+        return np.sum(np.abs(x) ** float(ord), **reduce) ** (1.0 / float(ord))
+    if len(axes) == 2 and ord in (1, -1, np.inf, -np.inf):
+        rows, cols = axes
+        first, second = (rows, cols) if ord in (1, -1) else (cols, rows)
+        sums = np.sum(np.abs(x), axis=first, keepdims=True)
+        pick = (np.max if ord > 0 else np.min)(sums, axis=second, keepdims=True)
+        return pick if keepdims else np.squeeze(pick, axis=tuple(sorted((rows, cols))))
+    return run_plain("np.linalg.norm", np.linalg.norm, (x, ord, axis, keepdims), {})
 
 
 def scan(prim):
@@ -273,8 +288,14 @@ class NumpyProtocol:
         handler = FUNCTIONS.get(func)
         if handler is not None:
             return handler(*args, **kwargs)
-        name = f"np.{getattr(func, '__name__', func)}"
-        return run_plain(name, func, args, kwargs)
+        return run_plain(_public_name(func), func, args, kwargs)
+
+
+def _public_name(func) -> str:
+    """``np.linalg.solve`` for NumPy's ``solve`` (its public module), ``np.sort``..."""
+    module = getattr(func, "__module__", None) or "numpy"
+    prefix = "np" + module[len("numpy"):] if module.startswith("numpy") else module
+    return f"{prefix}.{getattr(func, '__name__', func)}"
 
 
 def _into(result, out):
