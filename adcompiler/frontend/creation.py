@@ -66,6 +66,20 @@ def _float(b, args, kwargs):
     return b.emit("to_float", (x,)) if isinstance(x, Value) else float(x)
 
 
+def _item(b, x, args, kwargs):
+    """``x.item()`` of a one-element array: a Python number (float for floating ``x``, its
+    gradient flowing back into that element), as NumPy gives."""
+    if args or kwargs:
+        raise CallError("takes no arguments here", "index first: x[i, j].item()")
+    shape = x.aval.known_shape
+    if shape is None or math.prod(shape) != 1:
+        raise CallError(f"of an array of shape {shape} needs exactly one element",
+                        "index it first (x[0].item()), or use np.sum(x) for a total")
+    one = b.emit("reshape", (x,), {"shape": ()}) if shape != () else x
+    kind = np.dtype(x.aval.dtype).kind
+    return b.emit("to_float" if kind in "fc" else "to_int", (one,))
+
+
 def _array(copy):
     """``np.array``/``np.asarray``: of literals, a constant made while compiling; of a traced
     array, a copy (np.array) or the array itself (np.asarray); of a list holding traced
@@ -174,6 +188,38 @@ def _folded(fn):
     return handler
 
 
+_LINSPACE = ("start", "stop", "num", "endpoint", "retstep", "dtype", "axis")
+
+
+def _linspace(b, args, kwargs):
+    """``np.linspace`` of traced 0-d ``start``/``stop`` (a time horizon being fitted): NumPy's
+    own steps, ``arange(num) * ((stop - start) / div) + start`` with the last entry ``stop``
+    exactly, so values are NumPy's and each entry's gradient is its weight on each end.
+    Without traced ends, the constant computed while compiling."""
+    if not contains_value(list(args) + list(kwargs.values())):
+        return _folded(np.linspace)(b, args, kwargs)
+    p = bind(args, kwargs, _LINSPACE, required=2)
+    num, endpoint = static(p.get("num", 50), "`num=`"), static(p.get("endpoint", True), "`endpoint=`")
+    if p.get("retstep") or p.get("axis", 0) != 0 or p.get("dtype") not in (None, float, np.float64):
+        raise CallError("of traced ends takes only `num=` and `endpoint=` here",
+                        "compute the step as (stop - start) / (num - 1) yourself")
+    ends = [p["start"], p["stop"]]
+    if any(isinstance(e, Value) and e.aval.known_shape != () for e in ends):
+        raise CallError("of traced ends takes scalars (0-d values) here",
+                        "write start + (stop - start) * np.linspace(0.0, 1.0, num)[:, None]")
+    start, stop = ends
+    div = num - 1 if endpoint else num
+    steps = b.constant(made(np.arange(num, dtype=np.float64)))
+    if div > 0:
+        step = b.emit("divide", (b.emit("subtract", (stop, start)), float(div)))
+        y = b.emit("add", (b.emit("multiply", (steps, step)), start))
+    else:   # num == 1 with the end point: NumPy's y * delta + start, the start alone
+        y = b.emit("add", (b.emit("multiply", (steps, 0.0)), start))
+    if endpoint and num > 1:
+        y = b.setitem(y, stop, (), (("i", num - 1),))
+    return y
+
+
 def _arrays(x):
     if isinstance(x, (list, tuple)):
         return [a for item in x for a in _arrays(item)]
@@ -217,5 +263,6 @@ FUNCTIONS = {
 }
 FUNCTIONS.update({getattr(math, n): _math(n) for n in MATH_PRIMS})
 FUNCTIONS.update({getattr(np, n): _folded(getattr(np, n)) for n in CONSTANT_ONLY})
+FUNCTIONS[np.linspace] = _linspace
 FUNCTIONS.update({np.tril: _triangle("tril"), np.triu: _triangle("triu")})
-METHODS = {"astype": _astype}
+METHODS = {"astype": _astype, "item": _item}
