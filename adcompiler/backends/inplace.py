@@ -6,8 +6,11 @@ constant, never a planned buffer) and no value that may hold the same array is r
 Values hold one array through views (``y = x.T``) and through slots, which are plain Python
 names: a branch's yield and the ``if``'s result; a loop's initial value, its body's param, its
 next value and its result; a residual appended to a list (the list keeps the array itself,
-where an array stack copies it). Invariant: an update is written in place only when none of
-those values is read after it; otherwise it works on a copy, so no other name sees the change.
+where an array stack copies it). Two slots of one loop whose next values may be one array hold
+one array from the next iteration on (the IR has value semantics, so a pass or a tangent rule
+may make two names one value: the tangent of ``u = u_next.copy()`` is ``u_next``'s tangent
+itself). Invariant: an update is written in place only when none of those values is read after
+it; otherwise it works on a copy, so no other name sees the change.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import Value, walk
+from ..ir.primitives import PRIMS
 from .aliasing import fresh, is_view
 from .expressions import accumulate_statements, assign_statements
 
@@ -30,8 +34,11 @@ class Sharing:
         self.copied: dict = {}   # value -> the slots it is stored under (phi: the same array)
         self.kept: dict = {}     # value -> views of it, and lists it is appended to
         self.carried: dict = {}  # body param -> (loop node, initial value, next value, slot)
+        self.members: dict = {}  # body param -> (itself, while-test param or None, result)
+        self.joined: dict = {}   # body param -> the params of slots sharing its array
         self.entries: set = set()  # loop params and while-test params: a slot on entry
         self.yields: dict = {}   # (yielded value, the if's result) -> [(if's id, branch)]
+        producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
         for node in walk(graph.nodes):
             if is_view(node):
                 _add(self.kept, node.inputs[0], [node.outputs[0]])
@@ -45,11 +52,58 @@ class Sharing:
         for x, (stack, _) in (rows or {}).items():  # computed into its stack's row: a view
             _add(self.kept, x, [stack])
             _add(self.kept, stack, [x])
+        self._join_shared_slots(producer)
+        for node in walk(graph.nodes):
+            if node.prim == "cond":
+                self._join_shared_results(node, producer)
         for p, (_, _, nxt, _) in self.carried.items():
-            # what keeps one iteration's next value (a residual list, a view) holds the array
-            # the param has in the next iteration: an update of the param in place would
-            # change it
-            _add(self.kept, p, list(self.kept.get(nxt, ())))
+            # what keeps one iteration's next value (a residual list, a view, through another
+            # result of an ``if``) holds the array the param has in the next iteration: an
+            # update of the param in place would change it
+            if isinstance(nxt, Value):
+                _add(self.kept, p, reach(nxt, frozenset(), (self.kept,))[1:])
+
+    def _join_shared_slots(self, producer):
+        """Two carried slots of one loop whose next values may be one array (a tangent
+        ``u_dot = u_next_dot``, where the primal ``u = u_next.copy()`` copies) hold one array
+        in every later iteration and after the loop: each slot's param (and while-test param)
+        and result is an alias of the other's, so an update of one in place is seen to change
+        the other where that is read later."""
+        loops: dict = {}
+        for p, (loop, _, nxt, _) in self.carried.items():
+            loops.setdefault(id(loop), []).append((p, sources(nxt, producer)))
+        for slots in loops.values():
+            for i, (p, held) in enumerate(slots):
+                for q, other in slots[:i]:
+                    if held & other:
+                        self._join(p, q)
+                        self.joined.setdefault(p, set()).add(q)
+                        self.joined.setdefault(q, set()).add(p)
+
+    def _join_shared_results(self, node, producer):
+        """Two results of one ``if`` that a branch yields as one array (``v2_taken = v2``
+        beside ``v2``'s own result, in a loop guarded by ``if not done``) hold one array: each
+        is an alias of the other (what keeps one, a residual list, keeps the other's array)."""
+        arrays = [j for j, out in enumerate(node.outputs) if out.aval.kind in ("array", "list")]
+        held = [[self._widen(sources(block.outputs[j], producer)) for j in arrays]
+                for block in node.regions]
+        for i, a in enumerate(arrays):
+            for k, b in enumerate(arrays[:i]):
+                if any(branch[i] & branch[k] for branch in held):
+                    _add(self.kept, node.outputs[a], [node.outputs[b]])
+                    _add(self.kept, node.outputs[b], [node.outputs[a]])
+
+    def _widen(self, values: set) -> set:
+        """``values`` and the params of the slots that share a param's array among them."""
+        return values.union(*(self.joined.get(v, ()) for v in values))
+
+    def _join(self, a, b):
+        """Make each member of carried slot ``a`` (param, while-test param, result) and the
+        same member of slot ``b`` aliases of each other."""
+        for x, y in zip(self.members[a], self.members[b]):
+            if x is not None and y is not None:
+                _add(self.kept, x, [y])
+                _add(self.kept, y, [x])
 
     def _loop(self, node):
         """A carried slot is one name for the initial value, the params of the body (and of
@@ -61,6 +115,7 @@ class Sharing:
         for p, t, init, nxt, out in zip(params, tests, inits, body.outputs, node.outputs):
             slot = frozenset(v for v in (p, t, out) if v is not None)
             self.carried[p] = (node, init, nxt, slot)
+            self.members[p] = (p, t, out)
             self.entries.update(v for v in (p, t) if v is not None)
             _add(self.copied, init, slot)
             _add(self.copied, nxt, slot)
@@ -93,6 +148,35 @@ class Sharing:
         params: what they are stored under in the body (a branch's result, an inner loop's
         slot) holds the slot's value on entry to this iteration, the array before ``v``."""
         return reach(v, frozenset(), (self.copied,), stop=self.entries)
+
+
+def sources(x, producer) -> set:
+    """``x`` and the values whose very array ``x`` may be: what it views, what a branch's
+    result yields on each path, what an inner loop's carried result starts from or ends with,
+    what ``np.asarray`` or a user's custom function may pass on. Two values may share an array
+    when their sources meet."""
+    out, todo = set(), [x]
+    while todo:
+        v = todo.pop()
+        if not isinstance(v, Value) or v in out:
+            continue
+        out.add(v)
+        node = producer.get(v)
+        if node is None:
+            continue
+        if is_view(node) or node.prim == "asarray":
+            todo.append(node.inputs[0])
+        elif getattr(PRIMS.get(node.prim), "family", None) == "custom":
+            todo.extend(node.inputs)  # stop_gradient, a user's function: may return an input
+        elif node.prim == "cond":
+            j = node.outputs.index(v)
+            todo.extend(block.outputs[j] for block in node.regions)
+        elif node.prim in ("loop", "while"):
+            first, body = (1 if node.prim == "loop" else 0), node.regions[-1]
+            j = node.outputs.index(v)
+            if j < len(body.params) - first:  # a carried result, not a stacked one
+                todo.extend((node.inputs[first + j], body.outputs[j]))
+    return out
 
 
 def _add(edges, x, holders):
@@ -152,8 +236,11 @@ class InPlaceEmission:
     def owned(self, acc, at, path, result) -> bool:
         """Whether updating ``acc`` into ``result`` at statement ``at`` may overwrite ``acc``'s
         array: this function made it, and nothing holding it reads it after ``at``, except the
-        slots ``result`` flows into, which hold the updated array from then on."""
-        return self._owned(acc, at, path, frozenset(self.sharing.slots(result)))
+        slots ``result`` flows into, which hold the updated array from then on. A loop's param
+        among those holds it only from the next iteration on: read later in this one, it holds
+        its slot's array on entry, which may be ``acc``'s (``Sharing._join_shared_slots``)."""
+        skip = frozenset(self.sharing.slots(result)) - self.sharing.entries
+        return self._owned(acc, at, path, skip)
 
     def _owned(self, acc, at, path, skip) -> bool:
         """``owned`` with ``skip``, the values holding the result. A loop's carried param is
