@@ -5,7 +5,8 @@ whose outputs are the variables either branch rebinds. An ``if`` holding a ``ret
 statements after it as the continuation of each branch that falls through, and merges the
 returned value like a variable. Loops are lowered by the :class:`.loops.LoopLowering` this class
 extends. Invariant: a merged variable has one abstract value on every path (a Python float
-meeting a 0-d array becomes the array), else a located error says which variable disagrees.
+meeting a 0-d array becomes the array; a tuple or list is merged entry by entry, see
+:mod:`.structured`), else a located error says which variable disagrees, where it is read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from .inplace import Unreadable
 from .loops import LoopLowering, _aval
 from .shortcircuit import runs_unconditionally
+from .structured import Diverged, fill, first_difference, flat, ident, label, same
 from ..ir import Aval, Block, Literal, Node, Value
 
 
@@ -84,8 +86,8 @@ class ControlLowering(LoopLowering):
                  if any(e.get(n, env0.get(n)) is not env0.get(n) for e in envs)]
         outs = []
         for name in names:
-            values = [e.get(name, env0.get(name)) for e in envs]
-            if any(v is None for v in values):  # bound in one branch only: unusable after
+            values = [e.get(name, env0.get(name, _UNBOUND)) for e in envs]
+            if any(v is _UNBOUND for v in values):  # bound in one branch only: unusable after
                 self.env.pop(name, None)
                 continue
             if values[0] is values[1]:  # one value from before the `if` on both paths
@@ -94,21 +96,49 @@ class ControlLowering(LoopLowering):
             if stale := next((v for v in values if isinstance(v, Unreadable)), None):
                 self.env[name] = stale  # a view one branch updated: unreadable after the if
                 continue
-            avals = [_aval(v) for v in values]
-            if name != RESULT and not self.joinable(avals):
-                self.env[name] = Unjoined(stmt.lineno, *avals)  # an error only if read after
-                continue
-            aval = self.join(stmt, name, avals, "branch")
-            for block, v in zip(blocks, values):
-                with self.b.into(block):
-                    block.outputs.append(self.coerce(v, aval))
-            label = "result" if name == RESULT else name
-            out = self.graph.name_value(Value(aval, origin=label), label)
-            outs.append(out)
-            self.env[name] = out
+            self.env[name] = self.merge_value(stmt, name, values, blocks, outs)
         self.b.source = header
         self.b.target.append(Node("cond", (test,), {}, tuple(outs), header, "forward",
                                   tuple(blocks)))
+
+    def merge_value(self, stmt, name, values, blocks, outs):
+        """``name`` after an ``if`` that binds it to one of ``values``: a tuple or list entry by
+        entry (each entry a ``cond`` output appended to ``outs``, or the one Python value both
+        paths hold). Where they cannot be joined, a value that is an error where read
+        (:class:`Unjoined`, :class:`.structured.Diverged`); for a returned value or a conditional
+        expression, which are read at once, a located error now."""
+        eager = name in (RESULT, EXPRESSION)
+        where = "the returned value" if name == RESULT else name
+        if found := first_difference(*values):
+            marker = Diverged.of(stmt.lineno, *found)
+            if eager:
+                raise self.src.error(stmt, *marker.describe(where))
+            return marker
+        pairs = [(p, a, b) for (p, a), (_, b) in zip(flat(values[0]), flat(values[1]))]
+        joined = []
+        for path, a, b in pairs:
+            avals = None if a is b or same(a, b) else [_aval(a), _aval(b)]
+            if avals is None:
+                joined.append(None)
+            elif not eager and not self.joinable(avals):
+                return Unjoined(stmt.lineno, *avals)  # an error only if read after
+            else:
+                joined.append(self.join(stmt, label(where, path), avals, "branch"))
+        leaves = [a if aval is None else self.cond_output(name, path, (a, b), aval, blocks, outs)
+                  for (path, a, b), aval in zip(pairs, joined)]
+        return fill(values[0], iter(leaves))
+
+    def cond_output(self, name, path, values, aval, blocks, outs):
+        """A new output of the ``cond``, each block giving its value of one entry, ``aval``."""
+        for block, v in zip(blocks, values):
+            with self.b.into(block):
+                block.outputs.append(self.coerce(v, aval))
+        if name == EXPRESSION:  # named by what it is bound to
+            outs.append(Value(aval))
+        else:
+            base = ident("result" if name == RESULT else name, path)
+            outs.append(self.graph.name_value(Value(aval, origin=base), base))
+        return outs[-1]
 
     # ---- conditional expressions and boolean operators ------------------------------------------
     def expr_IfExp(self, node):
@@ -122,12 +152,9 @@ class ControlLowering(LoopLowering):
             with self.b.into(block):
                 values.append(self.expr(branch))
             blocks.append(block)
-        aval = self.join(node, "the conditional expression", [_aval(v) for v in values], "branch")
-        for block, v in zip(blocks, values):
-            with self.b.into(block):
-                block.outputs.append(self.coerce(v, aval))
-        out = Value(aval)
-        self.b.target.append(Node("cond", (test,), {}, (out,), self.b.source, "forward",
+        outs = []
+        out = self.merge_value(node, EXPRESSION, values, blocks, outs)
+        self.b.target.append(Node("cond", (test,), {}, tuple(outs), self.b.source, "forward",
                                   tuple(blocks)))
         return out
 
@@ -255,8 +282,10 @@ def _join_float_scalars(a, b) -> Aval:
     return Aval("array", str(np.result_type(*arrays)) if arrays else "float64", ())
 
 
+_UNBOUND = object()  # a name a branch leaves unbound
 NO_RETURN = object()  # what run_block gives when the statements fall through
 RESULT = "<return value>"  # a pseudo-variable merging the value each branch returns
+EXPRESSION = "the conditional expression"  # what a conditional expression merges
 
 
 def _returns_inside(stmt) -> bool:

@@ -5,7 +5,9 @@ A ``for`` over ``range(...)`` (static bounds), over an array's first axis, or ov
 the body rebinds; ``break``/``continue``, ``reversed(range(...))`` and ranges with traced bounds
 are first rewritten on the AST (:mod:`.jumps`, :mod:`.reversed_range`). Invariants: a carried
 variable has one abstract value on every iteration (a Python float meeting a 0-d array becomes
-the array), else a located error says which variable disagrees; a static trip count of 0
+the array), else a located error says which variable disagrees; a tuple or list is carried
+entry by entry and a str or None only where no iteration reads a changed one
+(:mod:`.structured`); a static trip count of 0
 (``range(0)``, an empty array) emits no loop, so a ``loop`` node always runs at least once.
 """
 
@@ -16,6 +18,8 @@ import ast
 from . import jumps, reversed_range
 from .inplace import AfterBreak, InLoopOnly, Unreadable, alias_copy_hint
 from .setitem import add_at_target
+from .structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
+                         traceable)
 from ..ir import Aval, Block, Literal, Node, Value
 
 _MAX_AVAL_ROUNDS = 3
@@ -113,7 +117,7 @@ class LoopLowering:
 
         def blocks(carried, params):
             test = Block(params=[self.graph.name_value(Value(p.aval), p.name) for p in params])
-            self.env.update(zip(carried, test.params))
+            carried.enter(self.env, test.params)
             with self.b.into(test):
                 pred = self.expr(stmt.test)
                 if not isinstance(pred, Value):
@@ -121,7 +125,7 @@ class LoopLowering:
                                          "anything the loop changes", "use a for loop")
                 self.check_condition(stmt.test, pred)
                 test.outputs = [pred]
-            self.env.update(zip(carried, params))
+            carried.enter(self.env, params)
             body = Block(params=list(params))
             with self.b.into(body):
                 self.run_statements(stmt.body)
@@ -129,24 +133,39 @@ class LoopLowering:
         self.carried_loop(stmt, header, "while", (), blocks)
 
     def carried_loop(self, stmt, header, prim, inputs, make_blocks):
-        """Lower a loop whose body rebinds ``carried`` variables: find one aval per variable
-        (re-lowering until they agree), then emit the node and rebind the variables."""
-        carried = [name for name in _assigned(stmt.body) if name in self.env
-                   and _traceable(self.env[name])]
-        self.check_loop_aliases(stmt, carried)
-        avals, blocks, results, body_env = self.lower_body(stmt, carried, make_blocks)
+        """Lower a loop whose body rebinds names bound before it: find one aval per carried
+        leaf (re-lowering until they agree), then emit the node and rebind the names (a tuple
+        or list as its carried entries, see :class:`.structured.LoopState`)."""
+        names = [name for name in _assigned(stmt.body) if name in self.env]
+        self.check_loop_aliases(stmt, names)
+        state = LoopState(self.env, names)
+        avals, blocks, body_env = self.lower_body(stmt, state, make_blocks)
         body = blocks[-1]
         with self.b.into(body):
-            body.outputs = [self.coerce(r, a) for r, a in zip(results, avals)]
-        inits = [self.coerce(self.env[name], a) for name, a in zip(carried, avals)]
-        outs = tuple(self.graph.name_value(Value(a, origin=name), name)
-                     for name, a in zip(carried, avals))
+            body.outputs = [self.coerce(r, a) for r, a in zip(state.results(body_env), avals)]
+        inits = [self.coerce(v, a) for v, a in zip(state.start_leaves(), avals)]
+        outs = tuple(self.graph.name_value(Value(a, origin=n), n)
+                     for n, a in zip(state.labels(), avals))
         self.b.source = header
         self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
                                   "forward", tuple(blocks)))
-        self.env.update(zip(carried, outs))
+        state.leave(self.env, body_env, outs)
+        self.after_changing(stmt, state, body_env, prim == "loop")
         self.env.update({name: InLoopOnly(stmt.lineno, prim == "loop")
                          for name in self.first_bound_in(stmt, body_env)})
+
+    def after_changing(self, stmt, state, body_env, counted):
+        """A Python value the body changes (``phase = "liquid"``), which its iterations must
+        not read (:class:`.structured.ChangesInLoop`): after a ``for`` loop, which runs, the
+        value each iteration binds it to, where that is one Python value."""
+        for name, marker in state.changing.items():
+            end = body_env.get(name)
+            if isinstance(end, Unreadable) or end is marker:
+                continue
+            if traceable(end) or any(traceable(leaf) for _, leaf in flat(end)):
+                raise self.src.error(stmt, *carry_error(name, (), marker.start, end))
+            if counted or same(end, marker.start):
+                self.env[name] = end
 
     def first_bound_in(self, stmt, body_env) -> list:
         """The names a loop body binds that were unbound before it (not its target):
@@ -154,39 +173,59 @@ class LoopLowering:
         to start from), so reading them after it is a located error."""
         targets = _target_names(stmt) if isinstance(stmt, ast.For) else []
         return [name for name in _assigned(stmt.body) if name not in self.env
-                and name not in targets
-                and isinstance(body_env.get(name), (Value, Literal, InLoopOnly))]
+                and name not in targets and isinstance(body_env.get(name), (
+                    Value, Literal, InLoopOnly, tuple, list))]
 
-    def lower_body(self, stmt, carried, make_blocks):
-        """(avals, blocks, results): the body lowered until the carried avals agree. A carried
-        name that is :class:`.inplace.Stale` on entry, or that the body leaves stale (a view of
-        an array it then updated in place), is carried no more: it stays stale where the body
-        reads it before rebinding it, and after the loop."""
-        carried[:] = [n for n in carried if not isinstance(self.env[n], Unreadable)]
-        avals = [_aval(self.env[name]) for name in carried]
+    def lower_body(self, stmt, state, make_blocks):
+        """(avals, blocks, body_env): the body lowered until the carried avals agree. A name
+        that is :class:`.inplace.Stale` on entry, or that the body leaves stale (a view of an
+        array it then updated in place), is carried no more: it stays stale where the body
+        reads it before rebinding it, and after the loop; so does a Python value the body
+        changes (:class:`.structured.ChangesInLoop`)."""
+        avals = [_aval(v) for v in state.start_leaves()]
         for _ in range(_MAX_AVAL_ROUNDS):
             env0 = dict(self.env)
-            params = [self.graph.name_value(Value(a, origin=n), n) for n, a in zip(carried, avals)]
-            self.env.update(zip(carried, params))
+            params = [self.graph.name_value(Value(a, origin=n), n)
+                      for n, a in zip(state.labels(), avals)]
+            state.enter(self.env, params)
             self.loop_depth += 1
             try:
-                blocks = make_blocks(carried, params)
+                blocks = make_blocks(state, params)
             finally:
                 self.loop_depth -= 1
-            results = [self.env[name] for name in carried]
             body_env, self.env = self.env, env0
-            stale = {n: r for n, r in zip(carried, results) if isinstance(r, Unreadable)}
+            stale = {n: body_env[n] for n in state.names if isinstance(body_env[n], Unreadable)}
             stale.update(_spoiled(env0, body_env))
-            if stale:
+            if stale or self.settle(stmt, state, body_env):
                 self.env.update(stale)
-                carried[:] = [n for n in carried if n not in stale]
-                return self.lower_body(stmt, carried, make_blocks)
-            new = [self.join(stmt, name, [a, _aval(r)], "loop")
-                   for name, a, r in zip(carried, avals, results)]
+                state.drop(stale)
+                return self.lower_body(stmt, state, make_blocks)
+            new = [self.join(stmt, label(n, p), [a, _aval(r)], "loop")
+                   for (n, p), a, r in zip(state.slots, avals, state.results(body_env))]
             if new == avals:
                 break
             avals = new
-        return avals, blocks, results, body_env
+        return avals, blocks, body_env
+
+    def settle(self, stmt, state, body_env) -> bool:
+        """Check what the body left in each name against its start: a located error where the
+        loop cannot carry it; True where the body must be lowered again, carrying more leaves
+        (numbers a tuple entry changed) or reading a changed Python value no more."""
+        again = False
+        for name in state.names:
+            found = state.mismatch(name, body_env[name])
+            if found is None:
+                continue
+            if found[0] == "promote":
+                state.promote(name, found[1])
+            elif found[0] == "changes":
+                self.env[name] = state.changing[name] = ChangesInLoop(
+                    stmt.lineno, describe(found[2]), describe(found[3]), found[2])
+                state.drop([name])
+            else:
+                raise self.src.error(stmt, *carry_error(name, *found[1:]))
+            again = True
+        return again
 
     def check_loop_aliases(self, stmt, carried):
         """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
@@ -311,10 +350,6 @@ def _spoiled(before, after) -> dict:
 
 def _aval(v) -> Aval:
     return v.aval if isinstance(v, (Value, Literal)) else Aval.of(v)
-
-
-def _traceable(v) -> bool:
-    return isinstance(v, (Value, float, int))  # bools too: a break flag is carried
 
 
 def _affine(b, k, start, step):
