@@ -87,39 +87,35 @@ def grad_gather(x):
 
 LOOP = '''\
 _k0 = cp.ElementwiseKernel(
-    "float64 x0, float64 x1, float64 x2", "float64 out",
-    "out = fma(x2, 0.9, x0 * x1);",
+    "float64 x0, float64 x1", "float64 out",
+    "out = fma(x1, 0.9, (0.1 * x0) * x0);",
     "grad_loop_k0")
 
 
 _k1 = cp.ElementwiseKernel(
-    "float64 x0, float64 x1, float64 x2, float64 x3", "float64 out",
-    "out = x1 * fma(-0.9, x0 * x0, fma(0.1, x2, x3) + 0.9);",
+    "float64 x0, float64 x1, float64 x2", "float64 out",
+    "out = x1 * fma(-0.9, x0 * x0, fma(0.2, x2, 0.9));",
     "grad_loop_k1")
 
 
 def grad_loop(x, n):
     xs = cp.empty((3, 4096), dtype=cp.float64)
     saved = cp.empty((3, 4096), dtype=cp.float64)
-    saved_1 = cp.empty((3, 4096), dtype=cp.float64)
     for i in range(3):
         xs[i] = x
         t1 = cp.tanh(x)
-        t2 = 0.1 * x
-        # x = t1 * 0.9 + t2 * x
-        x = _k0(t2, x, t1)
-        saved[i] = t2
-        saved_1[i] = t1
+        # x = t1 * 0.9 + 0.1 * x * x
+        x = _k0(x, t1)
+        saved[i] = t1
     # grad of: return np.sum(x * x)
     dx_3 = 2.0 * x
     # grad of: for i in range(n):
     dx_1 = dx_3
     for i_1 in reversed(range(3)):
         x_1 = xs[i_1]
-        t3 = saved[i_1]
-        t4 = saved_1[i_1]
-        # dx_1 = dx_1 * (0.1 * x_1 + t3 + 0.9 - 0.9 * t4 ** 2)
-        dx_1 = _k1(t4, dx_1, x_1, t3)
+        t2 = saved[i_1]
+        # dx_1 = dx_1 * (0.2 * x_1 + 0.9 - 0.9 * t2 ** 2)
+        dx_1 = _k1(t2, dx_1, x_1)
     return dx_1
 '''
 

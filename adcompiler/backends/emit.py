@@ -21,6 +21,7 @@ from .distinct import distinct_guard
 from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
+from .loop_exit import break_lines, early_exit, not_expr
 from .naming import BUILTINS, Naming, reserved
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
@@ -68,6 +69,11 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
         self.stacks = set() if plain else pooled_stacks(graph, self.sharing) | rows
+        self.taken_conds: set = set()  # guards of loops that break: true where they run
+        self.dropped: set = set()  # values no statement reads (such a guard, read by its if)
+
+    def expr(self, node, args):
+        return not_expr(node, args, self.producer) or node_expr(node, args, self.xp)
 
     def render(self, stmt) -> str:
         return _render(stmt)
@@ -92,12 +98,14 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
     def statements(self, nodes, top=False):
         lines, group = [], None
         for node in nodes:
+            if node.outputs and node.outputs[0] in self.dropped:
+                continue  # a guard only the dropped ``if`` read
             args = [self.atom(x) for x in node.inputs]
             if node.outputs and node.outputs[0] in self.rows:
                 lines.extend(self.into_row(node, args))
                 continue
             if node.outputs and node.outputs[0] in self.live.inlined:
-                self.inline[node.outputs[0]] = node_expr(node, args, self.xp)
+                self.inline[node.outputs[0]] = self.expr(node, args)
                 continue
             if node.phase == "adjoint" and node.source and node.source != group and top:
                 group = node.source
@@ -130,7 +138,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         if node.prim == "scatter_add":
             stmts = scatter_statements(node, target, args, self.xp, self.plain)
             return [_render(s) for s in stmts]
-        return [_render(ast.Assign([_store(target)], node_expr(node, args, self.xp)))]
+        return [_render(ast.Assign([_store(target)], self.expr(node, args)))]
 
     def _dead(self, v, end) -> bool:
         """Whether ``v``'s buffer may be reused after top-level statement ``end``: a stack
@@ -142,6 +150,12 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
     def cond(self, node, args):
         end, path = self.live.end[node], self.live.path[node]
         slots = self.slot_names(node.outputs, end, path)
+        if node in self.taken_conds:  # a loop's guard where the loop leaves once it is false
+            then = node.regions[0]
+            for v, slot, x in zip(node.outputs, slots, then.outputs):
+                if isinstance(x, Value):
+                    self.prefer.setdefault(x, (slot, self._partners(v) | {x}))
+            return self.statements(then.nodes) + self.assign_slots(slots, then.outputs)
         lines = [f"if {_expr(args[0])}:"]
         for b, block in enumerate(node.regions):
             for v, slot, x in zip(node.outputs, slots, block.outputs):
@@ -177,10 +191,16 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         k = body.params[0]
         rng = f"range({_expr(n_expr)})"
         header = f"for {self.name(k)} in {'reversed(' + rng + ')' if node.params.get('reverse') else rng}:"
+        exit = early_exit(node, self.plain)
+        if exit:
+            self.taken_conds.add(exit[0])
+            if self.live.uses.get(exit[0].inputs[0], 0) == 1:
+                self.dropped.add(exit[0].inputs[0])
         inner = self.stack_stores(body, stacked, len(carried), top=True)
         inner += self.statements(body.nodes)
         inner += self.stack_stores(body, stacked, len(carried), top=False)
         inner += self.assign_slots(slots, body.outputs[:len(carried)])
+        inner += break_lines(slots[exit[1]]) if exit else []
         return lines + [header] + _indent(inner or ["pass"])
 
     def while_loop(self, node, args):
@@ -216,7 +236,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         if any(self.live.uses.get(n.outputs[0], 0) != 1 for n in chain):
             return False
         for n in chain:
-            self.inline[n.outputs[0]] = node_expr(n, [self.atom(x) for x in n.inputs], self.xp)
+            self.inline[n.outputs[0]] = self.expr(n, [self.atom(x) for x in n.inputs])
         return True
 
     def stack_stores(self, body, stacked, first, top):

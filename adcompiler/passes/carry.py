@@ -31,18 +31,18 @@ _UPDATES = ("setitem", "index_add")  # update their first input (written in plac
 
 def copy_updated_carries(graph):
     producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
-    graph.nodes = _visit(graph, graph.nodes, producer)
+    graph.nodes = _visit(graph, graph.nodes, producer, _carried_params(graph))
     sink_updates(graph)
     return graph
 
 
-def _visit(graph, nodes, producer) -> list:
+def _visit(graph, nodes, producer, carried) -> list:
     out = []
     for node in nodes:
         for block in node.regions:
-            block.nodes = _visit(graph, block.nodes, producer)
+            block.nodes = _visit(graph, block.nodes, producer, carried)
         if node.prim in ("loop", "while"):
-            out.extend(_copy_inits(graph, node, producer))
+            out.extend(_copy_inits(graph, node, producer, carried))
             _copy_stacked_views(node, producer)
         out.append(node)
     return out
@@ -78,7 +78,7 @@ def _updated_later(nodes, view, producer) -> bool:
                                for n in nodes[nodes.index(view) + 1:])
 
 
-def _copy_inits(graph, loop, producer) -> list:
+def _copy_inits(graph, loop, producer, carried) -> list:
     """Copies of the initial values of ``loop``'s updated carried arrays that are not fresh;
     ``loop`` reads the copies."""
     body = loop.regions[-1]
@@ -88,7 +88,7 @@ def _copy_inits(graph, loop, producer) -> list:
     for j, (p, nxt) in enumerate(zip(params, body.outputs)):
         init = inputs[first + j]
         if (not isinstance(init, Value) or init.aval.kind != "array" or not init.aval.ndim
-                or _fresh(init, producer) or not _made_outside(graph, init, producer)
+                or _fresh(init, producer) or not _made_outside(graph, init, producer, carried)
                 or not updates_slot(nxt, p, producer)):
             continue
         value = graph.name_value(Value(init.aval, origin=p.origin), p.name) if p.name else \
@@ -105,9 +105,26 @@ def _fresh(value, producer) -> bool:
     return node is not None and fresh(node)
 
 
-def _made_outside(graph, value, producer) -> bool:
-    """Whether ``value`` is not an enclosing loop's carried param: that loop's own initial
-    value decides (an inner loop updating it is part of its chain of updates)."""
+def _carried_params(graph) -> dict:
+    """Each loop's carried body param -> its next value (for :func:`_made_outside`)."""
+    out = {}
+    for loop in walk(graph.nodes):
+        if loop.prim in ("loop", "while"):
+            body = loop.regions[-1]
+            params = body.params[1:] if loop.prim == "loop" else body.params
+            out.update(zip(params, body.outputs))
+    return out
+
+
+def _made_outside(graph, value, producer, carried) -> bool:
+    """Whether the inner loop must copy ``value`` to update it in place. An enclosing loop's
+    carried param ``p`` whose next value is ``p`` after updates needs no copy: that loop's
+    own initial value decides (an inner loop updating it is part of its chain of updates).
+    Where its next value is another array (``du = du_2``, the adjoint of ``u = f(u)``: the
+    inner loop only starts from ``du``), the emitter cannot tell that ``p`` is this code's
+    own, and copied it on every inner iteration; one copy per entry into the loop does."""
+    if value in carried:
+        return not updates_slot(carried[value], value, producer)
     return value in producer or value in graph.params or value in graph.consts
 
 

@@ -10,6 +10,7 @@ into arrays preallocated from the trip count.
 from __future__ import annotations
 
 from ..ir import Aval, Block, Literal, Node, Value
+from .loop_exit import count_taken, drop_guard, exit_guard
 from .residuals import defined_in, reads, stack_residuals, stacked_outputs
 from .reverse import accumulate, backprop, cotangent_name, name_cotangent, typed_number
 
@@ -100,12 +101,14 @@ def backprop_cond(b, node, ct):
 
 
 # ---- loops ------------------------------------------------------------------------------------
-def _loop_parts(b, node):
+def _loop_parts(b, node, guard):
     """(body, counter param or None, carried params, initial values, trip count) of a loop.
-    A while loop gets a carried iteration counter, added here, as its trip count."""
+    A while loop gets a carried iteration counter, added here, as its trip count; so does a
+    loop that breaks (``guard``: see :mod:`.loop_exit`), counting the iterations it ran."""
     if node.prim == "loop":
         (body,) = node.regions
-        return body, body.params[0], body.params[1:], list(node.inputs[1:]), node.inputs[0]
+        n = count_taken(b.graph, node, guard) if guard else node.inputs[0]
+        return body, body.params[0], body.params[1:], list(node.inputs[1:]), n
     test, body = node.regions
     count = _counter_of(node) or _add_counter(b, node)
     return body, None, body.params, list(node.inputs), count
@@ -141,7 +144,8 @@ def _add_counter(b, node) -> Value:
 
 def backprop_loop(b, node, ct):
     stacked = stacked_outputs(node)  # before _loop_parts gives a while loop its counter
-    body, k, carried_in, inits, n = _loop_parts(b, node)
+    guard = exit_guard(node)
+    body, k, carried_in, inits, n = _loop_parts(b, node, guard)
     diff = [j for j, c in enumerate(carried_in) if c.aval.is_float]
     free = [f for f in _active_free(b, node.regions) if f not in carried_in]
     k_adj = b.graph.name_value(Value(Aval("int", "int64")), (k.name if k else None) or "k")
@@ -159,6 +163,8 @@ def backprop_loop(b, node, ct):
         adj.outputs = ([_coerce(b, local.get(carried_in[j]) or _zero(b, carried_in[j]),
                                 carried_in[j]) for j in diff]
                        + [_coerce(b, local[f], f) for f in free])
+    if guard:  # the adjoint runs only over the iterations the guard let run
+        drop_guard(adj, guard[0])
     stack_residuals(b, node, body, adj, k, k_adj)
     b.source = node.source
     for constant in _constants_out(adj.nodes):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import CompileError
 from ..ir import Aval, Block, Literal, Node, Value, walk
+from .recompute import cheap_residuals, recompute
 
 
 def defined_in(blocks) -> set:
@@ -48,7 +49,7 @@ def stack_residuals(b, node, body, adj, k, k_adj):
     top_level = set(body.params) | {v for n in body.nodes for v in n.outputs}
     nested = defined_in([body]) - top_level
     subst = {k: k_adj} if k is not None else {}
-    loads = []
+    loads, pending = [], []
     for r in reads([adj]):
         if r is k or (r not in top_level and r not in nested):
             continue  # the counter is the adjoint loop's own; outer values are read as they are
@@ -59,9 +60,15 @@ def stack_residuals(b, node, body, adj, k, k_adj):
             loads.extend(again)
             subst[r] = again[-1].outputs[0]
             continue
+        pending.append(r)
+    # sign(v), |v| * 50, -x...: recomputed from the loads of v and x (see .recompute)
+    cheap = cheap_residuals(body, pending, top_level | nested, k)
+    leaves = [p for p in body.params if any(p in c[1] for c in cheap.values())]
+    for r in [r for r in pending if r not in cheap] + [p for p in leaves if p not in pending]:
         held = r if r in top_level else _lift(b, body, r)
         stacked = _stack_output(b, node, body, held)
         loads.extend(_load(b, stacked, k_adj, r, subst))
+    loads.extend(recompute(b, body, cheap, subst))
     adj.nodes[:0] = loads
     _substitute_block(adj, subst)
 
