@@ -128,6 +128,62 @@ def _max_min(which):
 _ew("abs",      lambda ops, g, ans, x: g * ops.sign(x))
 _ew("maximum",  *_max_min("greater"))
 _ew("minimum",  *_max_min("less"))
+
+
+# ---- log-add-exp seen whole (softplus): adjoints only, tangents keep the rules above ---------
+def _logaddexp_max(k):
+    """maximum's adjoint for argument ``k``; in the idiom ``maximum(x, y) + log1p(exp(-|x -
+    y|))`` (:mod:`adcompiler.passes.logaddexp_idiom`) the idiom's whole derivative, the sigmoid
+    ``1 / (1 + exp(other - mine))``, and then abs's rule below gives the rest of it zero."""
+    plain = _max_min("greater")[k]
+
+    def rule(ops, g, ans, x, y):
+        from adcompiler.passes.logaddexp_idiom import logaddexp_at
+        idiom = logaddexp_at(ops, ans, "maximum")
+        return plain(ops, g, ans, x, y) if idiom is None else _sigmoid_share(ops, g, idiom, k)
+    return rule
+
+
+def _sigmoid_share(ops, g, idiom, k):
+    """``g * sigmoid(mine - other)`` as ``g / (1 + u) * maximum(u, mine > other)`` with
+    ``u = exp(-|x - y|)``: no overflow for any input, 1/2 to each at a tie (``u`` is 1 there),
+    0 and 1 (not NaN) at infinities. ``maximum(u, mine > other)`` is ``where(mine > other, 1,
+    u)`` since ``0 <= u <= 1`` (NaN stays NaN), but a ufunc: the chain stays one buffered pass
+    per step (``np.where`` has no ``out=``). ``u`` is the forward's own; where an operand is a
+    finite number (a softplus) it is recomputed as ``exp(-|z - c|)``, which cannot meet
+    ``inf - inf`` and costs three passes where the forward's tie-safe ``u`` (np.logaddexp's)
+    costs seven."""
+    x, y = (_number(v) for v in (idiom.x, idiom.y))
+    u = idiom.u
+    for a, b in ((x, y), (y, x)):
+        if isinstance(b, float) and math.isfinite(b) and not isinstance(a, float):
+            u = ops.exp(-ops.abs(a - b if b != 0 else a))
+    mine, other = (x, y) if k == 0 else (y, x)
+    return g / (1.0 + u) * ops.maximum(u, ops.greater(mine, other))
+
+
+def _number(v):
+    """A Literal operand as the Python float a rule works with (IR values as they are)."""
+    value = getattr(v, "value", v)
+    return float(value) if isinstance(value, (int, float)) else v
+
+
+def _abs_vjp(ops, g, ans, x):
+    """abs's adjoint; zero for the ``abs`` of the log-add-exp idiom, whose derivative
+    maximum's rule gave whole (a zero that the simplifier drops from the sum it joins)."""
+    from adcompiler.passes.logaddexp_idiom import logaddexp_at
+    if logaddexp_at(ops, ans, "abs") is None:
+        return g * ops.sign(x)
+    if x.aval.is_scalar:
+        return 0.0
+    zero = 0.0 if ops.dtype(x) == "float64" else ops.astype(0.0, ops.dtype(x))
+    return ops.broadcast_to(zero, ops.shape(x))
+
+
+defvjp("maximum", _logaddexp_max(0), _logaddexp_max(1), broadcasting=True)
+defvjp("abs", _abs_vjp, broadcasting=True)
+
+
 def _clip_x(ops, g, ans, x, lo, hi):
     """x keeps the gradient inside [lo, hi], bounds included (as PyTorch's clamp); a None bound
     (the tape's one-sided clip) clips on one side only."""

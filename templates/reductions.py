@@ -27,12 +27,26 @@ def _others(ops, ans, x, axis, keepdims):
 
 
 def _extremum(ops, g, ans, x, axis=None, keepdims=False):
-    """The gradient of max/min flows to the extremal entries, shared evenly between ties."""
+    """The gradient of max/min flows to the extremal entries, shared evenly between ties; it
+    is zero where the compiler proves the function's output invariant under shifting the
+    result (the max subtracted in a softmax or logsumexp: see
+    :mod:`adcompiler.passes.shift_invariance`), where the rule's five passes over ``x`` would
+    compute ``0`` up to rounding."""
+    from adcompiler.passes.shift_invariance import cotangent_vanishes
+    if cotangent_vanishes(ops, ans):
+        return _zeros(ops, x)
     hit = ops.equal(x, _restore(ops, ans, x, axis, keepdims))
     ties = ops.sum(hit, axis=axis, keepdims=True)
     if ops.dtype(x) != "float64":  # an int64 count would make float32 entries float64
         ties = ops.astype(ties, ops.dtype(x))
     return _restore(ops, g, x, axis, keepdims) * hit / ties
+
+
+def _zeros(ops, x):
+    """Zeros of ``x``'s shape and dtype, spelled as a broadcast number (a typed one for
+    float32...) that the simplifier drops from the sum of cotangents it joins."""
+    zero = 0.0 if ops.dtype(x) == "float64" else ops.astype(0.0, ops.dtype(x))
+    return ops.broadcast_to(zero, ops.shape(x))
 
 
 def _extremum_jvp(ops, dx, ans, x, axis=None, keepdims=False):

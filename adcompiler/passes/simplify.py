@@ -15,7 +15,8 @@ import numpy as np
 from ..ir import Aval, Literal, Node, Value
 from ..ir.primitives import PRIMS, evaluate
 from ..ir.shapes import infer
-from .rewrite import resolve, substitute
+from .negations import negated_factor, negation_outwards
+from .rewrite import resolve, substitute, use_counts
 from .updates import (merge_scatters, overwritten, read_back, rewrite_same_entries,
                       set_after_zeroing, written_entry)
 
@@ -32,7 +33,26 @@ _IDENTITIES = {
 def simplify(graph):
     subst, producers = {}, {}
     graph.nodes = _simplify_nodes(graph.nodes, subst, producers)
-    return substitute(graph, subst)
+    return _drop_unread(substitute(graph, subst))
+
+
+def _drop_unread(graph):
+    """Drop the top-level nodes without regions whose results nothing reads (what the rules
+    above leave behind, such as the negation a rewritten ``sum(-x)`` no longer reads, and what
+    a rule's zero left unread, such as the cotangent reaching a max whose rule gave zero): the
+    passes before dead-code elimination (:mod:`.scales`) weigh every node, and an unread one
+    would count as work to save. Nodes have no side effects; regions are left to :mod:`.dce`."""
+    uses = use_counts(graph)
+    kept = []
+    for node in reversed(graph.nodes):
+        if not node.regions and not any(uses.get(v, 0) for v in node.outputs):
+            for x in node.inputs:
+                if isinstance(x, Value):
+                    uses[x] -= 1
+            continue
+        kept.append(node)
+    graph.nodes = kept[::-1]
+    return graph
 
 
 def _simplify_nodes(nodes, subst, producers):
@@ -49,9 +69,11 @@ def _simplify_nodes(nodes, subst, producers):
         _negation(node, producers)
         _subtraction(node, producers)
         _doubling(node)
+        negated_factor(node, producers)
         _double_negation_in_products(node, producers)
         _constant_products(node, producers)
-        for new in _fold_broadcast_literal(node, producers):
+        for new in (_fold_broadcast_literal(node, producers) + _same_branches(node, producers)
+                    + negation_outwards(node, producers)):
             kept.append(new)
             producers[new.out] = new
         _literal_operands(node, producers)
@@ -90,16 +112,30 @@ _SAME_ENTRIES = ("broadcast_to", "expand_dims", "reshape")  # every entry is one
 def _literal(x, producers):
     """The number ``x`` stands for: a literal, or a literal broadcast to an array (through any
     chain of broadcasts, expand_dims and reshapes: a reduction's adjoint seed), typed or not
-    (``np.float32(1.0)``: the seed of a float32 result; its value as a Python float)."""
+    (``np.float32(1.0)``: the seed of a float32 result; its value as a Python float), or
+    such an array cast to a float dtype (``broadcast_to(0.5, s).astype(np.float32)``: a mean's
+    seed cast to a float32 cotangent; the value rounded to the dtype, exactly what the cast
+    array holds)."""
     while not isinstance(x, Literal):
         typed = _typed_literal(x, producers)
         if typed is not None:
             return typed.item()
         producer = producers.get(x)
+        if producer is not None and producer.prim == "astype":
+            return _cast_literal(producer, producers)
         if producer is None or producer.prim not in _SAME_ENTRIES:
             return None
         x = producer.inputs[0]
     return x.value
+
+
+def _cast_literal(node, producers):
+    """The number of ``astype(x, dtype)`` for ``x`` a spread number and ``dtype`` a float one."""
+    dtype = np.dtype(node.params["dtype"])
+    value = _literal(node.inputs[0], producers)
+    if dtype.kind != "f" or value is None or type(value) not in (int, float):
+        return None
+    return np.asarray(value).astype(dtype).item()
 
 
 def _typed_literal(x, producers):
@@ -155,10 +191,23 @@ def _identity(node, producers):
     return None
 
 
+def _plain_literal(x, producers):
+    """The Python number ``x`` is, a literal or one spread by broadcasts, expand_dims and
+    reshapes (a mean's seed broadcast twice: ``broadcast_to(expand_dims(broadcast_to(c)))``);
+    None for anything else, typed literals included (their dtype matters)."""
+    while not isinstance(x, Literal):
+        producer = producers.get(x)
+        if producer is None or producer.prim not in _SAME_ENTRIES:
+            return None
+        x = producer.inputs[0]
+    return x.value
+
+
 def _fold_broadcast_literal(node, producers):
     """``broadcast_to(c, s) / k`` (or ``* k``) becomes ``broadcast_to(c / k, s)``, and
-    ``-broadcast_to(c, s)`` becomes ``broadcast_to(-c, s)``, in place; for a typed ``c``
-    (``np.float32(1.0)``), returns the node making the new typed literal, to emit before it."""
+    ``-broadcast_to(c, s)`` becomes ``broadcast_to(-c, s)``, in place, ``c`` a literal or one
+    already spread (:func:`_plain_literal`); for a typed ``c`` (``np.float32(1.0)``), returns
+    the node making the new typed literal, to emit before it."""
     if node.prim == "negative":
         a, b, prim = node.inputs[0], Literal(-1.0), "multiply"
     elif node.prim in ("multiply", "divide") and len(node.inputs) == 2:
@@ -169,8 +218,9 @@ def _fold_broadcast_literal(node, producers):
     if not (isinstance(b, Literal) and producer is not None and producer.prim == "broadcast_to"
             and producer.outputs[0].aval == node.out.aval):
         return []
-    if isinstance(producer.inputs[0], Literal):
-        value = evaluate(prim, [producer.inputs[0].value, b.value], {})
+    plain = _plain_literal(producer.inputs[0], producers)
+    if plain is not None:
+        value = evaluate(prim, [plain, b.value], {})
         if isinstance(value, float):
             node.prim, node.inputs = "broadcast_to", (Literal(value),)
             node.params = dict(producer.params)
@@ -184,6 +234,27 @@ def _fold_broadcast_literal(node, producers):
         return []
     seed = _typed(value, value.dtype, node)
     node.prim, node.inputs, node.params = "broadcast_to", (seed.out,), dict(producer.params)
+    return [seed]
+
+
+def _same_branches(node, producers):
+    """``where(c, k, k)`` of one number ``k`` (broadcast or not) becomes ``broadcast_to(k, s)``
+    in place (for a float32 result, returns the node making the typed ``k``, to emit before):
+    what a zero cotangent leaves after a ``where``'s rule (``where(c, 0, g)`` with ``g`` zero),
+    which the identities then drop from the sum it joins. ``0.0`` and ``-0.0`` count as one
+    number: a cotangent's sign of zero carries no meaning."""
+    out = node.out.aval if node.prim == "where" else None
+    if out is None or out.kind != "array" or out.shape is None or np.dtype(out.dtype).kind != "f":
+        return []
+    a, b = (_literal(x, producers) for x in node.inputs[1:])
+    if a is None or b is None or type(a) is bool or type(b) is bool or a != b:
+        return []
+    if out.dtype == "float64":
+        node.prim, node.inputs = "broadcast_to", (Literal(float(a)),)
+        node.params = {"shape": out.shape}
+        return []
+    seed = _typed(np.asarray(a, dtype=out.dtype)[()], out.dtype, node)
+    node.prim, node.inputs, node.params = "broadcast_to", (seed.out,), {"shape": out.shape}
     return [seed]
 
 

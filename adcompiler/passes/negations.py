@@ -1,0 +1,63 @@
+"""Negations moved to where they cost least, rewritten in place by :mod:`.simplify`: onto the
+result of a linear primitive no larger than the negated array (``sum(-x)`` is ``-sum(x)``,
+``a @ -b`` is ``-(a @ b)``) and into a literal factor (``-x * c`` is ``x * -c``). Adjoints make
+such negations (the rule of ``a - b`` gives ``-g`` to ``b``, whose broadcast is summed back):
+each is a pass over an array, and after the move it is a pass over a smaller one, or none
+(``c + -s`` then is ``c - s``). Exact: IEEE negation commutes with every rounding of sums and
+products, and no NumPy routine orders its operations by sign.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Literal, Node, Value
+
+
+# linear in input 0 (every input of matmul), and never larger than it: a negation moved past
+# them lands on as many elements or fewer (not past broadcast_to, which makes more)
+_NEGATION_OUTWARDS = ("sum", "mean", "sum_to", "transpose", "reshape", "squeeze",
+                      "expand_dims", "getitem", "matmul")
+
+
+def negation_outwards(node, producers):
+    """``sum(-x)`` becomes ``-sum(x)`` (so mean, sum_to, transposes and reshapes, ``a @ -b``),
+    rewritten in place, returning the node to emit before: the negation moves to the result,
+    as large or smaller (``X.T @ -d`` in k-means: a (16, 32) negation for a (20000, 32) one),
+    one pass over ``x`` fewer once nothing else reads ``-x``."""
+    if node.prim not in _NEGATION_OUTWARDS or len(node.outputs) != 1:
+        return []
+    positions = range(len(node.inputs)) if node.prim == "matmul" else (0,)
+    for k in positions:
+        x = node.inputs[k]
+        producer = producers.get(x) if isinstance(x, Value) else None
+        if (producer is None or producer.prim != "negative" or producer.params
+                or not _no_larger(node.out.aval, x.aval)):
+            continue
+        inputs = node.inputs[:k] + (producer.inputs[0],) + node.inputs[k + 1:]
+        inner = Node(node.prim, inputs, dict(node.params), (Value(node.out.aval),),
+                     node.source, node.phase)
+        node.prim, node.inputs, node.params = "negative", (inner.out,), {}
+        return [inner]
+    return []
+
+
+def _no_larger(out, x) -> bool:
+    if out.shape is None or x.shape is None or out.kind != "array":
+        return False
+    return int(np.prod(out.shape)) <= int(np.prod(x.shape))
+
+
+def negated_factor(node, producers):
+    """``-x * c`` (either order) becomes ``x * -c`` for a float literal ``c`` (rewritten in
+    place): exact, and the negation's pass goes once nothing else reads ``-x``."""
+    if node.prim != "multiply":
+        return
+    for k in (0, 1):
+        c, x = node.inputs[k], node.inputs[1 - k]
+        producer = producers.get(x) if isinstance(x, Value) else None
+        if (isinstance(c, Literal) and type(c.value) is float and producer is not None
+                and producer.prim == "negative" and not producer.params
+                and producer.inputs[0].aval == x.aval):
+            node.inputs = (Literal(-c.value), producer.inputs[0])
+            return
