@@ -75,16 +75,20 @@ class Stale(Unreadable):
     hint: str          # how to write that update so nothing else shares the memory
 
     @classmethod
-    def of(cls, stmt, target, text):
-        return cls(target, text, stmt.lineno, rebind_hint(stmt, target))
+    def of(cls, stmt, target, text, src=None):
+        through = src and write_through_hint(src, stmt, target)
+        return cls(target, text, stmt.lineno, through or rebind_hint(stmt, target))
 
     def describe(self, name):
+        why = (f"NumPy would show that change through `{name}` too, and adcompiler does not "
+               "track shared memory yet: ")
+        if self.hint.startswith("write the update through"):   # keeps NumPy's meaning
+            how = self.hint
+        else:
+            how = (f"make `{name}` its own array where it is assigned (append .copy() to the "
+                   f"expression, as in `acc[1:].copy()`), or {self.hint}")
         return (f"`{name}` shares memory with `{self.target}`, which `{self.statement}` "
-                f"(line {self.lineno}) changed in place",
-                f"NumPy would show that change through `{name}` too, and adcompiler does not "
-                f"track shared memory yet: make `{name}` its own array where it is assigned "
-                "(append .copy() to the expression, as in `acc[1:].copy()`), or "
-                f"{self.hint}")
+                f"(line {self.lineno}) changed in place", why + how)
 
 
 class InplaceLowering:
@@ -127,7 +131,7 @@ class InplaceLowering:
         name = name or stmt.target.id
         producers = open_producers(self.b)
         root = self.writable_root(stmt, old, producers, name)
-        stale = Stale.of(stmt, name, self.src.text(stmt))
+        stale = Stale.of(stmt, name, self.src.text(stmt), self.src)
 
         def update(value):
             if value is old:
@@ -177,7 +181,7 @@ class InplaceLowering:
         view or the array a view looks into, here or in a caller, goes :class:`Stale`."""
         producers = open_producers(self.b)
         root = self.writable_root(stmt, value, producers, name)
-        stale = Stale.of(stmt, name, self.src.text(stmt))
+        stale = Stale.of(stmt, name, self.src.text(stmt), self.src)
         for env in self.frames:
             for alias, v in env.items():
                 if ((env is not self.env or alias != name) and isinstance(v, Value)
@@ -208,11 +212,32 @@ def rebind_hint(stmt, name) -> str:
     return f"write `{name} = {name} {op} ...` to make a new array instead"
 
 
+def write_through_hint(src, stmt, name) -> str | None:
+    """For ``inner *= 2`` where ``inner = w[1:-1]`` is the function's only binding of
+    ``inner``: ``write it through the array itself: `w[1:-1] *= 2``` (NumPy's meaning, which
+    adcompiler compiles); None for other updates."""
+    if not isinstance(stmt, ast.AugAssign) or not isinstance(stmt.target, ast.Name):
+        return None
+    bound = [n.value for n in ast.walk(src.tree) if isinstance(n, ast.Assign)
+             for t in n.targets if isinstance(t, ast.Name) and t.id == name]
+    if len(bound) != 1 or not isinstance(bound[0], ast.Subscript) \
+            or not isinstance(bound[0].value, ast.Name):
+        return None
+    op = _OP_TEXT.get(type(stmt.op), "op")
+    return (f"write the update through the array itself, `{src.text(bound[0])} {op}= "
+            f"{src.text(stmt.value)}`, which changes `{bound[0].value.id}` as NumPy does")
+
+
 def alias_copy_hint(tree, name, other) -> str:
     """The hint for ``name`` updated in place inside a loop while ``other`` names its array:
     one name for the array (NumPy's meaning: the update shows under both), or a copy where
     one name was bound to the other, as the function's assignments show (``acc = x`` becomes
     ``acc = x.copy()``)."""
+    if "[" in other:   # an entry of a tuple or list: s[0] of s = (y, 1.0)
+        held = other.split("[")[0]
+        return (f"put a copy in `{held}` (`{name}.copy()` where `{held}` is built) if `{other}` "
+                "should keep its values; if the update should show under both names, as in "
+                "NumPy, use one name for the array")
     pairs = {(t.id, n.value.id) for n in ast.walk(tree) if isinstance(n, ast.Assign)
              and isinstance(n.value, ast.Name) for t in n.targets if isinstance(t, ast.Name)}
     if (other, name) in pairs and (name, other) not in pairs:

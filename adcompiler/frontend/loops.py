@@ -240,7 +240,8 @@ class LoopLowering:
                 continue
             if rebound_first(stmt.body, name):  # y = y.copy(); y[i] = v: a new array each time
                 continue
-            others = [n for n, v in self.env.items() if v is value and n != name]
+            others = [label(n, path) for n, v in self.env.items() if n != name
+                      for path, leaf in flat(v) if leaf is value]   # s[0] of s = (y, 1.0) too
             if others:
                 raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
                                      f"`{others[0]}` names the same array",
