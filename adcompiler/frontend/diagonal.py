@@ -24,7 +24,7 @@ from .creation import _folded, _stacked, contains_value
 
 def _flat_positions(b, rows, cols, offset):
     """The graph constant of the flat positions of ``A[r, r + offset]`` in a rows x cols A."""
-    positions = _positions(rows, cols, offset)
+    positions = diagonal_positions(rows, cols, offset)
     for v, data in b.graph.consts.items():
         if data is positions:
             return v
@@ -32,7 +32,9 @@ def _flat_positions(b, rows, cols, offset):
 
 
 @lru_cache(maxsize=None)
-def _positions(rows, cols, offset):
+def diagonal_positions(rows, cols, offset):
+    """The flat positions of ``A[r, r + offset]`` in a rows x cols matrix (read-only; the
+    tape's diagonals gather the same ones)."""
     r = np.arange(max(0, -offset), min(rows, cols - offset), dtype=np.int64)
     out = r * cols + r + offset
     out.flags.writeable = False

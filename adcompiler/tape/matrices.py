@@ -12,10 +12,9 @@ be lost).
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
+from adcompiler.frontend.diagonal import diagonal_positions
 from adcompiler.ir.primitives import build_index
 
 from . import inplace, mode, numpy_api, views
@@ -26,19 +25,11 @@ from .record import apply
 _FIRST_TWO = ((0, 1), (0, -1), (-2, 1), (-2, -1))
 
 
-@lru_cache(maxsize=None)
-def _positions(rows, cols, offset):
-    """The flat positions of ``A[r, r + offset]`` in a rows x cols matrix (read-only)."""
-    r = np.arange(max(0, -offset), min(rows, cols - offset), dtype=np.int64)
-    out = r * cols + r + offset
-    out.flags.writeable = False
-    return out
-
-
 def _gather_diagonal(x, offset):
     rows, cols = x.shape
     flat = views.make("reshape", x, {"shape": (rows * cols,)})
-    return apply("getitem", (flat, _positions(rows, cols, offset)), {"index": (("u", 0),)})
+    positions = diagonal_positions(rows, cols, offset)
+    return apply("getitem", (flat, positions), {"index": (("u", 0),)})
 
 
 def _is_matrix(a, axis1, axis2) -> bool:
@@ -65,7 +56,8 @@ def diag(v, k=0):
         return _gather_diagonal(v, int(k))
     n = v.shape[0] + abs(int(k))
     zeros = on_module(np.zeros, "np.zeros", [v._data])(n * n, dtype=v.dtype)
-    filled = apply("setitem", (zeros, v, _positions(n, n, int(k))), {"index": (("u", 0),)})
+    positions = diagonal_positions(n, n, int(k))
+    filled = apply("setitem", (zeros, v, positions), {"index": (("u", 0),)})
     return views.make("reshape", filled, {"shape": (n, n)})
 
 
