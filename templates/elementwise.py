@@ -146,19 +146,26 @@ def _logaddexp_max(k):
 
 def _sigmoid_share(ops, g, idiom, k):
     """``g * sigmoid(mine - other)`` as ``g / (1 + u) * maximum(u, mine > other)`` with
-    ``u = exp(-|x - y|)``: no overflow for any input, 1/2 to each at a tie (``u`` is 1 there),
-    0 and 1 (not NaN) at infinities. ``maximum(u, mine > other)`` is ``where(mine > other, 1,
-    u)`` since ``0 <= u <= 1`` (NaN stays NaN), but a ufunc: the chain stays one buffered pass
-    per step (``np.where`` has no ``out=``). ``u`` is the forward's own; where an operand is a
-    finite number (a softplus) it is recomputed as ``exp(-|z - c|)``, which cannot meet
-    ``inf - inf`` and costs three passes where the forward's tie-safe ``u`` (np.logaddexp's)
-    costs seven."""
+    ``u = exp(-|mine - other|)``: no overflow for any input, 1/2 to each at a tie (``u`` is 1
+    there), 0 and 1 (not NaN) at infinities. ``maximum(u, mine > other)`` is ``where(mine >
+    other, 1, u)`` since ``0 <= u <= 1`` (NaN stays NaN), but a ufunc: the chain stays one
+    buffered pass per step (``np.where`` has no ``out=``).
+
+    ``-|d|`` is spelled ``d * (1 - 2 * (d > 0))``, ``d = mine - other``: the same value, and at
+    a tie the derivative of the side ``d <= 0`` (``abs``'s is 0 there), so that differentiating
+    this adjoint again (``hessian``, ``.hvp``) gives the sigmoid's slope 1/4 at a tie, where
+    softplus is smooth (a Newton step from zero weights needs it). Two arrays tie at an
+    infinity as np.logaddexp does: ``d`` is 0 there (``inf - inf`` is never computed)."""
     x, y = (_number(v) for v in (idiom.x, idiom.y))
-    u = idiom.u
-    for a, b in ((x, y), (y, x)):
-        if isinstance(b, float) and math.isfinite(b) and not isinstance(a, float):
-            u = ops.exp(-ops.abs(a - b if b != 0 else a))
     mine, other = (x, y) if k == 0 else (y, x)
+    if isinstance(other, float) and other == 0:
+        d = mine
+    elif isinstance(mine, float) or isinstance(other, float):
+        d = mine - other
+    else:
+        tie = ops.logical_and(ops.equal(mine, other), ops.isinf(mine))   # never inf - inf
+        d = ops.where(tie, 0.0, mine) - ops.where(tie, 0.0, other)
+    u = ops.exp(d * (1.0 - 2.0 * ops.greater(d, 0.0)))
     return g / (1.0 + u) * ops.maximum(u, ops.greater(mine, other))
 
 
