@@ -33,6 +33,11 @@ class ArrayOps:
     def astype(self, x, dtype):
         return self.xp.asarray(x).astype(dtype)
 
+    def reshape(self, x, shape):
+        """As ``xp.reshape``; a Python scalar too (``np.outer(0.0, x)``'s rule reshapes the
+        0.0), which CuPy's reshape refuses."""
+        return self.xp.asarray(x).reshape(shape)
+
     def unbroadcast(self, g, x):
         from adcompiler.ir.primitives import sum_to
         shape = self.shape(x)

@@ -183,12 +183,20 @@ def _tape_on_device(program, tmp_path):
 
 def test_a_python_number_as_either_operand_of_outer_and_dot(cp):
     """cupy.outer(x, 0.0) raises (CuPy's functions take arrays): every operand is moved (a
-    random control-flow program computed np.outer(x, v1) with v1 = 0.0)."""
+    random control-flow program computed np.outer(x, v1) with v1 = 0.0), forward and back."""
     x = np.array([0.5, -1.0, 2.0])
     t = tape.tensor(on_device(cp, (x,))[0], requires_grad=True)
     np.testing.assert_array_equal(np.outer(t, 2.0).detach().numpy(), np.outer(x, 2.0))
     np.testing.assert_array_equal(np.outer(3.0, t).detach().numpy(), np.outer(3.0, x))
     np.testing.assert_array_equal(np.dot(3.0, t).detach().numpy(), 3.0 * x)
+    # and back: the rules reshape the Python number too (a random program's loop computed
+    # np.outer(v2, x) with v2 = 0.0 and failed in the backward pass)
+    w = on_device(cp, (np.array([1.0, 2.0, -1.0]),))[0]
+    (np.outer(3.0, t) * w).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), [3.0, 6.0, -3.0])
+    t.grad = None
+    (np.outer(t, 0.5) * 4.0).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), [2.0, 2.0, 2.0])
 
 
 @settings(max_examples=40, **SETTINGS)
