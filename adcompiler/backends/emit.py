@@ -22,6 +22,7 @@ from .expressions import const, dtype_expr, node_expr, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
 from .loop_exit import break_lines, early_exit, not_expr
+from .methods import method_expr
 from .naming import BUILTINS, Naming, reserved
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
@@ -73,7 +74,9 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.dropped: set = set()  # values no statement reads (such a guard, read by its if)
 
     def expr(self, node, args):
-        return not_expr(node, args, self.producer) or node_expr(node, args, self.xp)
+        return (not_expr(node, args, self.producer)
+                or (self.xp == "np" and method_expr(node, args, self.producer))
+                or node_expr(node, args, self.xp))
 
     def render(self, stmt) -> str:
         return _render(stmt)
