@@ -16,7 +16,6 @@ from ..ir.primitives import PRIMS, writes_once
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow,
            "@": ast.MatMult, "%": ast.Mod, "//": ast.FloorDiv}  # astor parenthesises by precedence
 _CMPOPS = {">": ast.Gt, ">=": ast.GtE, "<": ast.Lt, "<=": ast.LtE, "==": ast.Eq, "!=": ast.NotEq}
-OPERATORS = frozenset(_BINOPS) | frozenset(_CMPOPS)  # spellings written as Python operators
 
 
 def const(value):

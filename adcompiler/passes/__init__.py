@@ -5,6 +5,7 @@ Each pass is a function ``Graph -> Graph`` in its own module, named by a verb.
 
 from .algebra import simplify_fused_symbolically
 from .batch import batch_loop_accumulations
+from .broadcasts import drop_implicit_broadcasts
 from .carry import copy_updated_carries
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -30,6 +31,9 @@ PIPELINE = (
                                       # forward products); before DCE (a hoisted row's s[k]
                                       # and a stack of hoisted rows are left unread) and
                                       # fusion (whose chains it shortens)
+    drop_implicit_broadcasts,         # after the simplifies (which fold a broadcast literal
+                                      # into its reader), before DCE (the broadcasts it drops
+                                      # are left unread) and fusion (whose chains it narrows)
     eliminate_dead_code,              # the passes above leave unused nodes behind
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
                                       # writing entries of a carried array it does not own
