@@ -94,6 +94,26 @@ class ArrayOps:
     def stack(self, xs, axis=0):
         return self.xp.stack(xs, axis=axis)
 
+    def einsum(self, *xs, subscripts, optimize=False):
+        """The primitive ``einsum`` (operands first, as the IR has them): ``xp.einsum``."""
+        return self.xp.einsum(subscripts, *xs, optimize=optimize)
+
+    # ---- square matrices: the primitives of these names are ``xp.linalg``'s ----------------
+    def solve(self, a, b):
+        return self.xp.linalg.solve(a, b)
+
+    def inv(self, a):
+        return self.xp.linalg.inv(a)
+
+    def det(self, a):
+        return self.xp.linalg.det(a)
+
+    def slogdet_sign(self, a):
+        return self.xp.linalg.slogdet(a)[0]
+
+    def logabsdet(self, a):
+        return self.xp.linalg.slogdet(a)[1]
+
 
 class SymbolicOps:
     """Templates on SymPy scalars: used to check elementwise rules against ``sympy.diff``."""

@@ -85,6 +85,22 @@ def _joined(name):
     return fn
 
 
+def _linalg(name):
+    """``cupy.linalg.<name>``: device arrays only, device arrays out (slogdet's pair too)."""
+    def fn(*arrays):
+        result = getattr(np.linalg, name)(*[_array_arg(a, f"linalg.{name}") for a in arrays])
+        return _wrap(tuple(result) if name == "slogdet" else result)
+    fn.__name__ = name
+    return fn
+
+
+def einsum(subscripts, *operands, dtype=None, optimize=False):
+    """``cupy.einsum``: device arrays only (as every CuPy function that is not a ufunc)."""
+    arrays = [_array_arg(a, "einsum") for a in operands]
+    return ndarray(np.asarray(np.einsum(_static(subscripts), *arrays, dtype=dtype,
+                                        optimize=_static(optimize))))
+
+
 def array(obj, dtype=None, copy=True, **kwargs):
     """An explicit transfer (or copy): NumPy arrays, lists, scalars, device arrays."""
     data = obj._a if isinstance(obj, ndarray) else obj
@@ -164,7 +180,9 @@ def _module_dict():
     names = {n: ufunc(getattr(np, n)) for n in UFUNCS}
     names["abs"] = names["absolute"]
     names.update({n: _array_first(n, k) for n, k in ARRAY_FIRST.items()})
-    names.update(concatenate=_joined("concatenate"), stack=_joined("stack"))
+    names.update(concatenate=_joined("concatenate"), stack=_joined("stack"), einsum=einsum)
+    names["linalg"] = types.SimpleNamespace(**{n: _linalg(n)
+                                               for n in ("solve", "inv", "det", "slogdet")})
     names.update({n: getattr(np, n) for n in (
         "float64", "float32", "float16", "int64", "int32", "int8", "uint8", "bool_", "dtype",
         "pi", "e", "inf", "nan", "newaxis", "can_cast")})

@@ -116,11 +116,12 @@ def test_the_tape_gives_the_compiled_gradient(f, x):
     np.testing.assert_allclose(tape.dynamic_grad(f)(x), ad.grad(f)(x), rtol=1e-12, atol=1e-15)
 
 
-def solve_sum(A, b):
-    return np.sum(np.linalg.solve(A, b))
+def cholesky_sum(A):
+    return np.sum(np.linalg.cholesky(A))
 
 
 def test_the_tape_names_a_linalg_function_by_its_public_name():
     from adcompiler import tape
-    with pytest.raises(TypeError, match=r"^np\.linalg\.solve is not differentiable on the tape"):
-        tape.dynamic_grad(solve_sum)(np.eye(2) * 2.0, np.ones(2))
+    with pytest.raises(TypeError, match=r"^np\.linalg\.cholesky is not differentiable on the "
+                                        r"tape"):
+        tape.dynamic_grad(cholesky_sum)(np.eye(2) * 2.0)

@@ -253,6 +253,31 @@ def _linalg_cases():
         yield _case("dot", [sample(s) for s in shapes], id=f"dot-{_shape_id(shapes)}")
     for shapes in [((3,), (4,)), ((2, 2), (3,)), ((), (3,))]:
         yield _case("outer", [sample(s) for s in shapes], id=f"outer-{_shape_id(shapes)}")
+    yield from _solver_cases()
+
+
+def _solver_cases():
+    """Well-conditioned square matrices, 2-D and stacked; solve's b a vector or a stack."""
+    def square(*shape):
+        return 4.0 * np.eye(shape[-1]) + sample(shape)
+    for shapes in [((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (3,)), ((2, 3, 3), (2, 3, 2)),
+                   ((3, 3), (2, 3, 2)), ((2, 3, 3), (1, 3, 1))]:
+        yield _case("solve", [square(*shapes[0]), sample(shapes[1])],
+                    id=f"solve-{_shape_id(shapes)}")
+    for prim in ("inv", "det", "logabsdet"):
+        for shape in [(3, 3), (2, 2, 2)]:
+            yield _case(prim, [square(*shape)], id=f"{prim}-{_shape_id((shape,))}")
+    yield _case("logabsdet", [square(3, 3) - 8.0 * np.eye(3)], id="logabsdet-negative-det")
+
+
+def _einsum_cases():
+    """Einsums in normal form: a chain of three (the first, a middle and the last operand), a
+    full contraction (a 0-d cotangent), letters summed within one operand (broadcast back)."""
+    for subscripts, shapes in [("ij,jk,kl->il", ((2, 3), (3, 4), (4, 2))),
+                               ("ij,ij->", ((2, 3), (2, 3))), ("ij->i", ((2, 3),)),
+                               ("ijk,j->ki", ((2, 3, 4), (3,))), ("i,j->ij", ((2,), (3,)))]:
+        yield _case("einsum", [sample(s) for s in shapes], {"subscripts": subscripts},
+                    id=f"einsum-{subscripts}")
 
 
 S = ("s", None, None, None)  # the index spec of a full slice `:`
@@ -335,7 +360,7 @@ def _conversion_cases():
 
 CASES = [*_elementwise_cases(), *_remainder_cases(), *_reduction_cases(),
          *_prod_with_zeros_cases(), *_scan_cases(),
-         *_linalg_cases(), *_shape_cases(),
+         *_linalg_cases(), *_einsum_cases(), *_shape_cases(),
          *_conversion_cases()]
 
 

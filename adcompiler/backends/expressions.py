@@ -194,8 +194,11 @@ def _broadcast_to(node, args, xp_name):
 _CUPY_ARRAY_ARGS = {**{p: (0,) for p in ("sum", "mean", "prod", "max", "min", "sum_to",
                                          "transpose", "reshape", "expand_dims", "squeeze",
                                          "where", "clip", "zeros_like", "ones_like", "copy",
-                                         "all", "any", "argmax", "argmin", "argsort")},
-                    "dot": (0, 1), "outer": (0, 1), "concatenate": "all", "stack": "all"}
+                                         "all", "any", "argmax", "argmin", "argsort",
+                                         "inv", "det", "slogdet_sign", "logabsdet")},
+                    "solve": (0, 1),
+                    "dot": (0, 1), "outer": (0, 1), "concatenate": "all", "stack": "all",
+                    "einsum": "all"}
 
 
 def _is_scalar(x) -> bool:
@@ -220,8 +223,23 @@ def _clip(node, args, xp_name):
     return _generic(node, args, xp_name)
 
 
+def _slogdet_item(k):
+    """``np.linalg.slogdet(a)[k]``: its sign (0) or its log of ``|det|`` (1)."""
+    def spell(node, args, xp_name):
+        return ast.Subscript(_generic(node, args, xp_name), const(k), ast.Load())
+    return spell
+
+
+def _einsum(node, args, xp_name):
+    """``np.einsum('ij,jk->ik', a, b)``: the subscripts first, as NumPy takes them."""
+    optimize = node.params.get("optimize", False)
+    keywords = {"optimize": const(optimize)} if optimize else {}
+    return _call(_attr("np.einsum", xp_name), [const(node.params["subscripts"]), *args], keywords)
+
+
 _SPECIAL = {
-    "clip": _clip,
+    "slogdet_sign": _slogdet_item(0), "logabsdet": _slogdet_item(1),
+    "clip": _clip, "einsum": _einsum,
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
     "concatenate": _seq, "stack": _seq, "sum_to": _sum_to, "last_writes": _last_writes,
     "zeros": _creation, "ones": _creation, "full": _creation,

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.primitives import PRIMS
-from . import compositions, creation, diagonal, norms, scans
+from . import compositions, creation, diagonal, einsum, norms, scans, solvers
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
@@ -327,6 +327,8 @@ FUNCTIONS.update(diagonal.FUNCTIONS)  # np.diag of a traced array (else folded, 
 FUNCTIONS.update(compositions.FUNCTIONS)  # np.var, np.diff, np.roll...: other primitives
 FUNCTIONS.update(scans.FUNCTIONS)  # np.cumsum, np.cumprod
 FUNCTIONS.update(norms.FUNCTIONS)  # np.linalg.norm
+FUNCTIONS.update(einsum.FUNCTIONS)  # np.einsum
+FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
 
 
 def register_call(fn, handler):

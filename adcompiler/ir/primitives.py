@@ -99,10 +99,25 @@ _def("argsort", np.argsort, "index", "np.argsort", differentiable=False, params=
 # ---- linear algebra -------------------------------------------------------------------------
 _def("dot", np.dot, "linalg", "np.dot", 2)
 _def("outer", np.outer, "linalg", "np.outer", 2)
+# Einstein sums in normal form (adcompiler/frontend/einsum.py): explicit "ij,jk->ik", each
+# operand's letters distinct, one size per letter; never a lone operand's permutation (a
+# transpose, a view), so always a new array. Spelled np.einsum('ij,jk->ik', a, b).
+_def("einsum", lambda *xs, subscripts, optimize=False: np.einsum(subscripts, *xs,
+                                                                 optimize=optimize),
+     "linalg", "np.einsum", None, params=("subscripts", "optimize"))
 # Scans along one axis (an int, >= 0: the frontend flattens for axis=None), linear maps (cumsum)
 # and their products: like the products above, new arrays of NumPy's dtype (int32 sums to int64).
 _def("cumsum", np.cumsum, "linalg", "np.cumsum", params=("axis",))
 _def("cumprod", np.cumprod, "linalg", "np.cumprod", params=("axis",))
+# Square matrices (..., n, n) (adcompiler/frontend/solvers.py): NumPy's LAPACK calls, float32 for
+# float32 inputs, else float64. slogdet's two results are two nodes, each spelled
+# ``np.linalg.slogdet(a)[k]``: the sign (no gradient) and the log of |det|.
+_def("solve", np.linalg.solve, "linalg", "np.linalg.solve", 2)
+_def("inv", np.linalg.inv, "linalg", "np.linalg.inv")
+_def("det", np.linalg.det, "linalg", "np.linalg.det")
+_def("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], "linalg", "np.linalg.slogdet",
+     differentiable=False)
+_def("logabsdet", lambda a: np.linalg.slogdet(a)[1], "linalg", "np.linalg.slogdet")
 
 # ---- shape and indexing ---------------------------------------------------------------------
 _def("transpose", np.transpose, "shape", "np.transpose", params=("axes",))

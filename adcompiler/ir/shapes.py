@@ -34,6 +34,8 @@ def _dtype_of(prim, avals, literals, params):
     if known is not None:
         return known
     args = [_standin(a, lit) for a, lit in zip(avals, literals)]
+    if prim in _SQUARE:   # a 1x1 matrix of zeros is singular; one of ones solves and inverts
+        args = [np.ones_like(a) for a in args]
     with np.errstate(all="ignore"):
         out = evaluate(prim, args, params)
     name = np.result_type(out).name
@@ -135,6 +137,40 @@ def _concat_shape(shapes, axis, stack):
     return tuple(first)
 
 
+def _einsum_shape(shapes, subscripts):
+    """The output of an einsum in normal form ("ij,jk->ik": one size per letter)."""
+    if any(s is None for s in shapes):
+        return None
+    terms, out = subscripts.split("->")
+    sizes = {}
+    for term, shape in zip(terms.split(","), shapes):
+        for letter, d in zip(term, shape):
+            if sizes.setdefault(letter, d) != d:
+                raise ValueError(f"einsum: index '{letter}' has sizes {sizes[letter]} and {d}")
+    return tuple(sizes[letter] for letter in out)
+
+
+_SQUARE = ("solve", "inv", "det", "slogdet_sign", "logabsdet")
+
+
+def _square_shape(prim, shapes):
+    """NumPy 2's shapes of the solvers: ``a`` is (..., n, n); ``solve``'s ``b`` is one vector
+    (n,) or a stack of matrices (..., n, k), broadcast against ``a``'s batch axes."""
+    a = shapes[0]
+    if a is None or (prim == "solve" and shapes[1] is None):
+        return None
+    if len(a) < 2 or a[-1] != a[-2]:
+        raise ValueError(f"{prim}: an array of shape {a} is not a square matrix (..., n, n)")
+    if prim != "solve":
+        return a if prim == "inv" else a[:-2]
+    b = shapes[1]
+    rows, batch = (b, ()) if len(b) == 1 else (b[-2:], b[:-2])
+    if not rows or rows[0] != a[-1]:
+        raise ValueError(f"solve: shapes {a} and {b} do not match ({a[-1]} rows != "
+                         f"{rows[0] if rows else None})")
+    return tuple(np.broadcast_shapes(a[:-2], batch)) + tuple(rows)
+
+
 def _shape_of(prim, avals, params):
     """The output shape (None when unknown) for one-output primitives."""
     fam = PRIMS[prim].family
@@ -151,8 +187,12 @@ def _shape_of(prim, avals, params):
         return _dot_shape(*shapes)
     if prim == "outer":
         return None if None in shapes else (int(np.prod(shapes[0])), int(np.prod(shapes[1])))
+    if prim == "einsum":
+        return _einsum_shape(shapes, params["subscripts"])
     if prim in ("concatenate", "stack"):
         return _concat_shape(shapes, params.get("axis", 0), prim == "stack")
+    if prim in _SQUARE:
+        return _square_shape(prim, shapes)
     if prim in ("zeros", "ones", "full", "sum_to", "scatter_add"):
         shape = params["shape"]
         return (shape,) if isinstance(shape, int) else tuple(shape)

@@ -50,7 +50,7 @@ BUDGET = 1000    # cuts weighed per chain at most; then the chain stays as prune
 # Linear in their first input, the others unscaled.
 _UNARY = {"sum", "mean", "transpose", "reshape", "expand_dims", "squeeze", "broadcast_to",
           "getitem", "sum_to", "scatter_add", "to_float", "copy", "astype"}
-_PRODUCTS = {"multiply", "matmul", "dot", "outer"}   # linear in each input
+_PRODUCTS = {"multiply", "matmul", "dot", "outer", "einsum"}   # linear in each input
 # Linear in these inputs together when they share a scale (None: all of them).
 _JOINT = {"add": (0, 1), "subtract": (0, 1), "index_add": (0, 1), "where": (1, 2),
           "concatenate": None, "stack": None}

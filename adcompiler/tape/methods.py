@@ -14,7 +14,8 @@ import builtins
 
 import numpy as np
 
-from . import compositions, inplace, matrices, views
+from . import compositions, inplace, matrices, solvers, views  # noqa: F401 (solvers: np.linalg)
+from . import einsum  # noqa: F401 (registers np.einsum)
 from .numpy_api import dot as numpy_dot
 from .numpy_api import rounded, scan, wrap_plain
 from .record import apply

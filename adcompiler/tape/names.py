@@ -23,6 +23,8 @@ _FIXED = {
     "scatter_add": "IndexPutBackward0",
     "arcsinh": "AsinhBackward0", "arccosh": "AcoshBackward0", "arctanh": "AtanhBackward0",
     "arctan2": "Atan2Backward0", "cbrt": "PowBackward0", "rint": "RoundBackward0",
+    "solve": "LinalgSolveExBackward0", "inv": "LinalgInvExBackward0",
+    "det": "LinalgDetBackward0", "logabsdet": "LinalgSlogdetBackward0",
 }
 
 

@@ -142,6 +142,8 @@ _BOTH_ARRAYS = {"dot", "outer", "matmul"}   # cupy.outer(x, 0.0) raises: every o
 _ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **params)``
     "concatenate": lambda xp, *xs, axis=0: xp.concatenate([xp.asarray(x) for x in xs], axis),
     "stack": lambda xp, *xs, axis=0: xp.stack([xp.asarray(x) for x in xs], axis),
+    "einsum": lambda xp, *xs, subscripts, optimize=False:
+        xp.einsum(subscripts, *[xp.asarray(x) for x in xs], optimize=optimize),
     "full": lambda xp, fill, shape, dtype=None: xp.full(shape, fill, dtype=dtype),
     "reshape": lambda xp, x, shape: xp.asarray(x).reshape(shape),   # CuPy's is ``newshape``
     "astype": lambda xp, x, dtype: xp.asarray(x).astype(dtype),
@@ -154,4 +156,6 @@ _ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **p
         store(xp, xp.array(x, copy=True), build_index(index, arrays), v),
     "last_writes": lambda xp, x, *arrays, index:
         kept_writes(xp, x.shape, build_index(index, arrays)),
+    **{p: lambda xp, *data, _p=p: getattr(array_ops(xp), _p)(*data)   # cupy.linalg's
+       for p in ("solve", "inv", "det", "slogdet_sign", "logabsdet")},
 }

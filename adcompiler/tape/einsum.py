@@ -1,0 +1,79 @@
+"""``np.einsum`` on tensors, as the compiler records it (``adcompiler/frontend/einsum.py``).
+
+Invariants: the subscripts are brought to the primitive's normal form by the compiler's own
+:func:`~adcompiler.frontend.einsum.plan` (one source of truth): each operand's broadcast axes
+of length 1 squeezed out (views), a letter repeated within one operand taken as a diagonal (a
+gather at distinct flat positions), then one ``einsum`` node (``EinsumBackward0``: one
+primitive, one node, where PyTorch names the last step of its decomposition, ``ViewBackward0``
+or ``SumBackward1``), or a transpose view where a lone operand keeps all its letters, as
+NumPy's einsum returns a view there. Subscripts that are not a string (the operand-list form)
+run on the values, refused where a gradient would be lost; ``dtype=`` is refused, ``out=``
+stores as a ufunc's does, and ``optimize=`` is passed on (an explicit contraction path is
+refused: it fits the forward contraction only, not the adjoints). A Python number operand is a
+0-d float64 array, as NumPy's einsum takes it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from adcompiler.frontend.einsum import EinsumError, optimize_arg, plan
+from adcompiler.templates.einsum import contract
+
+from . import numpy_api, views
+from . import tensor as _tensor
+from .numpy_api import _extras, _into, _shape_of, run_plain
+from .record import apply
+from .xp import array_module
+
+
+class _Forward:
+    """:func:`contract`'s ops on tensors: a lone operand's permutation is a view."""
+
+    @staticmethod
+    def transpose(x, axes):
+        return views.make("transpose", x, {"axes": axes})
+
+    @staticmethod
+    def einsum(*xs, **params):
+        return apply("einsum", xs, params)
+
+    @staticmethod
+    def multiply(x, y):
+        return apply("multiply", (x, y))
+
+
+def _prepared(x, operand):
+    """The operand with its broadcast axes squeezed out and its diagonal taken."""
+    if operand.squeeze:
+        x = views.make("squeeze", x, {"axis": operand.squeeze})
+    if operand.positions is None:
+        return x
+    flat = views.make("reshape", x, {"shape": (int(np.prod(_shape_of(x))),)})
+    positions = array_module(flat._data).asarray(operand.positions)   # on x's device
+    return apply("getitem", (flat, positions), {"index": (("u", 0),)})
+
+
+def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
+    """``np.einsum(subscripts, *operands)`` on tensors (see the module docstring)."""
+    if not operands or not isinstance(operands[0], str):
+        kwargs = {"out": out, "dtype": dtype, "order": order, "casting": casting,
+                  "optimize": optimize}
+        return run_plain("np.einsum", np.einsum, operands, kwargs)
+    _extras("einsum", dtype=dtype)
+    if order != "K" or casting != "safe":
+        raise TypeError("np.einsum: order= and casting= are not supported on tensors")
+    optimize = optimize_arg(optimize)
+    subscripts = operands[0]
+    xs = [x if isinstance(x, _tensor.Tensor) or hasattr(x, "shape") else np.asarray(x)
+          for x in operands[1:]]
+    try:
+        p = plan(subscripts, tuple(tuple(_shape_of(x)) for x in xs))
+    except EinsumError as exc:
+        raise ValueError(f"np.einsum {exc}") from None
+    xs = [_prepared(x, op) for x, op in zip(xs, p.operands)]
+    result = contract(_Forward, [op.letters for op in p.operands], p.out, xs, optimize)
+    return _into(result, out)
+
+
+numpy_api.FUNCTIONS[np.einsum] = einsum

@@ -1,0 +1,327 @@
+"""np.einsum in compiled code and on the tape: gradients against finite differences, the
+dynamic tape and PyTorch (where installed); implicit outputs, ellipses, diagonals and broadcast
+axes of length 1; jvp, vjp, value_and_grad and hessian; float32; the spelling of the generated
+code; and located refusals of what is not supported."""
+
+import re
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler import tape
+from tests.helpers import assert_matches_numerical, check_grads
+
+SUBSCRIPTS = "ij,jk->ik"   # a module constant, read while compiling
+
+
+def matmul(a, b):
+    return np.sum(np.einsum("ij,jk->ik", a, b) ** 2)
+
+
+def batched(a, b):
+    return np.sum(np.tanh(np.einsum("bij,bjk->bik", a, b)))
+
+
+def outer(u, v):
+    return np.sum(np.einsum("i,j->ij", u, v) ** 2)
+
+
+def contraction(a, b):
+    return np.einsum("ij,ij->", a, b) ** 2
+
+
+def transposed(a):
+    return np.sum(np.einsum("ij->ji", a) * np.arange(6.0).reshape(3, 2))
+
+
+def row_sums(a):
+    return np.sum(np.einsum("ij->i", a) ** 3)
+
+
+def chain(a, b, c):
+    return np.sum(np.sin(np.einsum("ij,jk,kl->il", a, b, c)))
+
+
+def implicit(a, b):
+    return np.sum(np.einsum("ij,jk", a, b) ** 2)
+
+
+def constant_subscripts(a, b):
+    return np.sum(np.einsum(SUBSCRIPTS, a, b) ** 2)
+
+
+def trace(a):
+    return np.einsum("ii", a) ** 2
+
+
+def diagonal(a):
+    return np.sum(np.einsum("ii->i", a) ** 3)
+
+
+def partial_diagonal(a, b):
+    return np.sum(np.einsum("iij,jk->ik", a, b) ** 2)
+
+
+def ellipsis(a, b):
+    return np.sum(np.einsum("...ij,...jk->...ik", a, b) ** 2)
+
+
+def broadcast_one(a, b):
+    return np.sum(np.einsum("ij,ij->ij", a, b) ** 2)
+
+
+def ellipsis_implicit(a, b):
+    return np.sum(np.einsum("ab...,b...", a, b) * np.arange(40.0).reshape(4, 5, 2))
+
+
+def upper_case_first(a, b):
+    return np.sum(np.einsum("Ba,aC", a, b) * np.arange(8.0).reshape(2, 4))
+
+
+def optimized(a, b, c):
+    return np.sum(np.einsum("ij,jk,kl->il", a, b, c, optimize=True) ** 2)
+
+
+def weighted(a, w):
+    return np.sum(np.einsum("i,ij->j", w, a) ** 2)
+
+
+RNG = np.random.default_rng(0)
+
+
+def _r(*shape):
+    return RNG.standard_normal(shape)
+
+
+A34, B45, C52 = _r(3, 4), _r(4, 5), _r(5, 2)
+CASES = [
+    (matmul, (A34, B45)), (batched, (_r(2, 3, 4), _r(2, 4, 2))), (outer, (_r(3), _r(4))),
+    (contraction, (A34, _r(3, 4))), (transposed, (_r(2, 3),)), (row_sums, (A34,)),
+    (chain, (A34, B45, C52)), (implicit, (A34, B45)), (constant_subscripts, (A34, B45)),
+    (trace, (_r(4, 4),)), (diagonal, (_r(4, 4),)), (partial_diagonal, (_r(3, 3, 4), B45)),
+    (ellipsis, (_r(2, 3, 4), _r(1, 4, 5))), (broadcast_one, (_r(1, 3), _r(2, 3))),
+    (optimized, (A34, B45, C52)), (weighted, (A34, _r(3))),
+    (ellipsis_implicit, (_r(2, 3, 4, 5), _r(3, 5))), (upper_case_first, (_r(2, 3), _r(3, 4))),
+]
+IDS = [f.__name__ for f, _ in CASES]
+
+
+def _all(args):
+    return tuple(range(len(args)))
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=IDS)
+def test_gradient_matches_finite_differences(f, args):
+    check_grads(f, *args, wrt=_all(args))
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=IDS)
+def test_value_and_gradient_match_the_tape(f, args):
+    value, grads = ad.value_and_grad(f, wrt=_all(args))(*args)
+    np.testing.assert_allclose(value, f(*args), rtol=1e-13)
+    dynamic = tape.dynamic_grad(f, wrt=_all(args))(*args)
+    for g, d in zip(grads, dynamic):
+        np.testing.assert_allclose(g, d, rtol=1e-12, atol=1e-14)
+
+
+def _code(g):
+    """The generated code without its comments (which quote the user's lines)."""
+    return "\n".join(line for line in g.source.splitlines() if not line.lstrip().startswith("#"))
+
+
+def test_generated_code_reads_as_numpy():
+    g = ad.grad(matmul, wrt=(0, 1))
+    g(A34, B45)
+    assert "np.einsum('ij,jk->ik', a, b)" in g.source
+    assert "np.einsum('ik,jk->ij'" in g.source   # da: g with b, giving a's letters
+    g = ad.grad(implicit, wrt=(0, 1))
+    g(A34, B45)
+    assert "np.einsum('ij,jk->ik', a, b)" in g.source   # the implicit output made explicit
+    g = ad.grad(row_sums)
+    g(A34)
+    assert "np.broadcast_to(" in g.source   # j, summed within a alone, is broadcast back
+    g = ad.grad(optimized, wrt=(0, 1, 2))
+    g(A34, B45, C52)
+    assert _code(g).count("optimize=True") == 4   # the forward einsum and its three adjoints
+
+
+def test_transpose_is_a_transpose_not_an_einsum():
+    g = ad.grad(transposed)
+    g(_r(2, 3))
+    assert "einsum" not in _code(g) and "np.transpose(" in _code(g)
+
+
+def test_jvp_is_the_sum_of_the_tangents_contributions():
+    ta, tb = _r(3, 4), _r(4, 5)
+    value, tangent = ad.jvp(matmul, wrt=(0, 1))(A34, B45, tangents=(ta, tb))
+    eps = 1e-6
+    want = (matmul(A34 + eps * ta, B45 + eps * tb) - matmul(A34 - eps * ta, B45 - eps * tb))
+    np.testing.assert_allclose(value, matmul(A34, B45), rtol=1e-13)
+    np.testing.assert_allclose(tangent, want / (2 * eps), rtol=1e-6)
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=IDS)
+def test_jvp_matches_directional_differences_and_the_tape(f, args):
+    rng = np.random.default_rng(5)
+    tangents = tuple(rng.standard_normal(np.shape(a)) for a in args)
+    value, tangent = ad.jvp(f, wrt=_all(args))(*args, tangents=tangents)
+    eps = 1e-6
+    up = f(*[a + eps * t for a, t in zip(args, tangents)])
+    down = f(*[a - eps * t for a, t in zip(args, tangents)])
+    np.testing.assert_allclose(value, f(*args), rtol=1e-13)
+    np.testing.assert_allclose(tangent, (up - down) / (2 * eps), rtol=1e-6, atol=1e-7)
+    with tape.forward_ad.dual_level():
+        duals = [tape.forward_ad.make_dual(tape.tensor(a), tape.tensor(t))
+                 for a, t in zip(args, tangents)]
+        dynamic = tape.forward_ad.unpack_dual(f(*duals)).tangent
+    np.testing.assert_allclose(dynamic.numpy(), tangent, rtol=1e-12, atol=1e-14)
+
+
+def contract(a, b):
+    return np.einsum("ij,jk->ik", a, b)
+
+
+def test_vjp_of_an_array_result():
+    v = _r(3, 5)
+    da, db = ad.vjp(contract, wrt=(0, 1))(A34, B45, cotangent=v)
+    np.testing.assert_allclose(da, v @ B45.T, rtol=1e-12)
+    np.testing.assert_allclose(db, A34.T @ v, rtol=1e-12)
+
+
+def quadratic(x, m):
+    return np.einsum("i,ij,j->", x, m, x)
+
+
+def test_hessian_of_a_quadratic_form():
+    m = _r(4, 4)
+    np.testing.assert_allclose(ad.hessian(quadratic)(_r(4), m), m + m.T, rtol=1e-12)
+
+
+def test_float32_stays_float32():
+    a, b = A34.astype(np.float32), B45.astype(np.float32)
+    grads = ad.grad(matmul, wrt=(0, 1))(a, b)
+    assert [g.dtype for g in grads] == [np.float32, np.float32]
+    assert_matches_numerical(matmul, [a, b], (0, 1), grads, rtol=1e-3, atol=1e-3)
+    (g,) = ad.grad(row_sums, wrt=(0,))(a)
+    assert g.dtype == np.float32
+
+
+@pytest.mark.parametrize("f, args, equation", [
+    (matmul, (A34, B45), "ij,jk->ik"), (batched, (_r(2, 3, 4), _r(2, 4, 2)), "bij,bjk->bik"),
+    (chain, (A34, B45, C52), "ij,jk,kl->il"), (row_sums, (A34,), "ij->i"),
+    (diagonal, (_r(4, 4),), "ii->i"), (trace, (_r(4, 4),), "ii"),
+])
+def test_against_torch(f, args, equation):
+    torch = pytest.importorskip("torch")
+    ts = [torch.tensor(x, requires_grad=True) for x in args]
+    y = torch.einsum(equation, *ts)
+    out = {matmul: lambda: (y ** 2).sum(), batched: lambda: torch.tanh(y).sum(),
+           chain: lambda: torch.sin(y).sum(), row_sums: lambda: (y ** 3).sum(),
+           diagonal: lambda: (y ** 3).sum(), trace: lambda: y ** 2}[f]()
+    out.backward()
+    for g, t in zip(ad.grad(f, wrt=_all(args))(*args), ts):
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_the_tape_names_its_node_and_keeps_permutations_as_views():
+    a = tape.tensor(A34, requires_grad=True)
+    y = np.einsum("ij,jk->ik", a, tape.tensor(B45))
+    assert type(y.grad_fn).__name__ == "EinsumBackward0"
+    t = np.einsum("ij->ji", a)
+    assert type(t.grad_fn).__name__ == "PermuteBackward0" and t._view is not None
+
+
+# ---- refusals -------------------------------------------------------------------------------
+def interleaved(a, b):
+    return np.sum(np.einsum(a, [0, 1], b, [1, 2], [0, 2]))
+
+
+def too_few(a):
+    return np.sum(np.einsum("ij,jk->ik", a))
+
+
+def bad_letter(a):
+    return np.sum(np.einsum("i1->i", a))
+
+
+def hidden_ellipsis(a):
+    return np.sum(np.einsum("...i->i", a))
+
+
+def with_path(a, b):
+    return np.sum(np.einsum("ij,jk->ik", a, b, optimize=["einsum_path", (0, 1)]))
+
+
+def with_dtype(a, b):
+    return np.sum(np.einsum("ij,jk->ik", a, b, dtype=np.float32))
+
+
+def with_out(a, b, c):
+    return np.sum(np.einsum("ij,jk->ik", a, b, out=c))
+
+
+def mismatched(a, b):
+    return np.sum(np.einsum("ij,jk->ik", a, b))
+
+
+def unequal_diagonal(a):
+    return np.sum(np.einsum("ii->i", a))
+
+
+REFUSED = [
+    (interleaved, (A34, B45), "`np.einsum()` takes the subscripts as a string first here; the "
+     "form with lists of axis numbers after each operand is not supported", "np.einsum(\"ij"),
+    (too_few, (A34,), "`np.einsum()` has subscripts for 2 operands but 1 was given", "ij,jk"),
+    (bad_letter, (A34,), "`np.einsum()` subscripts may hold letters and one '...' per operand, "
+     "not '1'", "np.einsum"),
+    (hidden_ellipsis, (A34,), "`np.einsum()` sums over the axes of '...' but its output has no "
+     "'...'", "put '...' in the output"),
+    (with_path, (A34, B45), "`np.einsum()` with optimize=['einsum_path', (0, 1)] is not "
+     "supported", "optimize=True"),
+    (with_dtype, (A34, B45), "`np.einsum()` does not support `dtype=` here", ".astype"),
+    (with_out, (A34, B45, _r(3, 5)), "`np.einsum()` does not support `out=` here",
+     "the returned value"),
+    (mismatched, (A34, _r(3, 5)), "`np.einsum()` index 'j' has length 4 in one operand and 3 "
+     "in operand 1", "NumPy refuses this too"),
+    (unequal_diagonal, (A34,), "`np.einsum()` operand 0 repeats index 'i' on axes of lengths "
+     "3 and 4", "np.einsum"),
+]
+
+
+@pytest.mark.parametrize("f, args, message, hint", REFUSED, ids=[r[0].__name__ for r in REFUSED])
+def test_refusals_are_located(f, args, message, hint):
+    with pytest.raises(ad.CompileError, match=re.escape(message)) as err:
+        ad.grad(f)(*args)
+    assert hint in err.value.hint
+    assert "test_einsum.py" in str(err.value)
+
+
+def test_the_tape_refuses_what_numpy_refuses():
+    a = tape.tensor(A34, requires_grad=True)
+    with pytest.raises(ValueError, match=re.escape("np.einsum has subscripts for 2 operands")):
+        np.einsum("ij,jk->ik", a)
+    with pytest.raises(TypeError, match=re.escape("np.einsum is not differentiable on the tape")):
+        np.einsum(a, [0, 1], [1])
+
+
+# ---- CuPy, played by NumPy (tests/fake_cupy.py: device arrays only, as CuPy) -----------------
+DEVICE_CASES = [(matmul, (A34, B45)), (chain, (A34, B45, C52)), (row_sums, (A34,)),
+                (diagonal, (_r(4, 4),)), (contraction, (A34, _r(3, 4))),
+                (broadcast_one, (_r(1, 3), _r(2, 3))), (optimized, (A34, B45, C52))]
+
+
+@pytest.mark.parametrize("f, args", DEVICE_CASES, ids=[f.__name__ for f, _ in DEVICE_CASES])
+def test_cupy_code_and_tape_on_the_stand_in(f, args):
+    from tests import fake_cupy
+    from tests.cupy_helpers import assert_close, compile_both
+    want = ad.grad(f, wrt=_all(args))(*args)
+    compiled, _ = compile_both(f, args, _all(args))
+    assert "cp.einsum(" in compiled.source or f in (row_sums, diagonal, contraction)
+    with fake_cupy.install() as cp:
+        function = __import__("adcompiler").runtime.compile.load_function(
+            compiled.source, compiled.fname, compiled.constants, cp, {})
+        assert_close(function(*fake_cupy.on_device(cp, args)), want, 1e-12)
+        tensors = [tape.tensor(a, requires_grad=True) for a in fake_cupy.on_device(cp, args)]
+        f(*tensors).backward()
+        assert_close(tuple(t.grad._data for t in tensors), want, 1e-12)
