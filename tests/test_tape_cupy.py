@@ -226,3 +226,18 @@ def test_gpu_tape_runs_on_cupy_arrays():
     assert_close(results[1], results[0], 1e-10)
     dyn = tape.dynamic_grad(elementwise)(cupy.asarray(x.ravel()))
     assert_close(dyn, ad.grad(elementwise)(x.ravel()), 1e-10)
+
+
+def test_diagonals_trace_and_diag_on_the_device(cp):
+    """The diagonal's positions go to the operand's device (CuPy indexes with its own arrays)."""
+    m = np.arange(9.0).reshape(3, 3) + 1.0
+    v = np.array([1.0, -2.0])
+    t, u = (tape.tensor(a, requires_grad=True) for a in on_device(cp, (m, v)))
+    loss = np.trace(t) * 2.0 + np.sum(np.diagonal(t, 1) ** 2) + np.sum(np.diag(u, 1) * 3.0)
+    loss.backward()
+    assert float(loss.detach().numpy()) == 2.0 * 15.0 + 2.0 ** 2 + 6.0 ** 2 + 3.0 * -1.0
+    want = 2.0 * np.eye(3)
+    want[0, 1], want[1, 2] = 2 * 2.0, 2 * 6.0
+    np.testing.assert_array_equal(t.grad.numpy(), want)
+    np.testing.assert_array_equal(u.grad.numpy(), [3.0, 3.0])
+    assert type(t.grad._data) is fake_cupy.ndarray

@@ -21,6 +21,7 @@ from . import inplace, mode, numpy_api, views
 from . import tensor as _tensor
 from .numpy_api import on_module, run_plain
 from .record import apply
+from .xp import array_module
 
 _FIRST_TWO = ((0, 1), (0, -1), (-2, 1), (-2, -1))
 
@@ -28,8 +29,13 @@ _FIRST_TWO = ((0, 1), (0, -1), (-2, 1), (-2, -1))
 def _gather_diagonal(x, offset):
     rows, cols = x.shape
     flat = views.make("reshape", x, {"shape": (rows * cols,)})
-    positions = diagonal_positions(rows, cols, offset)
+    positions = _on_device(x, diagonal_positions(rows, cols, offset))
     return apply("getitem", (flat, positions), {"index": (("u", 0),)})
+
+
+def _on_device(x, positions):
+    """The (cached, NumPy) positions on ``x``'s device: CuPy indexes with CuPy arrays only."""
+    return array_module(x._data).asarray(positions)
 
 
 def _is_matrix(a, axis1, axis2) -> bool:
@@ -56,7 +62,7 @@ def diag(v, k=0):
         return _gather_diagonal(v, int(k))
     n = v.shape[0] + abs(int(k))
     zeros = on_module(np.zeros, "np.zeros", [v._data])(n * n, dtype=v.dtype)
-    positions = diagonal_positions(n, n, int(k))
+    positions = _on_device(v, diagonal_positions(n, n, int(k)))
     filled = apply("setitem", (zeros, v, positions), {"index": (("u", 0),)})
     return views.make("reshape", filled, {"shape": (n, n)})
 
