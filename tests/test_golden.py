@@ -27,12 +27,12 @@ def grad_loss(w1, w2, w3, inp):
     l3 = l1 * w3
     # grad of: l3 = l1 * w3
     t1 = l2 * w3
-    dw3 = 0.25 * float(np.sum(l2 * l1))
+    dw3 = 0.25 * float((l2 * l1).sum())
     # grad of: l2 = l1 + w2
     t1 += l3
-    dw2 = 0.25 * float(np.sum(l3))
+    dw2 = 0.25 * float(l3.sum())
     # grad of: l1 = inp * w1
-    dw1 = 0.25 * float(np.sum(t1 * inp))
+    dw1 = 0.25 * float((t1 * inp).sum())
     return dw1, dw2, dw3
 '''
 

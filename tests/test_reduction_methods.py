@@ -79,3 +79,32 @@ def test_a_list_argument_is_still_reduced_by_numpy(fn, sign):
     y = [[1.0, 2.0, 3.0], [0.5, -1.0, 4.0], [2.0, 0.0, 1.0]]
     got = ad.grad(fn)(x, y)
     assert_matches_numerical(fn, (x, np.array(y)), (0,), (got,))
+
+
+def scaled_rows(inp, w, k):
+    a = inp * w                     # a list times a float: NumPy's product (or TypeError)
+    c = inp * k                     # a list times an int: repeated
+    return np.sum(a) + np.sum(inp + inp) * w + np.sum(c) * w
+
+
+def test_operators_on_a_list_argument_keep_np_sum():
+    """``inp * w`` is an array or an error whatever ``inp`` is; ``inp + inp`` and ``inp * 2``
+    of a list are lists, so their sums stay ``np.sum``."""
+    inp = np.array([[1.0, 2.0], [3.0, -1.0]])
+    g = ad.value_and_grad(scaled_rows, wrt=1)
+    value, dw = g(inp, 0.5, 2)
+    assert value == pytest.approx(scaled_rows(inp, 0.5, 2), rel=1e-12)
+    assert dw == pytest.approx(inp.sum() + 2 * inp.sum() + 2 * inp.sum(), rel=1e-12)
+    assert "a.sum()" in g.source and "np.sum(c)" in g.source
+
+
+def list_ops(w, inp, k):
+    return w * np.sum(inp * k)
+
+
+def test_a_repeated_list_is_summed_as_the_user_code_sums_it():
+    inp = [[1.0, 2.0], [3.0, -1.0]]
+    g = ad.value_and_grad(list_ops)
+    value, dw = g(0.5, inp, 3)
+    assert value == pytest.approx(list_ops(0.5, inp, 3), rel=1e-12) and dw == pytest.approx(15.0)
+    assert ".sum()" not in g.source

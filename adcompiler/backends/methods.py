@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..ir import Literal
 from ..ir.primitives import PRIMS
 from .expressions import const
 
-# Python operators with a meaning on lists (or tuples) that is not NumPy's
+# Python operators with a meaning on lists that is not NumPy's (see _operator_gives_ndarray)
 _LIST_OPERATORS = frozenset(("+", "*", "==", "!=", "<", "<=", ">", ">="))
 REDUCTIONS = frozenset(("sum", "mean", "prod", "max", "min", "all", "any"))
 
@@ -74,6 +76,23 @@ def _sum_to(node, g):
     return g
 
 
+def _operator_gives_ndarray(node, producer, depth) -> bool:
+    """``a + b``, ``a * b``, ``a == b``... where a list may be an operand: ``[..] + [..]``
+    concatenates and ``[..] * 2`` repeats (a list), ``[..] == 1.0`` is a bool. So ``+`` is an
+    ndarray unless both operands may be lists, ``*`` unless one may be a list and the other an
+    integer, a comparison only where an operand surely is an ndarray (any other mix raises
+    TypeError, as the user's own code would, or NumPy converts the list)."""
+    if any(is_ndarray(a, producer, depth - 1) for a in node.inputs):
+        return True
+    may_be_list = [not isinstance(a, Literal) and a.aval.kind == "array" and bool(a.aval.ndim)
+                   for a in node.inputs]
+    if node.prim == "add":
+        return not all(may_be_list)
+    if node.prim == "multiply":
+        return all(np.dtype(a.aval.dtype).kind in "fc" for a in node.inputs)
+    return False
+
+
 def _method(x, name, *args):
     return ast.Call(ast.Attribute(x, name, ast.Load()), [const(a) for a in args], [])
 
@@ -116,9 +135,7 @@ def is_ndarray(x, producer, depth=32) -> bool:
     if node is None:
         return False
     if PRIMS[node.prim].spell in _LIST_OPERATORS:
-        # ``a * 2`` of a list repeats it, ``a == b`` of lists is a bool: an ndarray only where
-        # an operand is one (the other operators raise on lists, as the user's code would)
-        return any(is_ndarray(a, producer, depth - 1) for a in node.inputs)
+        return _operator_gives_ndarray(node, producer, depth)
     if node.prim in _NEW_ARRAY_PRIMS or PRIMS[node.prim].family in _NEW_ARRAY_FAMILIES:
         return True
     return (node.prim in _SAME_KIND_PRIMS and bool(node.inputs)

@@ -3,7 +3,7 @@ applied once where the chain ends, on fewer elements (ideally a Python float).
 
 The adjoint of ``mean`` starts from ``(1/n) * g``: the factor is multiplied into an array early,
 and every array computed from it carries it. ``dl3 = 0.25 * l2; dw3 = float(np.sum(dl3 * l1))``
-becomes ``dw3 = 0.25 * float(np.sum(l2 * l1))``: one scalar product instead of an array pass.
+becomes ``dw3 = 0.25 * float((l2 * l1).sum())``: one scalar product instead of an array pass.
 
 Terms. A value ``v`` is *scaled* when ``v == c * base(v)`` for a finite nonzero Python float
 ``c``. The output of ``c * u`` (a *seed*: base ``u``), and of ``-v`` or ``c2 * v`` for a scaled
