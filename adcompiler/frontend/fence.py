@@ -18,7 +18,7 @@ ALLOWED = (
     ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.keyword,
     ast.Load, ast.Store, ast.operator, ast.unaryop, ast.cmpop, ast.arguments, ast.arg,
     ast.If, ast.For, ast.While, ast.IfExp, ast.BoolOp, ast.boolop, ast.Break, ast.Continue,
-    ast.Assert,
+    ast.Assert, ast.ListComp, ast.GeneratorExp, ast.comprehension,  # unrolled: .comprehensions
 )
 
 PRINT_HINT = "print in the caller; the gradient's generated code is in its `.source`"
@@ -47,10 +47,9 @@ _WHY = {
                  "import at module level"),
     ast.ImportFrom: ("`import` inside a compiled function is not supported",
                      "import at module level"),
-    ast.ListComp: ("list comprehensions are not supported", "use whole-array operations"),
-    ast.GeneratorExp: ("generator expressions are not supported", "use whole-array operations"),
-    ast.DictComp: ("dict comprehensions are not supported", "use arrays"),
-    ast.SetComp: ("set comprehensions are not supported", "use arrays"),
+    ast.DictComp: ("dict comprehensions are not supported",
+                   "use a list comprehension, or separate variables"),
+    ast.SetComp: ("set comprehensions are not supported", "use a list comprehension"),
     ast.Dict: ("dicts are not supported in a compiled function", "use separate variables"),
     ast.Set: ("sets are not supported in a compiled function", "use arrays"),
     ast.JoinedStr: ("f-strings are not supported in a compiled function",

@@ -368,10 +368,15 @@ def _index_name(stmt) -> str:
 
 
 def _assigned(stmts) -> list:
-    """Names (re)bound anywhere in ``stmts``, in order of first assignment."""
+    """Names (re)bound anywhere in ``stmts``, in order of first assignment (not the names a
+    comprehension binds: they are its own, see :mod:`.comprehensions`)."""
     names = {}
     for stmt in stmts:
+        own = {id(n) for c in ast.walk(stmt) if isinstance(c, ast.comprehension)
+               for n in ast.walk(c.target)}
         for node in ast.walk(stmt):
+            if id(node) in own:
+                continue
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.setdefault(node.id, None)
             elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)

@@ -22,6 +22,7 @@ from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
 from ..signature import python_call_error
 from . import fence
+from .comprehensions import ComprehensionLowering, own_names
 from .control import NO_RETURN, ControlLowering
 from .expressions import NOT_USER, ExpressionLowering
 from .indexing import IndexLowering
@@ -35,8 +36,8 @@ _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
-               SetitemLowering, WindowLowering, ControlLowering):
+class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLowering,
+               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering):
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
         self.src = read_function(fn)
@@ -44,7 +45,7 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
         self.graph, self.b, self.depth = graph, builder, depth
         self.env: dict = {}
         self.caller = caller  # the Lowering this call is inlined into, if any
-        self.locals = set(fn.__code__.co_varnames)
+        self.locals = set(fn.__code__.co_varnames) - own_names(self.src.tree)
         self.closure = _closure_vars(fn)
 
     @property
@@ -74,6 +75,9 @@ class Lowering(ListLowering, ExpressionLowering, IndexLowering, InplaceLowering,
         raise self.src.error(node, f"name `{name}` is not defined", self.spelling_hint(name))
 
     def spelling_hint(self, name) -> str:
+        if name in own_names(self.src.tree):
+            return (f"`{name}` is bound only inside a comprehension, whose names are its own (as "
+                    "in Python 3): assign it before this line to use it here")
         known = [*self.env, *self.closure, *self.fn.__globals__, *vars(builtins)]
         close = difflib.get_close_matches(name, known, n=1)
         if close:
