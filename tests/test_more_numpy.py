@@ -311,11 +311,11 @@ def test_refusals_are_located_errors(f, args, match):
         ad.vjp(f, wrt=(0,))(*args, cotangent=np.ones(np.shape(args[0])))
 
 
-def uses_sort(x):
-    return np.sum(np.sort(x))
+def uses_unique(x):
+    return np.sum(np.unique(x))
 
 
 def test_a_function_still_missing_points_to_custom_vjp():
-    with pytest.raises(ad.CompileError, match="np.sort` has no derivative rule") as info:
-        ad.grad(uses_sort)(normal(3))
+    with pytest.raises(ad.CompileError, match="np.unique` has no derivative rule") as info:
+        ad.grad(uses_unique)(normal(3))
     assert "@adcompiler.custom_vjp" in str(info.value) and ".defvjp(fwd, bwd)" in str(info.value)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.primitives import PRIMS
-from . import compositions, creation, diagonal, einsum, norms, scans, solvers
+from . import compositions, creation, diagonal, einsum, norms, scans, solvers, sorting
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
@@ -329,6 +329,7 @@ FUNCTIONS.update(scans.FUNCTIONS)  # np.cumsum, np.cumprod
 FUNCTIONS.update(norms.FUNCTIONS)  # np.linalg.norm
 FUNCTIONS.update(einsum.FUNCTIONS)  # np.einsum
 FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
+FUNCTIONS.update(sorting.FUNCTIONS)  # np.sort, take_along_axis, median, quantile, percentile
 
 
 def register_call(fn, handler):
@@ -355,6 +356,7 @@ METHODS = {
     **diagonal.METHODS,
     **compositions.METHODS,
     **scans.METHODS,
+    **sorting.METHODS,  # x.sort() in place: refused
     "squeeze": _as_method(FUNCTIONS[np.squeeze]),
     "clip": _as_method(_clip),
     "argsort": _as_method(_argsort),
