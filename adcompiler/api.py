@@ -95,7 +95,7 @@ class GradientFunction:
             self._cache[key] = compiled
             self._snapshots[id(compiled)] = snapshot
         self._last = compiled
-        return compiled, arguments
+        return compiled, _lists_as_arrays(arguments)
 
     def _check_structure(self, arguments, avals, cotangent):
         try:
@@ -248,6 +248,16 @@ class GradientFunction:
 
 
 _STATIC_TYPES = (int, bool, str, type(None))
+
+
+def _lists_as_arrays(arguments: dict) -> dict:
+    """A list argument (classified as ``np.asarray`` of it, never differentiated, refused for
+    CuPy code) as that array: the generated code computes NumPy's ``c * 2`` for it, where the
+    list itself would be repeated (``+`` concatenated, ``==`` compared whole). The caller's
+    list is not changed."""
+    if not any(type(v) is list for v in arguments.values()):
+        return arguments
+    return {k: np.asarray(v) if type(v) is list else v for k, v in arguments.items()}
 
 
 def _fast_key(args):

@@ -68,6 +68,8 @@ def classify(value, name, differentiate: bool):
                         f"{'' if isinstance(value, complex) else ' of dtype ' + str(value.dtype)}"
                         "): adcompiler differentiates real computations only; pass the real "
                         f"and imaginary parts as two float arrays ({name}.real, {name}.imag)")
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+        _check_subclass(value, name)
     if isinstance(value, (np.ndarray, np.generic)) or is_device_array(value):
         aval = Aval("array", np.dtype(value.dtype).name, tuple(value.shape))
         if differentiate and not aval.is_float:
@@ -91,6 +93,20 @@ def classify(value, name, differentiate: bool):
                             "differ in shape, or are arrays of arrays): pass each array as "
                             "its own parameter") from None
     return value
+
+
+def _check_subclass(value, name):
+    """np.matrix (``*`` is a matrix product) and masked arrays (sums skip masked entries)
+    compute otherwise than the ndarrays the code is compiled for: refused, not silently read
+    as plain arrays. Other subclasses (np.memmap...) compute as ndarrays and are taken."""
+    if isinstance(value, np.matrix):
+        raise TypeError(f"{name!r} is a numpy.matrix, whose `*` is a matrix product: pass "
+                        f"np.asarray({name}) and write matrix products with `@`")
+    if type(value).__module__.startswith("numpy.ma"):
+        raise TypeError(f"{name!r} is a masked array ({type(value).__name__}), whose "
+                        "reductions skip masked entries: pass the values to use, such as "
+                        f"{name}.filled(0.0), and the mask as its own array if the function "
+                        "needs it")
 
 
 def _container_message(name, value) -> str:

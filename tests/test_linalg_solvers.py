@@ -294,3 +294,17 @@ def test_the_sign_of_slogdet_carries_no_gradient():
                                numerical_grad(log_determinant, [A], 0), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(ad.grad(log_determinant)(A),
                                (sign + 1.5) * np.linalg.inv(A).T, rtol=1e-10)
+
+
+def stack_and_one_matrix(A, b):
+    return np.sum(np.linalg.solve(A, b) ** 2)
+
+
+def test_a_b_of_one_dimension_fewer_that_numpy_1_could_not_read_is_numpy_2s_matrix():
+    """(2, 3, 3) with b (3, 2): NumPy 1 raises (b's rows are not vectors of 3), so only NumPy 2's
+    reading, one (3, 2) matrix for every matrix of the stack, applies: not refused."""
+    A, b = well_conditioned(2, 3, 3), np.arange(6.0).reshape(3, 2) - 2.0
+    grads = ad.grad(stack_and_one_matrix, wrt=(0, 1))(A, b)
+    assert_matches_numerical(stack_and_one_matrix, (A, b), (0, 1), grads)
+    for got, want in zip(grads, tape.dynamic_grad(stack_and_one_matrix, wrt=(0, 1))(A, b)):
+        np.testing.assert_allclose(got, want, rtol=1e-10)

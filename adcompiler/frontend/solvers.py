@@ -5,8 +5,8 @@ each (``slogdet``: two, its sign and its log of ``|det|``), whose rules are in
 Choices: ``a`` is a matrix or a stack of them, ``(..., n, n)``, checked here so that a wrong
 shape is a located error rather than NumPy's ``LinAlgError`` on every call. ``solve``'s ``b`` is
 one vector ``(n,)`` or a stack of matrices ``(..., n, k)`` (NumPy 2's reading); a stacked ``a``
-with a ``b`` of one dimension fewer is refused, since NumPy 1 reads that ``b`` as a stack of
-vectors and NumPy 2 as one matrix. ``slogdet`` returns ``(sign, logabsdet)`` as NumPy's named
+with a ``b`` of one dimension fewer ending in ``n`` is refused, since NumPy 1 reads that ``b`` as
+a stack of vectors and NumPy 2 as one matrix. ``slogdet`` returns ``(sign, logabsdet)`` as NumPy's named
 tuple does (``sign, logdet = np.linalg.slogdet(a)``, ``np.linalg.slogdet(a)[1]``,
 ``.logabsdet``); only ``logabsdet`` carries a gradient. A singular matrix raises NumPy's
 ``LinAlgError`` where NumPy does (``solve``, ``inv``; ``det``'s and ``slogdet``'s gradients,
@@ -50,6 +50,14 @@ def _matrix(b, a, name):
     return shape
 
 
+def ambiguous(a_shape, b_shape) -> bool:
+    """A stack of matrices and a ``b`` of one dimension fewer whose last axis is ``n``: NumPy 1
+    solves for ``b``'s rows as vectors, NumPy 2 for ``b`` as one matrix (where that last axis
+    is not ``n``, NumPy 1 raises, and NumPy 2's reading is the only one)."""
+    return (len(a_shape) > 2 and len(b_shape) == len(a_shape) - 1
+            and b_shape[-1] == a_shape[-1])
+
+
 def _solve(b, args, kwargs):
     p = bind(args, kwargs, ("a", "b"), required=2)
     a, rhs = p["a"], p["b"]
@@ -57,7 +65,7 @@ def _solve(b, args, kwargs):
         return np.linalg.solve(a, rhs)
     a, rhs = _array(b, a), _array(b, rhs)
     shape, rhs_shape = _matrix(b, a, "a"), b.shape(rhs)
-    if len(shape) > 2 and len(rhs_shape) == len(shape) - 1:
+    if ambiguous(shape, rhs_shape):
         raise CallError(f"of a stack of matrices {shape} and `b` of shape {rhs_shape} is "
                         "ambiguous: NumPy 1 reads that `b` as vectors, NumPy 2 as one matrix",
                         "solve for columns: np.linalg.solve(a, b[..., None])[..., 0]")

@@ -34,6 +34,17 @@ def _signature(value):
     return ("static", type(value).__name__, value)
 
 
+def _as_array(value):
+    """A list as the array the body was compiled for (its Python ``*`` would repeat it, ``+``
+    concatenate it); anything else as it is (a ragged list too: ``_signature`` refuses it)."""
+    if type(value) is not list:
+        return value
+    try:
+        return np.asarray(value)
+    except ValueError:
+        return value
+
+
 def _describe(params, signature):
     def one(s):
         if s[0] == "float":
@@ -107,6 +118,7 @@ def _wrong_array(table, value):
 
 
 def _dispatch(table, args):
+    args = tuple(_as_array(a) for a in args)   # a list is compiled as np.asarray of it
     for p, a in zip(table.params, args):
         if _wrong_array(table, a):
             raise TypeError("%s() runs on the %s, but %s is a %s: pass %s" % (
@@ -152,6 +164,6 @@ def _tangents(tangents, primals, single):
     return tuple(out)
 
 
-HELPERS = (_signature, _describe, _Signatures, _fits, _least_text, _wrong_array,
+HELPERS = (_signature, _as_array, _describe, _Signatures, _fits, _least_text, _wrong_array,
            _dispatch)                                                       # every module
 JVP_HELPERS = (_tangents,)                                              # where a jvp is compiled

@@ -5,14 +5,14 @@ Invariants: values are NumPy's (CuPy's on the device), and so are its errors (a 
 raises LinAlgError, a non-square one too); ``slogdet`` returns NumPy's pair ``(sign,
 logabsdet)``, of which only ``logabsdet`` records a node (the sign carries no gradient, as in
 PyTorch), each computed by its own call. A stack of matrices with a ``b`` of one dimension fewer
-than it, which NumPy 1 and 2 read differently, runs on the values only.
+than it ending in ``n``, which NumPy 1 and 2 read differently, runs on the values only.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.frontend.solvers import SlogdetResult
+from adcompiler.frontend.solvers import SlogdetResult, ambiguous
 
 from . import mode, numpy_api
 from .numpy_api import _any_requires, run_plain
@@ -24,8 +24,7 @@ _AMBIGUOUS = ("np.linalg.solve of a stack of matrices and a `b` of one dimension
 
 
 def solve(a, b):
-    ndim_a, ndim_b = np.ndim(a), np.ndim(b)
-    if ndim_a > 2 and ndim_b == ndim_a - 1:
+    if ambiguous(np.shape(a), np.shape(b)):
         if mode.is_grad_enabled() and _any_requires((a, b)):
             raise TypeError(_AMBIGUOUS)
         return run_plain("np.linalg.solve", np.linalg.solve, (a, b), {})
