@@ -325,3 +325,139 @@ def test_cupy_code_and_tape_on_the_stand_in(f, args):
         tensors = [tape.tensor(a, requires_grad=True) for a in fake_cupy.on_device(cp, args)]
         f(*tensors).backward()
         assert_close(tuple(t.grad._data for t in tensors), want, 1e-12)
+
+
+# ---- a list holding traced values as an operand: their stack, as np.array of them -----------
+def list_first(a, v):
+    return np.einsum("i,i", [a, 2.0], v)
+
+
+def list_second(a, v):
+    return np.einsum("i,i->i", v, [a, a * 3.0]).sum()
+
+
+def test_a_list_holding_traced_values_is_their_stack():
+    v = np.array([1.0, 2.0])
+    assert list_first(1.5, v) == 5.5 and list_second(1.5, v) == 10.5   # NumPy's values
+    for f, want_value, want_a, want_v in ((list_first, 5.5, 1.0, [1.5, 2.0]),
+                                          (list_second, 10.5, 7.0, [1.5, 4.5])):
+        value, (ga, gv) = ad.value_and_grad(f, wrt=(0, 1))(1.5, v)
+        assert value == want_value and ga == want_a
+        np.testing.assert_array_equal(gv, want_v)
+        a, t = tape.tensor(1.5, requires_grad=True), tape.tensor(v, requires_grad=True)
+        out = f(a, t)
+        out.backward()
+        assert out.item() == want_value and a.grad.item() == want_a
+        np.testing.assert_array_equal(t.grad.numpy(), want_v)
+
+
+# ---- subscripts that change nothing: a new view on the tape, never the operand itself --------
+def unchanged(x):
+    b = x * 2.0
+    y = np.einsum("i->i", b)
+    return (b * 2.0).sum() + (y * 3.0).sum()
+
+
+def test_subscripts_that_change_nothing_give_a_new_view_on_the_tape():
+    x = tape.tensor(np.ones(2), requires_grad=True)
+    b = x * 2.0
+    y = np.einsum("i->i", b)
+    assert y is not b and y._view is not None
+    assert type(y.grad_fn).__name__ == "PermuteBackward0"   # as torch.einsum("i->i", ...)
+    y.retain_grad()
+    b.retain_grad()
+    ((b * 2.0).sum() + (y * 3.0).sum()).backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [3.0, 3.0])   # PyTorch's: y's own use only
+    np.testing.assert_array_equal(b.grad.numpy(), [5.0, 5.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [10.0, 10.0])
+    np.testing.assert_array_equal(ad.grad(unchanged)(np.ones(2)), [10.0, 10.0])
+    s = tape.tensor(2.0, requires_grad=True) * 1.0
+    assert np.einsum("->", s) is not s
+
+
+# ---- a diagonal on the tape is a writable view of its operand, as NumPy's and PyTorch's ------
+def written_diagonal(a):
+    b = a * 1.0
+    y = np.einsum("ii->i", b)
+    y[0] = y[0] * 3.0          # writes b[0, 0] too
+    return (b ** 2).sum() + (y ** 2).sum()
+
+
+def written_first(a):          # the same, written where the compiler sees it: b[0, 0] itself
+    b = a * 1.0
+    b[0, 0] = b[0, 0] * 3.0
+    return (b ** 2).sum() + (np.einsum("ii->i", b) ** 2).sum()
+
+
+def written_diagonal_3d(a):
+    b = a * 1.0
+    y = np.einsum("iji->ji", b)
+    y[1] *= 3.0                # writes b[:, 1, :]'s diagonal
+    return (b ** 2).sum() + (y ** 3).sum()
+
+
+def written_first_3d(a):
+    b = a * 1.0
+    i = np.arange(a.shape[0])
+    b[i, 1, i] = b[i, 1, i] * 3.0
+    return (b ** 2).sum() + (np.einsum("iji->ji", b) ** 3).sum()
+
+
+@pytest.mark.parametrize("f, same, shape", [(written_diagonal, written_first, (2, 2)),
+                                            (written_diagonal_3d, written_first_3d, (3, 4, 3))])
+def test_the_tapes_diagonal_is_a_writable_view(f, same, shape):
+    a = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+    assert f(a.copy()) == same(a.copy())                     # NumPy writes through the view
+    x = tape.tensor(a.copy(), requires_grad=True)
+    out = f(x)
+    out.backward()
+    np.testing.assert_allclose(out.item(), same(a.copy()), rtol=1e-14)
+    np.testing.assert_allclose(x.grad.numpy(), ad.grad(same)(a.copy()), rtol=1e-13)
+    if shape == (2, 2):        # the tester's numbers (PyTorch's)
+        assert out.item() == 63.0
+        np.testing.assert_array_equal(np.asarray(x.grad.numpy()).ravel(), [36.0, 4, 6, 16])
+    y = np.einsum("ii->i", tape.tensor(np.eye(2), requires_grad=True) * 1.0)
+    assert type(y.grad_fn).__name__ == "DiagonalBackward0" and y._view is not None
+
+
+def test_a_diagonal_of_a_leaf_refuses_writes_as_pytorch():
+    x = tape.tensor(np.eye(2), requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable"):
+        np.einsum("ii->i", x)[0] = 1.0
+
+
+def diagonal_powers(a):
+    return np.sum(np.einsum("ii->i", a) ** 3) + np.sum(np.einsum("iij->ij", a[:, :, None] * a) ** 2)
+
+
+def test_second_derivatives_through_the_tapes_diagonal_view():
+    a = _r(3, 3)
+    x = tape.tensor(a, requires_grad=True)
+    (g,) = tape.grad(diagonal_powers(x), [x], create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), ad.grad(diagonal_powers)(a), rtol=1e-12)
+    direction = _r(3, 3)
+    (hv,) = tape.grad((g * tape.tensor(direction)).sum(), [x])
+    want = np.einsum("ijkl,kl->ij", ad.hessian(diagonal_powers)(a), direction)
+    np.testing.assert_allclose(hv.numpy(), want, rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("subscripts, shapes", [
+    ("ii->i", [(3, 3)]), ("iji->ij", [(2, 3, 2)]), ("iji->ji", [(2, 3, 2)]),
+    ("ijji->ij", [(3, 2, 2, 3)]), ("iij->i", [(4, 4, 2)]), ("iii->i", [(3, 3, 3)]),
+    ("iij,jk->ik", [(3, 3, 4), (4, 5)]), ("ii->i", [(0, 0)]), ("kiji->jk", [(2, 3, 4, 3)])])
+def test_the_rule_of_an_operand_with_repeated_letters(subscripts, shapes):
+    """The adjoint of a diagonal (the tape's view step) against the dense Jacobian."""
+    from adcompiler.templates.einsum import einsum_vjp
+    from adcompiler.templates.ops import ArrayOps
+    xs = [_r(*s) for s in shapes]
+    ans = np.einsum(subscripts, *xs)
+    g = _r(*ans.shape)
+    for k, x in enumerate(xs):
+        got = einsum_vjp(ArrayOps(np), k, g, ans, *xs, subscripts=subscripts)
+        want = np.zeros(x.shape)
+        for index in np.ndindex(x.shape):
+            unit = np.zeros(x.shape)
+            unit[index] = 1.0
+            want[index] = np.sum(g * np.einsum(subscripts, *xs[:k], unit, *xs[k + 1:]))
+        assert got.shape == x.shape
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)

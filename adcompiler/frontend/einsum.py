@@ -14,8 +14,10 @@ A lone operand keeping all its letters is a transpose (:func:`templates.einsum.c
 Choices: ``optimize=`` (False, True, ``'greedy'``, ``'optimal'``) is passed on to NumPy, in the
 forward and the adjoint einsums; an explicit contraction path is refused (it fits the forward
 contraction only). ``out=``, ``dtype=`` and the operand-list form are refused. The result is a
-new array where NumPy returns a writable view of a diagonal (``"ii->i"``): writing into it does
-not write into the operand. The tape (``adcompiler/tape/einsum.py``) uses the same plan.
+new array where NumPy returns a writable view of a diagonal (``"ii->i"``): reading the operand
+after writing into that result is refused, located, by the check of shared memory (``"i->i"``
+is the operand itself, which the compiler's aliasing follows). The tape
+(``adcompiler/tape/einsum.py``) uses the same plan, and there a diagonal is a writable view.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 from ..ir import Value
 from ..templates.einsum import contract
 from .binding import CallError, static
+from .creation import _stacked, contains_value
 
 HINT = 'write the subscripts as NumPy does: np.einsum("ij,jk->ik", a, b)'
 
@@ -43,10 +46,12 @@ class EinsumError(ValueError):
 
 class Operand(NamedTuple):
     """How one operand is prepared: the axes squeezed out, then (where a letter repeats) the
-    flat positions of its diagonal, and the distinct letters it ends with."""
+    flat positions of its diagonal, and the distinct letters it ends with; ``term``: its
+    letters after the squeeze, repeated ones too (the tape takes the diagonal as a view)."""
     squeeze: tuple
     positions: Optional[np.ndarray]
     letters: str
+    term: str
 
 
 class Plan(NamedTuple):
@@ -121,9 +126,9 @@ def _operand(term, shape, sizes):
     rest = "".join(c for i, c in enumerate(term) if i not in squeeze)
     letters = "".join(dict.fromkeys(rest))
     if len(letters) == len(rest):
-        return Operand(squeeze, None, letters)
+        return Operand(squeeze, None, letters, rest)
     kept_shape = tuple(d for i, d in enumerate(shape) if i not in squeeze)
-    return Operand(squeeze, diagonal_positions(rest, kept_shape), letters)
+    return Operand(squeeze, diagonal_positions(rest, kept_shape), letters, rest)
 
 
 @lru_cache(maxsize=256)
@@ -188,7 +193,10 @@ def _einsum(b, args, kwargs):
 
 def _as_array(b, x):
     """An operand as NumPy's einsum takes it: an array (a Python number is a 0-d float64
-    array, which promotes float32 operands as NumPy's einsum does)."""
+    array, which promotes float32 operands as NumPy's einsum does; a list holding traced
+    values is their stack, as ``np.array`` of them)."""
+    if contains_value(x):
+        x = _stacked(b, x)
     if isinstance(x, Value):
         return x if x.aval.kind == "array" else b.emit("asarray", (x,))
     return b.constant(np.asarray(x))
