@@ -8,7 +8,8 @@ import pytest
 import adcompiler as ad
 from adcompiler import tape
 from adcompiler.errors import CompileError
-from tests.helpers import assert_matches_numerical, check_grads, numerical_grad
+from tests.helpers import (assert_matches_numerical, check_grads, directional_difference,
+                           numerical_grad)
 
 RNG = np.random.default_rng(16)
 WEIGHTS = RNG.standard_normal((3, 3))
@@ -134,11 +135,9 @@ def test_jvp_matches_directional_difference(f, make):
     args = make()
     tangents = tuple(RNG.standard_normal(np.shape(a)) for a in args)
     value, dot = ad.jvp(f, wrt=_wrt(args))(*args, tangents=tangents)
-    eps = 1e-6
-    up = f(*[a + eps * t for a, t in zip(args, tangents)])
-    down = f(*[a - eps * t for a, t in zip(args, tangents)])
     np.testing.assert_allclose(value, f(*args), rtol=1e-12)
-    np.testing.assert_allclose(dot, (up - down) / (2 * eps), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dot, directional_difference(f, args, tangents), rtol=1e-6,
+                               atol=1e-8)
 
 
 def solved(A, b):
