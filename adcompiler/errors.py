@@ -55,6 +55,18 @@ class AssertionFailed(CompileError, AssertionError):
     as any CompileError, and caught by ``except AssertionError`` as the plain function's is."""
 
 
+class RaisedByUser(CompileError):
+    """A ``raise`` the compiler reached while compiling for a call (its condition known then:
+    shapes, static arguments): located as any CompileError, and raised from the public call as
+    the user's own exception, ``exception`` (see :func:`as_user_error`)."""
+
+    def __init__(self, exception: BaseException, location: Optional[Location] = None):
+        self.exception = exception
+        super().__init__(f"raises {type(exception).__name__}: {exception}", location,
+                         "it raises for every call with these shapes, dtypes and static "
+                         "arguments")
+
+
 class ArgumentError(ValueError):
     """A call's arguments do not fit what the function computes (a vjp's cotangent shaped
     unlike the result): the mistake is in the call, so it has no location in the source."""
@@ -64,12 +76,24 @@ def as_user_error(exc: BaseException) -> BaseException:
     """``exc`` (a CompileError or an ArgumentError) ready to be raised again from the public
     call: its traceback through the compiler dropped, and the exception it was raised from or
     while handling (NumPy's shape error, ``inspect`` finding no source) not shown. ``ADCOMPILER_TRACEBACK=1`` keeps
-    both, for debugging adcompiler itself."""
+    both, for debugging adcompiler itself. A :class:`RaisedByUser` gives the user's own
+    exception, with a note saying where it was raised."""
+    if isinstance(exc, RaisedByUser):
+        exc = _user_exception(exc)
     if os.environ.get("ADCOMPILER_TRACEBACK", "").strip() not in ("", "0"):
         return exc
     exc.__traceback__ = None
     exc.__cause__ = None
     exc.__suppress_context__ = True
+    return exc
+
+
+def _user_exception(raised: RaisedByUser) -> BaseException:
+    exc, loc = raised.exception, raised.location
+    if loc is not None:
+        note = f"(raised while compiling, at {loc.filename}:{loc.lineno})"
+        if note not in getattr(exc, "__notes__", ()):
+            exc.add_note(note)
     return exc
 
 

@@ -121,6 +121,8 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
 
     def statement(self, node, args):
         where = (self.live.pos[node], self.live.path[node])
+        if node.prim == "raise_if":
+            return raise_lines(node, args)
         if node.prim == "cond":
             return self.cond(node, args)
         if node.prim == "loop":
@@ -285,6 +287,20 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         return out
 
 
+def raise_lines(node, args) -> list:
+    """A run-time check: ``if <p>: raise ValueError('...')`` (``if not <p>`` when negated), a
+    bare ``raise`` where the predicate is a literal that holds."""
+    negate = node.params.get("negate", False)
+    exc = ast.Call(ast.Name(node.params["exception"], ast.Load()),
+                   [ast.Constant(a) for a in node.params.get("args", ())], [])
+    line = _render(ast.Raise(exc, None))
+    pred = node.inputs[0]
+    if isinstance(pred, Literal):
+        return [line] if bool(pred.value) != negate else []
+    test = ast.UnaryOp(ast.Not(), args[0]) if negate else args[0]
+    return [f"if {_expr(test)}:", "    " + line]
+
+
 def _copy(expr):
     return ast.Call(ast.Attribute(expr, "copy", ast.Load()), [], [])
 
@@ -310,6 +326,10 @@ def _empty(v, xp_name, plain=False):
     return ast.Call(ast.Attribute(ast.Name(xp_name, ast.Load()), alloc, ast.Load()),
                     [const(tuple(v.aval.shape))],
                     [ast.keyword("dtype", dtype_expr(v.aval.dtype, xp_name))])
+
+
+def _keywords(settings) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(settings.items()))
 
 
 def _render(stmt) -> str:
@@ -354,6 +374,8 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     module, take, give = em.pool_prologue(fname)
     guard = [] if plain else distinct_guard(graph, xp_name)  # f(a, a) writing into a
     lines = guard + take + lines[:-1] + give + lines[-1:]  # the last line is the return
+    if graph.errstate and xp_name == "np":  # the user's np.errstate, over the whole body
+        lines = [f"with np.errstate({_keywords(graph.errstate)}):"] + _indent(lines)
     header = f"def {fname}({', '.join(arg_names)}):"
     doc_lines = [f'    """{doc}"""'] if doc else []
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in

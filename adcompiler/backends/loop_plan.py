@@ -111,6 +111,8 @@ def plan(graph):
     :class:`Unplanned`."""
     if not graph.outputs:
         return Unplanned("the graph has no output")
+    if any(v != "ignore" for v in graph.errstate.values()):
+        return Unplanned("it runs under np.errstate(...), which numba's loops do not honour")
     try:
         producers = _producers(graph)
         _check_params(graph)
@@ -127,6 +129,8 @@ def _producers(graph) -> dict:
     for node in graph.nodes:
         if node.regions and node.prim != "fused":
             raise _Unsupported(f"it has control flow ({node.prim})")
+        if node.prim == "raise_if":
+            raise _Unsupported("it checks its inputs (`if ...: raise ...`) while running")
         for v in node.outputs:
             producers[v] = node
     return producers

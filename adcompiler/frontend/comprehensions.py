@@ -36,6 +36,7 @@ class ComprehensionLowering:
     """Mixin of the lowering (first in its bases: it narrows ``expr_Call``)."""
 
     unroll_left = MAX_ITERATIONS  # iterations the outermost comprehension may still unroll
+    unrolling = ()  # the target names of each comprehension being unrolled, outermost first
 
     # ---- comprehensions -----------------------------------------------------------------------
     def expr_ListComp(self, node):
@@ -54,9 +55,11 @@ class ComprehensionLowering:
         saved = {name: self.env.get(name, _MISSING) for name in names}
         outermost = "unroll_left" not in vars(self)  # nested ones share its count
         items = []
+        self.unrolling = (*self.unrolling, names)  # for lambdas defined inside: .local_functions
         try:
             self.unroll_clauses(node, node.generators, items)
         finally:
+            self.unrolling = self.unrolling[:-1]
             for name, value in saved.items():
                 if value is _MISSING:
                     self.env.pop(name, None)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .checks import NOT_A_CHECK
 from .inplace import Unreadable
 from .loops import LoopLowering, _aval
 from .shortcircuit import runs_unconditionally
@@ -39,6 +40,9 @@ class ControlLowering(LoopLowering):
                 return self.expr(stmt.value)
             if isinstance(stmt, ast.If) and _returns_inside(stmt):
                 return self.lower_if(stmt, rest=stmts[i + 1:])
+            if isinstance(stmt, ast.With):  # np.errstate: its body in place (.checks)
+                self.enter_with(stmt)
+                return self.run_block(stmt.body + stmts[i + 1:])
             self.run_statements([stmt])
         return NO_RETURN
 
@@ -61,6 +65,9 @@ class ControlLowering(LoopLowering):
             branch = stmt.body if test else stmt.orelse
             return self.run_statements(branch) if rest is None else self.run_block(branch + rest)
         self.check_condition(stmt.test, test)
+        checked = self.lower_checked_if(stmt, test, rest)  # `if <traced>: raise ...` (.checks)
+        if checked is not NOT_A_CHECK:
+            return checked
         env0 = dict(self.env)
         blocks, envs = [], []
         for stmts in (stmt.body, stmt.orelse):

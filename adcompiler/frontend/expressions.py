@@ -21,6 +21,7 @@ from ..ir.builder import NeedsShape
 from .binding import CallError, call
 from .calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
 from .fence import PRINT_HINT
+from .local_functions import LocalFunction
 from .windows import MovingSlice
 
 BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("subtract", operator.sub),
@@ -173,7 +174,10 @@ class ExpressionLowering:
 
     def call_user(self, func, args, kwargs, node, result=True):
         """The user's function (or a method of theirs, ``self.helper(x)``, with its instance
-        or class first) inlined; ``NOT_USER`` for any other callable."""
+        or class first) inlined, as is a nested def or lambda; ``NOT_USER`` for any other
+        callable."""
+        if isinstance(func, LocalFunction):
+            return self.inline_local(func, args, kwargs, node, result)
         if self.is_user_function(func):
             return self.inline_call(func, args, kwargs, node, result)
         if isinstance(func, types.MethodType) and self.is_user_function(func.__func__):

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 
+from .checks import allowed_parts
 from .lists import is_append
+from .local_functions import check_definition
 from .setitem import is_add_at
 from .source import FunctionSource
 
@@ -18,7 +20,7 @@ ALLOWED = (
     ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.keyword,
     ast.Load, ast.Store, ast.operator, ast.unaryop, ast.cmpop, ast.arguments, ast.arg,
     ast.If, ast.For, ast.While, ast.IfExp, ast.BoolOp, ast.boolop, ast.Break, ast.Continue,
-    ast.Assert, ast.ListComp, ast.GeneratorExp, ast.comprehension,  # unrolled: .comprehensions
+    ast.Assert, ast.Raise, ast.ListComp, ast.GeneratorExp, ast.comprehension,  # unrolled: .comprehensions
 )
 
 PRINT_HINT = "print in the caller; the gradient's generated code is in its `.source`"
@@ -26,17 +28,11 @@ PRINT_HINT = "print in the caller; the gradient's generated code is in its `.sou
 _WHY = {
     ast.Try: ("`try` is not supported in a compiled function",
               "move error handling to the caller; the compiled gradient raises what NumPy raises"),
-    ast.Raise: ("`raise` is not supported in a compiled function",
-                "validate inputs in the caller, before calling the gradient"),
     ast.Yield: ("generators (`yield`) cannot be differentiated", "return an array instead"),
     ast.YieldFrom: ("generators (`yield from`) cannot be differentiated",
                     "return an array instead"),
     ast.ClassDef: ("a `class` definition is not supported in a compiled function",
                    "define the class outside the function"),
-    ast.FunctionDef: ("a nested `def` is not supported yet",
-                      "define the helper at module level; calls to it are inlined"),
-    ast.Lambda: ("`lambda` is not supported in a compiled function",
-                 "define a module-level function; calls to it are inlined"),
     ast.With: ("`with` is not supported in a compiled function", "move it to the caller"),
     ast.Global: ("`global` is not supported: compiled functions do not write module state",
                  "return the value instead"),
@@ -81,8 +77,12 @@ def check(src: FunctionSource) -> None:
     for stmt in tree.body:
         messages = {id(m) for a in ast.walk(stmt) if isinstance(a, ast.Assert) and a.msg
                     for m in ast.walk(a.msg)}  # shown as written, never lowered
+        messages |= allowed_parts(stmt)  # raise's f-strings, `with np.errstate(...)`
         for node in ast.walk(stmt):
             if isinstance(node, ALLOWED) or id(node) in messages:
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.Lambda)):  # inlined: .local_functions
+                check_definition(src, node)
                 continue
             message, hint = _WHY.get(type(node), (
                 f"`{type(node).__name__}` syntax is not supported in a compiled function",

@@ -22,12 +22,14 @@ from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
 from ..signature import python_call_error
 from . import fence
+from .checks import CheckLowering
 from .comprehensions import ComprehensionLowering, own_names
 from .control import NO_RETURN, ControlLowering
 from .expressions import NOT_USER, ExpressionLowering
 from .indexing import IndexLowering
 from .inplace import InplaceLowering, Unreadable, memory_root, open_producers
 from .lists import ListLowering, is_append
+from .local_functions import LocalFunctionLowering, refuse_escape
 from .setitem import SetitemLowering, is_add_at
 from .windows import WindowLowering
 from .source import read_function
@@ -37,21 +39,30 @@ _MAX_INLINE_DEPTH = 32
 
 
 class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLowering,
-               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering):
+               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering,
+               LocalFunctionLowering, CheckLowering):
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
         self.src = read_function(fn)
         fence.check(self.src)
+        self.start(graph, builder, depth, caller)
+        code = fn.__code__  # a name a nested def or lambda reads is a cell variable
+        self.locals = set(code.co_varnames + code.co_cellvars) - own_names(self.src.tree)
+        self.closure = _closure_vars(fn)
+
+    def start(self, graph: Graph, builder: Builder, depth, caller):
         self.graph, self.b, self.depth = graph, builder, depth
         self.env: dict = {}
         self.caller = caller  # the Lowering this call is inlined into, if any
-        self.locals = set(fn.__code__.co_varnames) - own_names(self.src.tree)
-        self.closure = _closure_vars(fn)
 
     @property
     def frames(self) -> list:
-        """The environments of this call and of every caller it is inlined into."""
-        return [self.env] + (self.caller.frames if self.caller else [])
+        """The environments of this call, of every caller it is inlined into and, for a nested
+        function, of the function defining it (a closure's array may be written through)."""
+        frames = [self.env] + (self.caller.frames if self.caller else [])
+        if self.definer is not None:
+            frames += [f for f in self.definer.frames if all(f is not g for g in frames)]
+        return frames
 
     # ---- names --------------------------------------------------------------------------------
     def lookup(self, name, node):
@@ -68,6 +79,8 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
 
     def outer(self, name, node):
         """A name the function does not assign: from its closure, module globals or builtins."""
+        if self.definer is not None:  # a nested def or lambda: its definer's, when read
+            return self.free_name(name, node)
         for scope in (self.closure, self.fn.__globals__, vars(builtins)):
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
@@ -158,6 +171,12 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
             self.lower_if(stmt)
         elif isinstance(stmt, (ast.For, ast.While)):
             self.lower_loop(stmt)
+        elif isinstance(stmt, ast.FunctionDef):
+            self.define_function(stmt)
+        elif isinstance(stmt, ast.Raise):
+            self.lower_raise(stmt)
+        elif isinstance(stmt, ast.With):
+            self.lower_with(stmt)
         elif is_append(stmt):
             self.lower_append(stmt)
         elif is_add_at(stmt):
@@ -170,14 +189,11 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
 
     def lower_assert(self, stmt):
         """``assert`` on what is known while compiling (shapes, dtypes, static arguments) is
-        checked then, for each signature compiled; one on traced values is refused, since the
-        generated code has no checks of its own."""
+        checked then, for each signature compiled; one on traced values is a run-time check
+        raising AssertionError (always, whatever ``python -O`` says; see .checks)."""
         test = self.expr(stmt.test)
         if isinstance(test, Value):
-            raise self.src.error(stmt.test, "`assert` on a traced value (array contents or a "
-                                 "float argument) cannot be checked by the compiled code",
-                                 "check it in the caller, or assert only on shapes, dtypes "
-                                 "and static (int, bool, str) arguments")
+            return self.lower_assert_check(stmt, test)
         if not test:
             msg = stmt.msg
             said = (f": {msg.value}" if isinstance(msg, ast.Constant)
@@ -255,6 +271,7 @@ def lower_function(fn, arguments: dict) -> Graph:
                 lowering.env[name] = arg
         result = lowering.run_body()
     results = result if isinstance(result, tuple) else (result,)
+    refuse_escape(results)
     for v in results:
         if isinstance(v, Value) and v.name is None:
             graph.name_value(v, fn.__name__)  # the returned value reads as the function's name

@@ -84,7 +84,7 @@ def describe(v) -> str:
         return "None"
     if isinstance(v, (str, bool, int, float)):
         return f"the {type(v).__name__} {v!r}"
-    return f"a {type(v).__name__}"
+    return getattr(v, "in_words", None) or f"a {type(v).__name__}"
 
 
 def first_difference(a, b):

@@ -5,7 +5,7 @@ Grammar of the text form printed by ``print(graph)`` (and by ``.ir`` on a compil
     graph   ::= "graph" NAME "(" [param ("," param)*] ")" "{" const* node* "return" atoms "}"
     param   ::= NAME ":" type
     const   ::= NAME ":" type "=" "const"
-    node    ::= outs "=" PRIM ["[" attr ("," attr)* "]"] atom*     (one per line)
+    node    ::= [outs "="] PRIM ["[" attr ("," attr)* "]"] atom*   (one per line)
     outs    ::= NAME ":" type ("," NAME ":" type)*
     atom    ::= NAME | LITERAL                          (a Python int, float or bool)
     attr    ::= KEY "=" PYTHON_LITERAL
@@ -46,6 +46,9 @@ printed indented under it::
 - ``fused`` (made by the fusion pass, after differentiation) takes the values its chain of
   elementwise nodes reads from outside; its ``expr`` block has one param per input and yields
   the chain's result.
+- ``raise_if`` takes a predicate and has no outputs: a run-time check, ``if p: raise
+  ValueError('...')`` (its ``exception``, ``args`` and ``negate`` attrs), which has no
+  derivative and which dead-code elimination keeps (with any region holding it).
 - Scoping: a block reads its params and any value defined before it in program order (Python's
   function scope). The adjoint of a ``cond`` reads values computed inside the forward block it
   replays; that is sound because it runs under the same predicate value.

@@ -203,6 +203,7 @@ class Graph:
     consts: dict = field(default_factory=dict)  # Value -> concrete array
     writes: dict = field(default_factory=dict)  # parameter name -> where the code writes into it
     inner_gradient: object = None  # grad(grad(f)): the inner GradientFunction (higher.py)
+    errstate: dict = field(default_factory=dict)  # np.errstate(...) the code runs under
     _names: set = field(default_factory=set, repr=False)
 
     def unique_name(self, base: str) -> str:

@@ -20,7 +20,7 @@ class Prim:
     name: str
     fn: Callable                 # NumPy meaning: fn(*inputs, **params)
     family: str                  # elementwise | reduction | index | linalg | shape | creation
-                                 # | internal | control | custom
+                                 # | internal | control | custom | check
     spell: str                   # "+" style operator, or a callee such as "np.tanh"
     arity: Optional[int] = 1     # None: variadic
     differentiable: bool = True  # False: the output carries no gradient (comparisons, creation)
@@ -271,6 +271,9 @@ _def("loop", None, "control", "for", None, differentiable=True)
 _def("while", None, "control", "while", None, differentiable=True)
 # A chain of elementwise nodes computed as one (see adcompiler.passes.fuse).
 _def("fused", None, "control", "fused", None, differentiable=False)
+# A run-time check, ``if p: raise E(*args)`` (``if not p`` with negate=True): no outputs, no
+# derivative; dead-code elimination keeps it (adcompiler.frontend.checks).
+_def("raise_if", None, "check", "raise", 1, differentiable=False)
 # ---- family "custom": functions called by name, which the generated module binds under their
 # ``spell``: ``stop_gradient`` and the user's custom_vjp functions, registered by
 # adcompiler.custom (with an ``abstract`` rule, since NumPy's shape rules do not apply).

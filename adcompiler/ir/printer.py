@@ -37,7 +37,8 @@ def _print_nodes(nodes, names, lines, indent, top=False):
         if params:
             attrs = "[" + ", ".join(f"{k}={params[k]!r}" for k in sorted(params)) + "]"
         args = " ".join(_atom(x, names) for x in node.inputs)
-        lines.append(f"{indent}{outs} = {node.prim}{attrs} {args}".rstrip())
+        lhs = f"{outs} = " if outs else ""  # a raise_if check has no outputs
+        lines.append(f"{indent}{lhs}{node.prim}{attrs} {args}".rstrip())
         for label, block in zip(_BLOCK_NAMES.get(node.prim, ()), node.regions):
             bparams = ", ".join(f"{names(p)}: {p.aval}" for p in block.params)
             lines.append(f"{indent}  {label}({bparams}):" if block.params else f"{indent}  {label}:")

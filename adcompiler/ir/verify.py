@@ -50,6 +50,9 @@ def _check_nodes(nodes, defined, define):
                 raise IRError(f"{node.prim} has an input that is neither a value nor a literal")
         if node.regions:
             _check_regions(node, defined, define)
+        elif node.prim == "raise_if":  # a run-time check: no outputs
+            if node.outputs:
+                raise IRError("raise_if has outputs")
         else:
             expected = infer(node.prim, [x.aval for x in node.inputs],
                              [x.value if isinstance(x, Literal) else None for x in node.inputs],

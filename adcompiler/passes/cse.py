@@ -44,7 +44,7 @@ def _cse_nodes(nodes, seen, subst):
     kept = []
     for node in nodes:
         node.inputs = tuple(resolve(subst, x) for x in node.inputs)
-        if node.regions or _creates_array(node):
+        if node.regions or not node.outputs or _creates_array(node):  # (a raise_if check)
             for block in node.regions:
                 block.nodes = _cse_nodes(block.nodes, dict(seen), subst)
                 block.outputs = [resolve(subst, x) for x in block.outputs]

@@ -1,6 +1,7 @@
 """Dead-code elimination: drop every node none of whose outputs is read, in every region.
 
-Invariant: primitives have no side effects, so an unread node can always go. A region node stays
+Invariant: primitives have no side effects, so an unread node can always go, except a
+``raise_if`` check (and a region holding one), which stays. A region node stays
 while any value defined inside it is read. A ``cond`` whose outputs are partly unread loses those
 outputs (and the matching block yields); a loop loses its unread stacked outputs, and the carried
 values that nothing needs: a carried value whose result is unread after the loop and whose body
@@ -112,7 +113,8 @@ def _inner_live(node, live) -> bool:
     """Whether code after a region node reads a value computed inside it (the adjoint of a
     cond reads values of the branch it replays)."""
     return any(v in live for n in walk([node]) for v in n.outputs) or any(
-        p in live for n in walk([node]) for blk in n.regions for p in blk.params)
+        p in live for n in walk([node]) for blk in n.regions for p in blk.params) or any(
+        n.prim == "raise_if" for n in walk([node]))  # a check runs for its effect
 
 
 def _prune(node, keep):

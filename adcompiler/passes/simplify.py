@@ -45,7 +45,8 @@ def _drop_unread(graph):
     uses = use_counts(graph)
     kept = []
     for node in reversed(graph.nodes):
-        if not node.regions and not any(uses.get(v, 0) for v in node.outputs):
+        if not node.regions and not any(uses.get(v, 0) for v in node.outputs) \
+                and node.prim != "raise_if":  # a check runs for its effect
             for x in node.inputs:
                 if isinstance(x, Value):
                     uses[x] -= 1

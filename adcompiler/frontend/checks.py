@@ -1,0 +1,221 @@
+"""Lower ``raise``, and ``with np.errstate(...)``: input validation and NumPy's error state.
+
+A ``raise`` reached while compiling (its ``if`` decided by shapes, dtypes or static arguments)
+raises the user's own exception for this signature (:class:`~adcompiler.errors.RaisedByUser`,
+which the public call turns into that exception); one in a branch not taken is never lowered. A
+branch that only raises, under a condition on traced values (``if np.any(x < 0): raise
+ValueError("...")``), becomes a ``raise_if`` node: a run-time check, kept by dead-code
+elimination, printed as the same ``if``. ``with np.errstate(...)`` lowers its body in place and
+records the settings on the graph; the emitter runs the whole generated body under them.
+Invariant: an exception and its message are built while compiling (from static values only);
+a run-time check raises a built-in exception with literal arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+import numpy as np
+
+from ..errors import RaisedByUser
+from ..ir import Literal, Node, Value
+
+_CONVERSIONS = {-1: format, 115: lambda v, spec: format(str(v), spec),
+                114: lambda v, spec: format(repr(v), spec),
+                97: lambda v, spec: format(ascii(v), spec)}
+
+
+def is_errstate(item) -> bool:
+    """Whether a ``with`` item is ``np.errstate(...)`` (or ``numpy.errstate``), bound to no
+    name."""
+    call = item.context_expr
+    return (item.optional_vars is None and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute) and call.func.attr == "errstate"
+            and isinstance(call.func.value, ast.Name) and call.func.value.id in ("np", "numpy"))
+
+
+def allowed_parts(stmt) -> set:
+    """ids of the nodes in ``stmt`` the fence lets through for this module: a ``raise``'s
+    f-string parts (formatted while compiling here, not by the expression lowering) and a
+    ``with`` whose every item is ``np.errstate(...)``; other ``with`` stays refused."""
+    out = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            out |= {id(m) for s in ast.walk(node.exc) if isinstance(s, ast.JoinedStr)
+                    for m in ast.walk(s) if isinstance(m, (ast.JoinedStr, ast.FormattedValue))}
+        if isinstance(node, ast.With) and all(is_errstate(i) for i in node.items):
+            out |= {id(node)} | {id(i) for i in node.items}
+    return out
+
+
+def only_raise(stmts):
+    """The ``raise`` statement that is the whole of ``stmts`` (docstrings and ``pass`` aside),
+    else None."""
+    rest = [s for s in stmts if not isinstance(s, ast.Pass)
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return rest[0] if len(rest) == 1 and isinstance(rest[0], ast.Raise) else None
+
+
+class CheckLowering:
+    """Mixin of the lowering for ``raise``, run-time checks and ``with np.errstate``."""
+
+    # ---- raise --------------------------------------------------------------------------------
+    def lower_raise(self, stmt: ast.Raise):
+        """A ``raise`` reached while compiling: raise the user's exception (for this signature)
+        where it is certain to run, else refuse it (it would run only under a traced condition
+        that is not the ``if`` right around it)."""
+        exception = self.exception_of(stmt)
+        if self.b.target is not self.graph.nodes:
+            raise self.src.error(stmt, "this `raise` runs only on some paths of a loop or of a "
+                                 "condition on traced values, which the compiled code cannot "
+                                 "check here", "write the check as `if <condition>: raise "
+                                 "...` with the raise alone in its branch, or validate in the "
+                                 "caller")
+        raise RaisedByUser(exception, self.src.location(stmt))
+
+    def exception_of(self, stmt: ast.Raise) -> BaseException:
+        """The exception ``stmt`` raises, built while compiling from static values."""
+        if stmt.exc is None:
+            raise self.src.error(stmt, "a bare `raise` re-raises the exception being handled, "
+                                 "and a compiled function handles none",
+                                 "raise a specific exception: raise ValueError(\"...\")")
+        if stmt.cause is not None and not (isinstance(stmt.cause, ast.Constant)
+                                           and stmt.cause.value is None):
+            raise self.src.error(stmt.cause, "`raise ... from ...` is not supported in a "
+                                 "compiled function (only `from None`)",
+                                 "drop the `from` clause: raise ValueError(\"...\")")
+        node = stmt.exc
+        if isinstance(node, ast.Call):
+            kind = self.expr(node.func)
+            args = [self.static_argument(a) for a in node.args]
+            kwargs = {k.arg: self.static_argument(k.value) for k in node.keywords}
+        else:
+            kind, args, kwargs = self.expr(node), [], {}
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            exception = self.construct(node, kind, args, kwargs)
+        elif isinstance(kind, BaseException) and not isinstance(node, ast.Call):
+            exception = kind
+        else:
+            raise self.src.error(node, "`raise` needs an exception class or instance here",
+                                 "raise ValueError(\"...\") or another exception class")
+        if stmt.cause is not None:
+            exception.__cause__, exception.__suppress_context__ = None, True
+        return exception
+
+    def construct(self, node, kind, args, kwargs) -> BaseException:
+        try:
+            return kind(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the user's class refused its arguments
+            raise self.src.error(node, f"building the exception failed: {type(exc).__name__}: "
+                                 f"{exc}", f"call {kind.__name__} as it takes its "
+                                 "arguments") from None
+
+    def static_argument(self, node):
+        """An argument of the exception (its message): known while compiling, f-strings of
+        static values included."""
+        value = self.format_text(node) if isinstance(node, ast.JoinedStr) else self.expr(node)
+        if isinstance(value, Value) or (isinstance(value, (list, tuple))
+                                        and any(isinstance(v, Value) for v in value)):
+            raise self.src.error(node, "the exception's message reads a traced value (array "
+                                 "contents or a float argument), known only while running",
+                                 "format only shapes, dtypes and static arguments into the "
+                                 "message, or validate in the caller")
+        return value
+
+    def format_text(self, node: ast.JoinedStr) -> str:
+        parts = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                parts.append(part.value)
+                continue
+            value = self.static_argument(part.value)
+            spec = self.format_text(part.format_spec) if part.format_spec else ""
+            parts.append(_CONVERSIONS[part.conversion](value, spec))
+        return "".join(parts)
+
+    # ---- run-time checks ----------------------------------------------------------------------
+    def lower_checked_if(self, stmt: ast.If, test: Value, rest=None):
+        """``if <traced>: raise E(...)`` (or the raise in the ``else``): a ``raise_if`` node,
+        then the other branch as if unconditional. None where neither branch only raises."""
+        for raising, other, negate in ((stmt.body, stmt.orelse, False),
+                                       (stmt.orelse, stmt.body, True)):
+            found = only_raise(raising)
+            if found is not None:
+                self.check_condition(stmt.test, test)
+                self.emit_check(found, test, negate)
+                return self.run_statements(other) if rest is None else \
+                    self.run_block(other + rest)
+        return NOT_A_CHECK
+
+    def emit_check(self, stmt, test, negate=False):
+        """A ``raise_if`` node: the generated code raises the exception of ``stmt`` where
+        ``test`` (``not test`` with ``negate``) holds while running."""
+        exception = self.exception_of(stmt)
+        kind = type(exception)
+        if getattr(builtins, kind.__name__, None) is not kind:
+            raise self.src.error(stmt.exc, f"a check on traced values raises a built-in "
+                                 f"exception only, and `{kind.__name__}` is not one",
+                                 "raise ValueError (or another built-in exception) here, or "
+                                 "validate in the caller")
+        if not all(_literal(a) for a in exception.args):
+            raise self.src.error(stmt.exc, "a check on traced values takes strings and numbers "
+                                 "as the exception's arguments", "pass a message string")
+        pred = test if isinstance(test, Value) else Literal(bool(test))  # `if pred:` as Python
+        params = {"exception": kind.__name__, "args": tuple(exception.args), "negate": negate}
+        self.b.target.append(Node("raise_if", (pred,), params, (), self.b.source, "forward"))
+
+    def lower_assert_check(self, stmt: ast.Assert, test: Value):
+        """``assert <traced>, msg``: a run-time check raising AssertionError(msg)."""
+        self.check_condition(stmt.test, test)
+        msg = () if stmt.msg is None else (self.static_argument(stmt.msg),)
+        fake = ast.Raise(ast.Call(ast.Name("AssertionError", ast.Load()),
+                                  [ast.Constant(m) for m in msg], []), None)
+        ast.copy_location(fake, stmt)
+        ast.copy_location(fake.exc, stmt)
+        ast.fix_missing_locations(fake)
+        self.emit_check(fake, test, negate=True)
+
+    # ---- with np.errstate ---------------------------------------------------------------------
+    def enter_with(self, stmt: ast.With):
+        """Record the settings of ``with np.errstate(...)`` on the graph (one set per function:
+        a different one is a located error); its body is then lowered in place."""
+        for item in stmt.items:
+            call = item.context_expr
+            if call.args:
+                raise self.src.error(call, "np.errstate takes keywords only here",
+                                     "write np.errstate(divide='ignore', invalid='ignore')")
+            settings = {k.arg: self.static_argument(k.value) for k in call.keywords}
+            if None in settings:
+                raise self.src.error(call, "np.errstate(**settings) is not supported",
+                                     "name each setting: np.errstate(divide='ignore')")
+            try:
+                with np.errstate(**settings):
+                    pass
+            except (TypeError, ValueError, KeyError) as exc:
+                raise self.src.error(call, f"np.errstate refuses these settings: "
+                                     f"{type(exc).__name__}: {exc}",
+                                     "use over/under/divide/invalid/all with 'ignore', 'warn', "
+                                     "'raise', 'call', 'print' or 'log'") from None
+            known = self.graph.errstate
+            if known and known != settings:
+                raise self.src.error(call, f"this np.errstate({_spell(settings)}) differs from "
+                                     f"the np.errstate({_spell(known)}) before it: the "
+                                     "generated code runs all of its body under one",
+                                     "use one np.errstate for the whole function")
+            self.graph.errstate.update(settings)
+
+    def lower_with(self, stmt: ast.With):
+        self.enter_with(stmt)
+        self.run_statements(stmt.body)
+
+
+NOT_A_CHECK = object()  # what lower_checked_if gives for an ``if`` that is not a check
+
+
+def _literal(value) -> bool:
+    return value is None or type(value) in (str, int, float, bool)
+
+
+def _spell(settings) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in settings.items())

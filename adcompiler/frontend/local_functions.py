@@ -1,0 +1,201 @@
+"""Nested ``def`` and ``lambda`` inside a compiled function: compile-time function values, inlined.
+
+A ``def`` statement or a ``lambda`` expression evaluates to a :class:`LocalFunction`: its AST,
+the lowering that defined it, and its default values (evaluated at definition, as in Python).
+Calling one inlines its body, as a call to a module-level function is inlined, in a lowering of
+its own whose free names resolve in the defining function's scope *when read* (Python's late
+binding: a closure sees the variable's current value, not the one it had at the definition).
+Invariants: a name the nested body assigns is its own local (Python's scoping); a nested
+function that calls itself (directly or through another) is a located error; one that escapes
+the compiled function (returned from it) is a located error; decorators, ``**kwargs``,
+``global`` and ``nonlocal`` are refused by :func:`check_definition` and the fence.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+
+from .comprehensions import own_names
+from .source import FunctionSource
+
+_P = inspect.Parameter
+_TYPE_PARAMS = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}
+
+
+@dataclass(eq=False)
+class LocalFunction:
+    """A nested ``def`` or a ``lambda``, bound while compiling; calling it inlines ``src.tree``."""
+
+    node: ast.AST            # the user's FunctionDef or Lambda
+    src: FunctionSource      # ``tree`` is a FunctionDef (a lambda's body as its ``return``)
+    definer: object          # the Lowering whose scope the free names are read from
+    signature: inspect.Signature
+    comprehension: tuple = ()  # (its target names, the names read of them) if defined in one
+
+    @property
+    def __name__(self) -> str:
+        return self.src.tree.name
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"{_name(self)} is called by Python's own code here (`map`, a `key=`, "
+                        "...), but adcompiler inlines only the calls the compiled code makes; "
+                        "call it directly (a list comprehension for `map`)")
+
+    @property
+    def in_words(self) -> str:
+        kind = "lambda" if isinstance(self.node, ast.Lambda) else f"nested def `{self.node.name}`"
+        return f"the {kind} of line {self.node.lineno}"
+
+    def local_names(self) -> set:
+        """The names Python makes local to the body: parameters and every name it binds."""
+        tree = self.src.tree
+        stores = {n.id for n in _own_scope(tree.body)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        stores |= {n.name for n in _own_scope(tree.body) if isinstance(n, ast.FunctionDef)}
+        return (stores - own_names(tree)) | set(self.signature.parameters)
+
+
+def check_definition(src, node) -> None:
+    """Refuse, located, what a nested ``def``/``lambda`` does not support."""
+    if isinstance(node, ast.FunctionDef) and node.decorator_list:
+        raise src.error(node.decorator_list[0], "a decorator on a nested `def` is not supported",
+                        "define the decorated function at module level, or call the decorator "
+                        "in the caller")
+    if node.args.kwarg is not None:
+        raise src.error(node.args.kwarg, "`**kwargs` parameters are not supported in a "
+                        "nested function", "name every keyword parameter")
+
+
+class LocalFunctionLowering:
+    """Mixin of the lowering: defining and inlining nested functions."""
+
+    definer = None  # for the lowering of a nested function's body: the lowering defining it
+    local = None    # ... and the LocalFunction itself
+
+    def define_function(self, stmt: ast.FunctionDef):
+        self.env[stmt.name] = self.local_function(stmt, stmt.name, stmt.body)
+
+    def expr_Lambda(self, node: ast.Lambda):
+        body = [ast.copy_location(ast.Return(node.body), node.body)]
+        return self.local_function(node, "<lambda>", body)
+
+    def local_function(self, node, name, body) -> LocalFunction:
+        """The function value of a ``def``/``lambda`` at ``node``, its defaults evaluated now."""
+        tree = ast.FunctionDef(name=name, args=node.args, body=body, decorator_list=[],
+                               returns=None, **_TYPE_PARAMS)
+        ast.copy_location(tree, node)
+        tree.end_lineno, tree.end_col_offset = node.end_lineno, node.end_col_offset
+        src = FunctionSource(self.src.fn, tree, self.src.filename, self.src.lines)
+        func = LocalFunction(node, src, self, self.local_signature(node.args))
+        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - func.local_names()
+        for targets in self.unrolling:  # the innermost comprehension's names are its own
+            if reads & targets:
+                func.comprehension = (targets, sorted(reads & targets))
+        return func
+
+    def local_signature(self, args: ast.arguments) -> inspect.Signature:
+        positional = [*args.posonlyargs, *args.args]
+        defaults = [_P.empty] * (len(positional) - len(args.defaults))
+        defaults += [self.expr(d) for d in args.defaults]
+        params = [_P(a.arg, _P.POSITIONAL_ONLY if a in args.posonlyargs
+                     else _P.POSITIONAL_OR_KEYWORD, default=d)
+                  for a, d in zip(positional, defaults)]
+        if args.vararg is not None:
+            params.append(_P(args.vararg.arg, _P.VAR_POSITIONAL))
+        params += [_P(a.arg, _P.KEYWORD_ONLY, default=_P.empty if d is None else self.expr(d))
+                   for a, d in zip(args.kwonlyargs, args.kw_defaults)]
+        return inspect.Signature(params)
+
+    def inline_local(self, func: LocalFunction, args, kwargs, node, result=True):
+        """``func(*args, **kwargs)``, its body lowered here with the arguments bound."""
+        self.refuse_recursion(func, node)
+        self.refuse_ended_comprehension(func, node)
+        try:
+            bound = func.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.src.error(node, f"TypeError: {_name(func)}: {exc}",
+                                 f"{_name(func)}'s parameters: "
+                                 f"{ast.unparse(func.node.args) or 'none'}") from None
+        bound.apply_defaults()
+        callee = type(self).__new__(type(self))
+        callee.start(self.graph, self.b, self.depth + 1, self)
+        callee.fn, callee.src, callee.definer, callee.local = (func.definer.fn, func.src,
+                                                               func.definer, func)
+        callee.locals, callee.closure = func.local_names(), {}
+        callee.env.update(bound.arguments)
+        saved = self.b.source
+        try:
+            return callee.run_body(result)
+        finally:
+            self.b.source = saved
+
+    def refuse_recursion(self, func: LocalFunction, node):
+        """A call of ``func`` from inside its own body (or a body it calls): never inlined."""
+        frame = self
+        while frame is not None:
+            if frame.local is not None and frame.local.node is func.node:
+                raise self.src.error(node, f"{_name(func)} calls itself: a recursive nested "
+                                     "function cannot be inlined",
+                                     "recursion is not supported; write the computation as "
+                                     "a loop")
+            frame = frame.caller
+
+    def refuse_ended_comprehension(self, func: LocalFunction, node):
+        """A lambda reading a comprehension's variable, called after that comprehension: Python
+        would read the variable's last value, which the unrolled comprehension does not keep."""
+        if func.comprehension and all(t is not func.comprehension[0]
+                                      for t in func.definer.unrolling):
+            name = func.comprehension[1][0]
+            raise self.src.error(node, f"{_name(func)} reads `{name}`, the variable of the "
+                                 "comprehension defining it, which has ended: Python would "
+                                 "read its last value, which adcompiler does not keep",
+                                 f"bind it when defining the function: `lambda ..., {name}="
+                                 f"{name}: ...`")
+
+    def free_name(self, name, node):
+        """A name a nested body does not bind: the defining function's, as it is now."""
+        definer = self.definer
+        if name in definer.locals and name not in definer.env:
+            raise self.src.error(node, f"`{name}` is read before `{definer.src.tree.name}` "
+                                 "assigns it (a nested function reads the variables around it "
+                                 "when it is called)",
+                                 f"assign `{name}` before calling the function that reads it")
+        return definer.lookup(name, node)
+
+
+def refuse_escape(results) -> None:
+    """A nested function returned from the compiled function: a located error at its
+    definition (a compiled function returns arrays and numbers)."""
+    for value in _leaves(results):
+        if isinstance(value, LocalFunction):
+            raise value.src.error(value.node, f"{_name(value)} is returned from the compiled "
+                                  "function, which returns arrays and numbers only",
+                                  "call it inside the function, or define it at module level "
+                                  "and call it in the caller")
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _name(func: LocalFunction) -> str:
+    return "this lambda" if isinstance(func.node, ast.Lambda) else f"`{func.node.name}`"
+
+
+def _own_scope(stmts):
+    """The nodes of ``stmts`` in their own scope: not inside a nested def or lambda (whose
+    own names are theirs), though a nested def's name and defaults are in this scope."""
+    todo = list(stmts)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            todo += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+        else:
+            todo += ast.iter_child_nodes(node)
