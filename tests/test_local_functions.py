@@ -1,9 +1,12 @@
 """Nested ``def`` and ``lambda`` in a compiled function, inlined at each call: closures over
 traced values with Python's late binding, default and keyword arguments, lambdas passed to the
-user's module-level helpers, calls in loops and branches, Python's scoping, every transform,
+user's module-level helpers, calls in loops and branches, Python's scoping, module-level
+lambdas (alone and in dicts and tuples), ``functools.partial`` objects and functions passed as
+arguments, an ``if`` or loop whose nested def's ``return`` and names are its own, every transform,
 the generated source, the CLI, and each refused form's located error. Gradients are checked
 against finite differences and the dynamic tape."""
 
+import functools
 import os
 import re
 import subprocess
@@ -172,7 +175,110 @@ def bare_call_writes(x):
     return np.sum(y * x)
 
 
+# ---- module-level lambdas, tables of them, partials, functions passed as arguments ------------
+relu = lambda z: np.maximum(z, 0.0)  # noqa: E731
+ACTS = {
+    "relu": lambda z: np.maximum(z, 0.0),
+    "sq": lambda z: z * z, "sin": lambda z: np.sin(z) * 2.0,  # one line, two lambdas
+}
+PAIR = (lambda z: z * 3.0, np.tanh)
+
+
+def dense(h, w, scale=1.0):
+    return np.tanh(h * w) * scale
+
+
+def softsign(z):
+    return z / (1.0 + z * z)
+
+
+HALF_TANH = functools.partial(dense, w=2.0, scale=0.5)
+ROW_LAYER = functools.partial(dense, w=W[0, 0])   # an array fixed: a constant of the graph
+
+
+def module_lambda(x):
+    return np.sum(relu(x) * x)
+
+
+def lambda_table(x):
+    return np.sum(ACTS["sq"](x) + ACTS["sin"](x) + PAIR[0](x) * PAIR[1](x))
+
+
+def uses_partials(x):
+    return np.sum(HALF_TANH(x) + ROW_LAYER(x, scale=3.0))
+
+
+def takes_act(x, act):
+    return np.sum(act(x) * x)
+
+
+def act_of_act(x, act):
+    return np.sum(apply(act, x) + apply(relu, x))
+
+
+# ---- an `if` defining a nested def: its `return` is not the branch's ------------------------
+def scale_into(y, x):
+    s = x
+    if np.sum(x) > 0.0:
+        def double(v):
+            return v * 2.0
+        s = double(x)
+    y[0] = np.sum(s * s)    # after the `if`, once: not inside each branch
+
+
+def fills(x):
+    y = np.zeros(4)
+    scale_into(y, x)
+    return np.sum(y * x)
+
+
+def no_effect(x):
+    if np.sum(x) > 0.0:
+        def double(v):
+            return v * 2.0
+        x = double(x)       # rebinds the helper's own `x`: no effect, no value returned
+
+
+def calls_no_effect(x):
+    no_effect(x)
+    return np.sum(np.sin(x))
+
+
+def after_def_in_branch(x):
+    if np.sum(x) > 0.0:
+        def double(v):
+            return v * 2.0
+        x = double(x)
+    y = np.exp(x)
+    return np.sum(np.sin(y) * y)
+
+
+def nested_own_alias(x):
+    y = x * 1.0
+    z = y
+    for i in range(3):
+        def g(v):
+            y = v * 2.0     # g's own `y`: the loop neither carries nor updates the outer one
+            y *= 0.25
+            return y
+        x = g(x) + z
+    return np.sum(x * y)
+
+
 CASES = [
+    (module_lambda, (X,), (0,)),
+    (lambda_table, (X,), (0,)),
+    (uses_partials, (X,), (0,)),
+    (takes_act, (X, np.sin), (0,)),
+    (takes_act, (X, softsign), (0,)),
+    (takes_act, (X, relu), (0,)),
+    (takes_act, (X, lambda z: np.exp(z) * 0.5), (0,)),
+    (takes_act, (X, HALF_TANH), (0,)),
+    (act_of_act, (X, lambda z: z * z), (0,)),
+    (calls_no_effect, (X,), (0,)),
+    (after_def_in_branch, (np.abs(X),), (0,)),
+    (after_def_in_branch, (-np.abs(X),), (0,)),
+    (nested_own_alias, (X,), (0,)),
     (loss, (W, H, Y), (0, 1)),
     (passes_lambda, (X,), (0,)),
     (passes_closure, (X, W), (0, 1)),
@@ -208,6 +314,37 @@ def test_writes_through_a_closure():
     check_grads(bare_call_writes, X, rtol=1e-5, atol=1e-6)
     expected = np.sum(X * X) * X[0]
     assert ad.value_and_grad(bare_call_writes)(X)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_function_argument_keys_the_compiled_code_by_identity():
+    """Each function passed compiles its own code; ``grad(takes_act)`` differentiates
+    ``takes_act`` (named so in the source), the function only inlined."""
+    g = ad.grad(takes_act)
+    np.testing.assert_allclose(g(X, np.sin), np.sin(X) + X * np.cos(X), rtol=1e-12)
+    np.testing.assert_allclose(g(X, lambda z: z * z), 3 * X * X, rtol=1e-12)
+    np.testing.assert_allclose(g(X, lambda z: z * 3.0), 6 * X, rtol=1e-12)
+    source = g.specialize(X, relu).source
+    assert source.startswith("def grad_takes_act(x, act):"), source
+    assert "lambda" not in source, source
+
+
+def test_a_lambda_without_source_is_refused():
+    namespace = {}
+    exec("f = lambda z: z * 2.0", namespace)
+    with pytest.raises(ad.CompileError, match="cannot read the source of this lambda"):
+        ad.grad(takes_act)(X, namespace["f"])
+
+
+def test_an_if_defining_a_def_is_not_an_if_that_returns():
+    """The nested def's ``return`` is its own: the statements after the ``if`` run once, after
+    it (were they the continuation of each branch, ``y[0] = ...`` would be an update inside a
+    block, refused, and a helper returning nothing would not return on every path)."""
+    for x in (np.abs(X), -np.abs(X)):
+        check_grads(fills, x, rtol=1e-5, atol=1e-6)
+        s = x * 2.0 if np.sum(x) > 0.0 else x
+        assert ad.value_and_grad(fills)(x)[0] == pytest.approx(np.sum(s * s) * x[0], rel=1e-12)
+    source = ad.grad(after_def_in_branch).specialize(X).source
+    assert "\n    y = np.exp(x)\n" in source and "y_1" not in source, source  # once, after
 
 
 def test_late_binding_reads_the_value_at_the_call():
@@ -356,6 +493,8 @@ def traced_choice(x):
 
 
 REFUSED = [
+    (relu, 0, "lambda", "this is a lambda; adcompiler compiles `def` functions (a lambda can "
+     "be called inside one)"),
     (recursive, 2, "f(v * 0.5)", "`f` calls itself: a recursive nested function cannot be "
      "inlined"),
     (mutually_recursive, 2, "even(v)", "this lambda calls itself"),

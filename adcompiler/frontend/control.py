@@ -18,6 +18,7 @@ import numpy as np
 
 from .checks import NOT_A_CHECK
 from .inplace import Unreadable
+from .local_functions import own_scope
 from .loops import LoopLowering, _aval
 from .shortcircuit import runs_unconditionally
 from .structured import Diverged, fill, first_difference, flat, ident, label, same
@@ -29,8 +30,9 @@ class ControlLowering(LoopLowering):
 
     def run_block(self, stmts):
         """Lower function-level statements; the returned value, or NO_RETURN if they fall
-        through. An ``if`` containing a ``return`` takes the statements after it as the
-        continuation of each branch that does not return, so every path ends in a return."""
+        through. An ``if`` containing a ``return`` (not a nested def's) takes the statements
+        after it as the continuation of each branch that does not return, so every path ends in
+        a return; so does one defining a nested def read after it."""
         for i, stmt in enumerate(stmts):
             self.b.source = self.src.text(stmt)
             if isinstance(stmt, ast.Return):
@@ -38,7 +40,8 @@ class ControlLowering(LoopLowering):
                     raise self.src.error(stmt, "this returns nothing",
                                          "return the value to differentiate")
                 return self.expr(stmt.value)
-            if isinstance(stmt, ast.If) and _returns_inside(stmt):
+            if isinstance(stmt, ast.If) and (_returns_inside(stmt)
+                                             or _defines_read(stmt, stmts[i + 1:])):
                 return self.lower_if(stmt, rest=stmts[i + 1:])
             if isinstance(stmt, ast.With):  # np.errstate: its body in place (.checks)
                 self.enter_with(stmt)
@@ -77,7 +80,7 @@ class ControlLowering(LoopLowering):
                     self.run_statements(stmts)
                 else:
                     self.env[RESULT] = self.run_block(stmts + rest)
-                    if self.env[RESULT] is NO_RETURN:
+                    if self.env[RESULT] is NO_RETURN and _returns_inside(stmt):
                         raise self.src.error(stmt, "not every path through this `if` returns "
                                              "a value", "add a return at the end")
             envs.append(self.env)
@@ -295,6 +298,15 @@ RESULT = "<return value>"  # a pseudo-variable merging the value each branch ret
 EXPRESSION = "the conditional expression"  # what a conditional expression merges
 
 
+def _defines_read(stmt, rest) -> bool:
+    """Whether a branch of ``stmt`` defines a nested def that ``rest`` reads: each branch then
+    runs ``rest`` as its continuation, calling its own function (a traced condition cannot
+    choose between two functions after the ``if``)."""
+    defined = {n.name for n in own_scope([stmt]) if isinstance(n, ast.FunctionDef)}
+    return any(isinstance(n, ast.Name) and n.id in defined for s in rest for n in ast.walk(s))
+
+
 def _returns_inside(stmt) -> bool:
-    return any(isinstance(n, ast.Return) for n in ast.walk(stmt))
+    """Whether ``stmt`` returns from this function: a ``return`` of a nested def is its own."""
+    return any(isinstance(n, ast.Return) for n in own_scope([stmt]))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import operator
 import types
 
@@ -151,6 +152,7 @@ class ExpressionLowering:
     def expr_Call(self, node):
         func = self.expr(node.func)
         args, kwargs = self.call_arguments(node)
+        func, args, kwargs = self.unpartial(func, args, kwargs)
         try:
             if isinstance(func, Method):
                 return call(lambda b, a, k: METHODS[func.name](b, func.base, a, k),
@@ -176,6 +178,7 @@ class ExpressionLowering:
         """The user's function (or a method of theirs, ``self.helper(x)``, with its instance
         or class first) inlined, as is a nested def or lambda; ``NOT_USER`` for any other
         callable."""
+        func, args, kwargs = self.unpartial(func, args, kwargs)
         if isinstance(func, LocalFunction):
             return self.inline_local(func, args, kwargs, node, result)
         if self.is_user_function(func):
@@ -183,6 +186,16 @@ class ExpressionLowering:
         if isinstance(func, types.MethodType) and self.is_user_function(func.__func__):
             return self.inline_call(func.__func__, [func.__self__, *args], kwargs, node, result)
         return NOT_USER
+
+    def unpartial(self, func, args, kwargs):
+        """``functools.partial(g, *a, **k)`` made before compiling (at module level, or passed
+        as an argument) called: ``g`` called with its arguments first, as Python's."""
+        while isinstance(func, functools.partial):
+            fixed = [self.constant(a) if isinstance(a, np.ndarray) else a for a in func.args]
+            keywords = {k: self.constant(v) if isinstance(v, np.ndarray) else v
+                        for k, v in func.keywords.items()}
+            func, args, kwargs = func.func, [*fixed, *args], {**keywords, **kwargs}
+        return func, args, kwargs
 
     def expr_Slice(self, node):
         bounds = [None if p is None else self.expr(p) for p in (node.lower, node.upper, node.step)]

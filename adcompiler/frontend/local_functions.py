@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections import deque
 from dataclasses import dataclass
 
 from .comprehensions import own_names
-from .source import FunctionSource
+from .source import FunctionSource, as_def
 
 _P = inspect.Parameter
-_TYPE_PARAMS = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}
 
 
 @dataclass(eq=False)
@@ -51,9 +51,9 @@ class LocalFunction:
     def local_names(self) -> set:
         """The names Python makes local to the body: parameters and every name it binds."""
         tree = self.src.tree
-        stores = {n.id for n in _own_scope(tree.body)
+        stores = {n.id for n in own_scope(tree.body)
                   if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        stores |= {n.name for n in _own_scope(tree.body) if isinstance(n, ast.FunctionDef)}
+        stores |= {n.name for n in own_scope(tree.body) if isinstance(n, ast.FunctionDef)}
         return (stores - own_names(tree)) | set(self.signature.parameters)
 
 
@@ -83,10 +83,7 @@ class LocalFunctionLowering:
 
     def local_function(self, node, name, body) -> LocalFunction:
         """The function value of a ``def``/``lambda`` at ``node``, its defaults evaluated now."""
-        tree = ast.FunctionDef(name=name, args=node.args, body=body, decorator_list=[],
-                               returns=None, **_TYPE_PARAMS)
-        ast.copy_location(tree, node)
-        tree.end_lineno, tree.end_col_offset = node.end_lineno, node.end_col_offset
+        tree = as_def(node, name, body)
         src = FunctionSource(self.src.fn, tree, self.src.filename, self.src.lines)
         func = LocalFunction(node, src, self, self.local_signature(node.args))
         reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - func.local_names()
@@ -188,12 +185,13 @@ def _name(func: LocalFunction) -> str:
     return "this lambda" if isinstance(func.node, ast.Lambda) else f"`{func.node.name}`"
 
 
-def _own_scope(stmts):
-    """The nodes of ``stmts`` in their own scope: not inside a nested def or lambda (whose
-    own names are theirs), though a nested def's name and defaults are in this scope."""
-    todo = list(stmts)
+def own_scope(stmts):
+    """The nodes of ``stmts`` in their own scope, in ``ast.walk``'s order: not inside a nested
+    def or lambda (whose own names and ``return``s are theirs), though a nested def's name and
+    defaults are in this scope."""
+    todo = deque(stmts)
     while todo:
-        node = todo.pop()
+        node = todo.popleft()
         yield node
         if isinstance(node, (ast.FunctionDef, ast.Lambda)):
             todo += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]

@@ -17,6 +17,7 @@ import ast
 
 from . import jumps, reversed_range
 from .inplace import AfterBreak, InLoopOnly, Unreadable, alias_copy_hint
+from .local_functions import own_scope
 from .setitem import add_at_target
 from .structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
                          traceable)
@@ -231,7 +232,7 @@ class LoopLowering:
         """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
         carries names, not arrays, so such an alias is refused rather than silently stale, and
         a view sharing its memory goes stale (reading it later is an error)."""
-        for node in (n for s in stmt.body for n in ast.walk(s)):
+        for node in own_scope(stmt.body):  # a nested def's names are its own
             name = updated_in_place(node)
             if name is None:
                 continue
@@ -259,7 +260,7 @@ class LoopLowering:
                   and isinstance(self.env.get(n.id), Value) and self.env[n.id].aval.ndim}
         looped |= {name for name, v in self.env.items()
                    if any(v is self.env.get(n) for n in looped) and isinstance(v, Value)}
-        for node in (n for s in stmt.body for n in ast.walk(s)):
+        for node in own_scope(stmt.body):
             name = updated_in_place(node)
             if name in rows and not rebound_first(stmt.body, name):
                 raise self.src.error(node, f"`{name}` is a row of the array looped over: NumPy "
@@ -331,7 +332,7 @@ def rebound_first(body, name) -> bool:
                 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name):
             return True
         if any(updated_in_place(n) == name or name in _assigned([n])
-               for n in ast.walk(stmt) if isinstance(n, ast.stmt)):
+               for n in own_scope([stmt]) if isinstance(n, ast.stmt)):
             return False
     return False
 
@@ -369,12 +370,13 @@ def _index_name(stmt) -> str:
 
 def _assigned(stmts) -> list:
     """Names (re)bound anywhere in ``stmts``, in order of first assignment (not the names a
-    comprehension binds: they are its own, see :mod:`.comprehensions`)."""
+    comprehension binds, nor those a nested def or lambda binds: they are their own, see
+    :mod:`.comprehensions` and :mod:`.local_functions`)."""
     names = {}
     for stmt in stmts:
         own = {id(n) for c in ast.walk(stmt) if isinstance(c, ast.comprehension)
                for n in ast.walk(c.target)}
-        for node in ast.walk(stmt):
+        for node in own_scope([stmt]):
             if id(node) in own:
                 continue
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):

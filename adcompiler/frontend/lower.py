@@ -43,7 +43,7 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
                LocalFunctionLowering, CheckLowering):
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
-        self.src = read_function(fn)
+        self.src = read_function(fn, inlined=caller is not None)  # a lambda only if called
         fence.check(self.src)
         self.start(graph, builder, depth, caller)
         code = fn.__code__  # a name a nested def or lambda reads is a cell variable

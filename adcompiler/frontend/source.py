@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from ..errors import CompileError, Location
 
+_TYPE_PARAMS = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}
+
 
 @dataclass
 class FunctionSource:
@@ -54,12 +56,16 @@ def _chars(line: str, byte_offset: int) -> int:
     return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace"))
 
 
-def read_function(fn) -> FunctionSource:
-    """Parse ``fn``'s definition, keeping the user's own line and column numbers."""
+def read_function(fn, inlined=False) -> FunctionSource:
+    """Parse ``fn``'s definition, keeping the user's own line and column numbers. A lambda is
+    read only where it is ``inlined`` (called by compiled code), as a def returning its body:
+    a compiled function itself is a def, whose name its generated code takes."""
     fn = inspect.unwrap(fn)
     code = getattr(fn, "__code__", None)
     if code is None:
         raise CompileError(f"{fn!r} is not a Python function; adcompiler compiles `def` functions")
+    if fn.__name__ == "<lambda>" and inlined:
+        return _read_lambda(fn)
     filename = code.co_filename
     try:
         src_lines, first = source_lines(fn)
@@ -68,7 +74,8 @@ def read_function(fn) -> FunctionSource:
                            hint="define the function in a file (or a notebook cell), not in exec()")
     if fn.__name__ == "<lambda>":
         line = src_lines[0].rstrip("\n")
-        raise CompileError("this is a lambda; adcompiler compiles `def` functions",
+        raise CompileError("this is a lambda; adcompiler compiles `def` functions (a lambda "
+                           "can be called inside one)",
                            Location(filename, first, max(line.find("lambda"), 0), line,
                                     max(line.find("lambda"), 0) + len("lambda")),
                            hint="write it as a def at module level")
@@ -77,6 +84,75 @@ def read_function(fn) -> FunctionSource:
                                                               ast.AsyncFunctionDef)))
     lines = linecache.getlines(filename) or [""] * (first - 1) + src_lines
     return FunctionSource(fn, tree, filename, lines)
+
+
+def as_def(node, name: str, body: list) -> ast.FunctionDef:
+    """A ``def`` named ``name`` with ``node``'s parameters and ``body``, located at ``node``
+    (a lambda reads as ``def <lambda>(...): return <its body>``)."""
+    tree = ast.FunctionDef(name=name, args=node.args, body=body, decorator_list=[],
+                           returns=None, **_TYPE_PARAMS)
+    ast.copy_location(tree, node)
+    tree.end_lineno, tree.end_col_offset = node.end_lineno, node.end_col_offset
+    return tree
+
+
+def _read_lambda(fn) -> FunctionSource:
+    """The lambda ``fn`` (at module level, in a dict or list, passed as an argument), found in
+    its file's syntax tree: on its first line, with its parameters, and (where one line holds
+    several) the one whose body holds every position its code object records."""
+    code = fn.__code__
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename)
+    where = Location(code.co_filename, code.co_firstlineno, 0,
+                     lines[code.co_firstlineno - 1].rstrip("\n")
+                     if 0 < code.co_firstlineno <= len(lines) else "")
+    found = _lambdas_at(_parsed(code.co_filename, lines, where), code)
+    if not found:
+        raise CompileError("cannot read the source of this lambda", where, "define it in a "
+                           "file (or a notebook cell), not in exec() or at the prompt")
+    if len(found) > 1:  # (Python 3.10, whose code objects keep no columns)
+        raise CompileError("cannot tell which lambda of this line is called", where,
+                           "put it on a line of its own, or write it as a `def`")
+    body = [ast.copy_location(ast.Return(found[0].body), found[0].body)]
+    return FunctionSource(fn, as_def(found[0], "<lambda>", body), code.co_filename, lines)
+
+
+def _lambdas_at(module, code) -> list:
+    """The lambdas of ``module`` that may be ``code``: by line and parameters, then by the
+    columns of ``code``'s instructions (Python 3.11 on); the innermost where nested."""
+    n = code.co_argcount + code.co_kwonlyargcount
+    params = list(code.co_varnames[:n])
+    found = [node for node in ast.walk(module) if isinstance(node, ast.Lambda)
+             and node.lineno == code.co_firstlineno
+             and [a.arg for a in (*node.args.posonlyargs, *node.args.args,
+                                  *node.args.kwonlyargs)] == params]
+    if len(found) > 1 and hasattr(code, "co_positions"):
+        spans = [(p[0], p[2], p[1], p[3]) for p in code.co_positions()
+                 if None not in p and (p[0], p[2]) != (p[1], p[3])]
+        found = [f for f in found if all(_inside(s, f.body) for s in spans)]
+        found = sorted(found, key=lambda f: (f.body.end_lineno - f.body.lineno,
+                                             f.body.end_col_offset - f.body.col_offset))[:1]
+    return found
+
+
+def _inside(span, node) -> bool:
+    line, col, end_line, end_col = span
+    return ((node.lineno, node.col_offset) <= (line, col)
+            and (end_line, end_col) <= (node.end_lineno, node.end_col_offset))
+
+
+_PARSED: dict = {}  # file name -> (its lines, as linecache holds them; their syntax tree)
+
+
+def _parsed(filename, lines, where) -> ast.Module:
+    held = _PARSED.get(filename)
+    if held is None or held[0] is not lines:
+        try:
+            held = _PARSED[filename] = (lines, ast.parse("".join(lines)))
+        except (SyntaxError, ValueError) as exc:
+            raise CompileError(f"cannot parse the source of this lambda's file ({exc})", where,
+                               "reload the module after editing its file") from None
+    return held[1]
 
 
 def source_lines(fn) -> tuple:
