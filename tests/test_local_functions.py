@@ -265,6 +265,78 @@ def nested_own_alias(x):
     return np.sum(x * y)
 
 
+# ---- Python's scopes around a nested function: a comprehension's names are its own -----------
+def closure_outside_comprehension(x):
+    w = x[1]
+
+    def layer(h):
+        return h * w        # the function's `w`: the generator's `w` is the generator's own
+    return sum(layer(x[0]) for w in [10.0, 20.0])
+
+
+def lambda_outside_comprehension(x):
+    i = x[2]
+    f = lambda: i * 2.0  # noqa: E731
+    return sum([f() * x[j] + x[i] for i in range(3) for j in range(2)])
+
+
+def defined_in_outer_comprehension(x):
+    """The lambda reads the outer comprehension's `i`, not the inner one's it is called in."""
+    ys = [[g() * x[0] for i in range(10, 12)] for i in range(1, 3) for g in [lambda: i * x[1]]]
+    return sum(sum(row) for row in ys)
+
+
+def called_through_another(x):
+    w = x[1]
+    g = lambda: w * w  # noqa: E731
+
+    def f(v):
+        return v * g()      # g, called from f, still reads the function's `w`
+    return sum(f(x[w]) for w in range(3))
+
+
+def default_binds_comprehension_variable(x):
+    fs = [lambda v, k=i: v * k for i in range(3)]   # the default binds `i`: no late binding
+    return sum(g(x[0]) for g in fs)
+
+
+def own_comprehension_variable(x):
+    fs = [lambda v: v * sum(j for j in range(3)) for j in range(2)]   # its own `j`
+    return fs[0](x[0]) + fs[1](x[1])
+
+
+# ---- an array default is the array itself: later in-place writes show through it --------------
+def default_written_after(x):
+    y = np.zeros_like(x)
+
+    def h(v, a=y):
+        return np.sum(a) * v
+    y[0] = x[0]
+    return h(x[1])
+
+
+def default_updated_in_place(x):
+    y = np.zeros_like(x)
+    k = lambda v, a=(y, 1.0): np.sum(a[0] * v) + a[1]  # noqa: E731
+    y += x * x
+    return k(2.0) + k(1.0, a=(x, 0.5))
+
+
+def default_written_by_its_function(x):
+    y = np.zeros_like(x)
+
+    def h(v, a=y):
+        a[0] = a[0] + v     # the default persists between calls, as in Python
+        return np.sum(a * x)
+    return h(x[0]) + h(x[1]) * y[0]
+
+
+SCOPES = [closure_outside_comprehension, lambda_outside_comprehension,
+          defined_in_outer_comprehension, called_through_another,
+          default_binds_comprehension_variable, own_comprehension_variable,
+          default_written_after, default_updated_in_place, default_written_by_its_function]
+
+
 CASES = [
     (module_lambda, (X,), (0,)),
     (lambda_table, (X,), (0,)),
@@ -298,6 +370,7 @@ CASES = [
     (immediately_called, (X,), (0,)),
     (called_in_comprehension, (X,), (0,)),
     (nested_twice, (X,), (0,)),
+    *[(f, (X,), (0,)) for f in SCOPES],
 ]
 
 
@@ -307,6 +380,13 @@ def test_gradient_matches_differences_and_tape(f, args, wrt):
     grads = check_grads(f, *args, wrt=wrt, rtol=1e-5, atol=1e-6)
     for g, t in zip(grads, dynamic_grad(f, wrt=wrt)(*args)):
         np.testing.assert_allclose(g, t, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("f", SCOPES, ids=[f.__name__ for f in SCOPES])
+def test_values_follow_pythons_scopes(f):
+    """The value is Python's own: a comprehension running at a call does not rebind the names
+    a function defined outside it reads, and an array default sees in-place writes."""
+    assert ad.value_and_grad(f)(X)[0] == pytest.approx(f(X.copy()), rel=1e-12, abs=1e-12)
 
 
 def test_writes_through_a_closure():
@@ -484,6 +564,16 @@ def after_comprehension(x):
     return np.sum(fs[0](x))
 
 
+def default_written_in_loop(x):
+    y = np.zeros(4)
+
+    def h(v, a=y):
+        return np.sum(a * v)
+    for i in range(4):
+        y[i] = x[i]         # a loop carries names, not the array a default holds
+    return h(2.0)
+
+
 def traced_choice(x):
     if np.sum(x) > 0.0:
         f = lambda v: v * 2.0  # noqa: E731
@@ -509,6 +599,8 @@ REFUSED = [
     (traced_choice, 5, "f", "`f` is the lambda of line"),
     (after_comprehension, 2, "fs[0](x)", "this lambda reads `k`, the variable of the "
      "comprehension defining it, which has ended"),
+    (default_written_in_loop, 4, "a", "`a` shares memory with `y`, which `y[i] = x[i]` "
+     "(line"),
 ]
 
 

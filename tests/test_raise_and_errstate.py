@@ -175,6 +175,69 @@ def while_check(x, tol):
     return np.sum(y * y)
 
 
+def check_then_static(x, n):
+    if np.any(x < 0):
+        raise ValueError("x must be nonnegative")
+    if n > 3:
+        raise TypeError("n too big")
+    return np.sum(x * n)
+
+
+def check_else_static(x):
+    if np.any(x < 0):
+        raise ValueError("neg")
+    else:
+        raise RuntimeError("always")
+
+
+def check_then_static_assert(x, n):
+    assert np.all(x >= 0), "nonnegative"
+    assert n <= 3, "n too big"
+    return np.sum(x * n)
+
+
+def static_then_check(x, n):
+    if n > 3:
+        raise TypeError("n too big")
+    if np.any(x < 0):
+        raise ValueError("x must be nonnegative")
+    return np.sum(x * n)
+
+
+def strict_errstate(x):
+    y = np.log(x)
+    with np.errstate(divide="raise"):
+        z = np.exp(x)
+    return np.sum(y + z)
+
+
+def warn_errstate(x):
+    with np.errstate(divide="warn"):
+        y = np.log(x)
+    return np.sum(y)
+
+
+def formatted_assert(x):
+    assert x.shape[0] != 2, f"bad {x.shape}"
+    return np.sum(x)
+
+
+def dtype_checks(x):
+    if x.dtype != np.float64:
+        raise TypeError("need float64")
+    if x.dtype.kind != "f":
+        raise TypeError("need floats")
+    if not np.issubdtype(x.dtype, np.floating):
+        raise TypeError("need a floating dtype")
+    return np.sum(x ** 2)
+
+
+def dtype_of_result(x):
+    y = x.astype(np.float32)
+    assert y.dtype == np.float32, f"got {y.dtype}"
+    return np.sum(x * x)
+
+
 # ---- raise while compiling --------------------------------------------------------------------
 def test_static_raise_raises_the_users_exception_on_every_call():
     g = ad.grad(validated)
@@ -217,6 +280,44 @@ def test_static_raise_through_jvp_and_hessian():
         ad.jvp(validated)(np.ones(4), 2, tangents=np.ones(4))
     with pytest.raises(ValueError, match=re.escape("need 3 rows")):
         ad.hessian(validated)(np.ones(4), 2)
+
+
+def test_static_raise_after_a_run_time_check_is_refused_not_run_first():
+    """Python runs the check before the static raise: the compiled code must not raise the
+    static exception in its place (ValueError for negative x, not TypeError)."""
+    x = np.array([-1.0, 2.0])
+    for call, text in [(lambda: ad.grad(check_then_static)(x, 5), 'raise TypeError("n too big")'),
+                       (lambda: ad.jvp(check_then_static)(x, 5, tangents=np.ones(2)),
+                        'raise TypeError("n too big")'),
+                       (lambda: ad.grad(check_else_static)(x), 'raise RuntimeError("always")'),
+                       (lambda: ad.grad(check_then_static_assert)(x, 5),
+                        'assert n <= 3, "n too big"')]:
+        with pytest.raises(ad.CompileError, match="a run-time check on array values before "
+                           "it") as info:
+            call()
+        assert type(info.value) is ad.CompileError  # neither TypeError nor RuntimeError
+        assert text in str(info.value) and "hint: put the checks on shapes" in str(info.value)
+    good = np.array([1.0, 2.0])
+    np.testing.assert_allclose(ad.grad(check_then_static)(good, 2), [2.0, 2.0])
+    with pytest.raises(ValueError, match="x must be nonnegative"):
+        ad.grad(check_then_static)(x, 2)
+    with pytest.raises(TypeError, match="n too big"):  # static first: as today
+        ad.grad(static_then_check)(x, 5)
+
+
+def test_failing_static_assert_shows_its_formatted_message():
+    with pytest.raises(AssertionError, match=re.escape("bad (2,)")) as info:
+        ad.grad(formatted_assert)(np.ones(2))
+    assert 'for these inputs: bad (2,)' in str(info.value)
+
+
+def test_dtype_of_a_traced_array_is_known_while_compiling():
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(ad.grad(dtype_checks)(x), 2.0 * x)
+    with pytest.raises(TypeError, match="need float64"):
+        ad.grad(dtype_checks)(x.astype(np.float32))
+    assert "raise" not in ad.grad(dtype_checks).specialize(x).source
+    np.testing.assert_allclose(ad.grad(dtype_of_result)(x), 2.0 * x)
 
 
 # ---- run-time checks --------------------------------------------------------------------------
@@ -331,6 +432,13 @@ def test_errstate_is_dropped_in_cupy_code():
     assert "errstate" not in source
 
 
+def test_errstate_warn_is_taken_and_strict_settings_hint_an_explicit_check():
+    x = np.array([0.5, 2.0])
+    np.testing.assert_allclose(ad.grad(warn_errstate)(x), 1.0 / x)
+    with pytest.raises(ad.CompileError, match=re.escape("np.isfinite")):
+        ad.value_and_grad(strict_errstate)(np.array([0.0, 2.0]))
+
+
 # ---- refused ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("f, args, text, message", [
     (bare_raise, (np.ones(2),), "raise", "a bare `raise` re-raises"),
@@ -343,6 +451,8 @@ def test_errstate_is_dropped_in_cupy_code():
     (two_errstates, (np.ones(2),), 'np.errstate(invalid="ignore")',
      "differs from the np.errstate(divide='ignore') before it"),
     (bad_errstate, (np.ones(2),), "np.errstate(", "np.errstate refuses these settings"),
+    (strict_errstate, (np.array([0.0, 2.0]),), 'np.errstate(divide="raise")',
+     "np.errstate(divide='raise') is not supported"),
 ])
 def test_refused_forms_are_located(f, args, text, message):
     with pytest.raises(ad.CompileError, match=re.escape(message)) as info:

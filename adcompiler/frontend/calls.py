@@ -312,6 +312,15 @@ def _len(b, args, kwargs):
     return x.shape[0]
 
 
+def _issubdtype(b, args, kwargs):
+    """``np.issubdtype(x.dtype, np.floating)``: decided while compiling (``x.dtype`` is)."""
+    a, kind = positional(args, 2)
+    if isinstance(a, Value) or isinstance(kind, Value):
+        raise CallError("takes dtypes (x.dtype), not arrays", "np.issubdtype(x.dtype, "
+                        "np.floating)")
+    return np.issubdtype(a, kind)
+
+
 FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
 FUNCTIONS.update({np.absolute: _ufunc("abs"), np.mod: _ufunc("remainder"),  # (= np.remainder)
                   builtins.abs: _builtin_abs, builtins.int: _int,
@@ -327,7 +336,7 @@ FUNCTIONS.update({
     np.expand_dims: _with_axis("expand_dims", True), np.squeeze: _with_axis("squeeze", False),
     np.broadcast_to: _broadcast_to, np.concatenate: _seq("concatenate"), np.stack: _seq("stack"),
     np.copy: lambda b, args, kwargs: b.emit("copy", positional(args, 1)),
-    builtins.len: _len,
+    builtins.len: _len, np.issubdtype: _issubdtype,
 })
 FUNCTIONS.update(creation.FUNCTIONS)
 FUNCTIONS.update(diagonal.FUNCTIONS)  # np.diag of a traced array (else folded, as above)

@@ -2,11 +2,13 @@
 
 A ``raise`` reached while compiling (its ``if`` decided by shapes, dtypes or static arguments)
 raises the user's own exception for this signature (:class:`~adcompiler.errors.RaisedByUser`,
-which the public call turns into that exception); one in a branch not taken is never lowered. A
+which the public call turns into that exception; refused after a run-time check, which must run
+first); one in a branch not taken is never lowered. A
 branch that only raises, under a condition on traced values (``if np.any(x < 0): raise
 ValueError("...")``), becomes a ``raise_if`` node: a run-time check, kept by dead-code
 elimination, printed as the same ``if``. ``with np.errstate(...)`` lowers its body in place and
-records the settings on the graph; the emitter runs the whole generated body under them.
+records the settings on the graph ('ignore' or 'warn' only); the emitter runs the whole
+generated body under them.
 Invariant: an exception and its message are built while compiling (from static values only);
 a run-time check raises a built-in exception with literal arguments.
 """
@@ -19,7 +21,7 @@ import builtins
 import numpy as np
 
 from ..errors import RaisedByUser
-from ..ir import Literal, Node, Value
+from ..ir import Literal, Node, Value, walk
 
 _CONVERSIONS = {-1: format, 115: lambda v, spec: format(str(v), spec),
                 114: lambda v, spec: format(repr(v), spec),
@@ -72,7 +74,18 @@ class CheckLowering:
                                  "check here", "write the check as `if <condition>: raise "
                                  "...` with the raise alone in its branch, or validate in the "
                                  "caller")
+        self.refuse_after_checks(stmt, "`raise`")
         raise RaisedByUser(exception, self.src.location(stmt))
+
+    def refuse_after_checks(self, stmt, what):
+        """Refuse a ``raise`` (or failing ``assert``) decided while compiling where a run-time
+        check comes first: Python would run that check, and it may raise another exception."""
+        if any(n.prim == "raise_if" for n in walk(self.graph.nodes)):
+            raise self.src.error(stmt, f"this {what} is decided while compiling, but a "
+                                 "run-time check on array values before it (or around it) "
+                                 "must run first, and may raise another exception",
+                                 "put the checks on shapes, dtypes and static arguments "
+                                 "before the checks on array values")
 
     def exception_of(self, stmt: ast.Raise) -> BaseException:
         """The exception ``stmt`` raises, built while compiling from static values."""
@@ -179,7 +192,8 @@ class CheckLowering:
     # ---- with np.errstate ---------------------------------------------------------------------
     def enter_with(self, stmt: ast.With):
         """Record the settings of ``with np.errstate(...)`` on the graph (one set per function:
-        a different one is a located error); its body is then lowered in place."""
+        a different one is a located error; 'ignore' and 'warn' only, as the whole body runs
+        under them); its body is then lowered in place."""
         for item in stmt.items:
             call = item.context_expr
             if call.args:
@@ -197,6 +211,13 @@ class CheckLowering:
                                      f"{type(exc).__name__}: {exc}",
                                      "use over/under/divide/invalid/all with 'ignore', 'warn', "
                                      "'raise', 'call', 'print' or 'log'") from None
+            if strict := {k: v for k, v in settings.items() if v not in ("ignore", "warn")}:
+                raise self.src.error(call, f"np.errstate({_spell(strict)}) is not supported: "
+                                     "the generated code, gradients included, runs all of "
+                                     "its body under one np.errstate, so it would act "
+                                     "outside this block too", "use 'ignore' or 'warn' here, "
+                                     "and check explicitly: `if not np.all(np.isfinite(y)): "
+                                     "raise FloatingPointError(\"...\")`")
             known = self.graph.errstate
             if known and known != settings:
                 raise self.src.error(call, f"this np.errstate({_spell(settings)}) differs from "

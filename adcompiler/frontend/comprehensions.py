@@ -24,7 +24,7 @@ from .structured import describe
 
 MAX_ITERATIONS = 1000  # per outermost comprehension, every `for` clause's iterations counted
 
-_MISSING = object()
+UNBOUND = object()  # what a name holds before a comprehension where nothing binds it
 _ITERATORS = ("range", "enumerate", "zip", "reversed")
 _CONSUMERS = ("sum", "tuple", "list", "max", "min")
 _LOOP_HINT = ("write a `for` loop, which compiles to one loop: preallocate "
@@ -36,7 +36,8 @@ class ComprehensionLowering:
     """Mixin of the lowering (first in its bases: it narrows ``expr_Call``)."""
 
     unroll_left = MAX_ITERATIONS  # iterations the outermost comprehension may still unroll
-    unrolling = ()  # the target names of each comprehension being unrolled, outermost first
+    unrolling = ()  # each comprehension being unrolled, outermost first: {a name it binds:
+    #                 the name's value before it (or UNBOUND)}, read by .local_functions
 
     # ---- comprehensions -----------------------------------------------------------------------
     def expr_ListComp(self, node):
@@ -52,16 +53,16 @@ class ComprehensionLowering:
             self.check_target(gen)
         names = {n.id for g in node.generators for n in ast.walk(g.target)
                  if isinstance(n, ast.Name)}
-        saved = {name: self.env.get(name, _MISSING) for name in names}
+        saved = {name: self.env.get(name, UNBOUND) for name in names}
         outermost = "unroll_left" not in vars(self)  # nested ones share its count
         items = []
-        self.unrolling = (*self.unrolling, names)  # for lambdas defined inside: .local_functions
+        self.unrolling = (*self.unrolling, saved)  # for nested functions: .local_functions
         try:
             self.unroll_clauses(node, node.generators, items)
         finally:
             self.unrolling = self.unrolling[:-1]
             for name, value in saved.items():
-                if value is _MISSING:
+                if value is UNBOUND:
                     self.env.pop(name, None)
                 else:
                     self.env[name] = value

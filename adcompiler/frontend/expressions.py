@@ -126,6 +126,8 @@ class ExpressionLowering:
                 raise self.list_attribute_error(node)
             if node.attr in ATTRIBUTES:
                 return ATTRIBUTES[node.attr](self.b, base)
+            if node.attr == "dtype" and base.aval.kind == "array":  # fixed by the signature
+                return np.dtype(base.aval.dtype)
             if node.attr in METHODS:
                 return Method(node.attr, base)
             raise self.src.error(node, f"the array attribute `.{node.attr}` is not supported",

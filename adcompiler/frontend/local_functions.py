@@ -5,9 +5,12 @@ the lowering that defined it, and its default values (evaluated at definition, a
 Calling one inlines its body, as a call to a module-level function is inlined, in a lowering of
 its own whose free names resolve in the defining function's scope *when read* (Python's late
 binding: a closure sees the variable's current value, not the one it had at the definition).
-Invariants: a name the nested body assigns is its own local (Python's scoping); a nested
-function that calls itself (directly or through another) is a located error; one that escapes
-the compiled function (returned from it) is a located error; decorators, ``**kwargs``,
+Invariants: a name the nested body assigns is its own local (Python's scoping); the names of a
+comprehension running at the call but not around the definition are that comprehension's own,
+unseen by the body (Python 3); an array default is the array itself, so an in-place write after
+the definition shows through it (the defaults are names :mod:`.inplace` updates, as variables);
+a nested function that calls itself (directly or through another) is a located error; one that
+escapes the compiled function (returned from it) is a located error; decorators, ``**kwargs``,
 ``global`` and ``nonlocal`` are refused by :func:`check_definition` and the fence.
 """
 
@@ -18,7 +21,8 @@ import inspect
 from collections import deque
 from dataclasses import dataclass
 
-from .comprehensions import own_names
+from .comprehensions import UNBOUND, own_names
+from .inplace import Unreadable
 from .source import FunctionSource, as_def
 
 _P = inspect.Parameter
@@ -31,8 +35,10 @@ class LocalFunction:
     node: ast.AST            # the user's FunctionDef or Lambda
     src: FunctionSource      # ``tree`` is a FunctionDef (a lambda's body as its ``return``)
     definer: object          # the Lowering whose scope the free names are read from
-    signature: inspect.Signature
-    comprehension: tuple = ()  # (its target names, the names read of them) if defined in one
+    signature: inspect.Signature  # binds a call (its defaults: as at the definition)
+    defaults: dict           # parameter name -> its default now (in-place writes update it)
+    scopes: tuple = ()       # the definer's comprehensions running at the definition
+    reads: frozenset = frozenset()  # the names its body reads from the scopes around it
 
     @property
     def __name__(self) -> str:
@@ -85,12 +91,13 @@ class LocalFunctionLowering:
         """The function value of a ``def``/``lambda`` at ``node``, its defaults evaluated now."""
         tree = as_def(node, name, body)
         src = FunctionSource(self.src.fn, tree, self.src.filename, self.src.lines)
-        func = LocalFunction(node, src, self, self.local_signature(node.args))
-        reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - func.local_names()
-        for targets in self.unrolling:  # the innermost comprehension's names are its own
-            if reads & targets:
-                func.comprehension = (targets, sorted(reads & targets))
-        return func
+        signature = self.local_signature(node.args)
+        defaults = {p.name: p.default for p in signature.parameters.values()
+                    if p.default is not _P.empty}
+        if defaults:
+            self.held_defaults.append(defaults)  # names for arrays: .inplace updates them
+        return LocalFunction(node, src, self, signature, defaults, self.unrolling,
+                             frozenset(free_names(node)))
 
     def local_signature(self, args: ast.arguments) -> inspect.Signature:
         positional = [*args.posonlyargs, *args.args]
@@ -115,13 +122,14 @@ class LocalFunctionLowering:
             raise self.src.error(node, f"TypeError: {_name(func)}: {exc}",
                                  f"{_name(func)}'s parameters: "
                                  f"{ast.unparse(func.node.args) or 'none'}") from None
-        bound.apply_defaults()
+        given = dict(bound.arguments)
+        bound.apply_defaults()  # ``*args``: ()
         callee = type(self).__new__(type(self))
         callee.start(self.graph, self.b, self.depth + 1, self)
         callee.fn, callee.src, callee.definer, callee.local = (func.definer.fn, func.src,
                                                                func.definer, func)
         callee.locals, callee.closure = func.local_names(), {}
-        callee.env.update(bound.arguments)
+        callee.env.update({**bound.arguments, **func.defaults, **given})
         saved = self.b.source
         try:
             return callee.run_body(result)
@@ -142,24 +150,42 @@ class LocalFunctionLowering:
     def refuse_ended_comprehension(self, func: LocalFunction, node):
         """A lambda reading a comprehension's variable, called after that comprehension: Python
         would read the variable's last value, which the unrolled comprehension does not keep."""
-        if func.comprehension and all(t is not func.comprehension[0]
-                                      for t in func.definer.unrolling):
-            name = func.comprehension[1][0]
-            raise self.src.error(node, f"{_name(func)} reads `{name}`, the variable of the "
-                                 "comprehension defining it, which has ended: Python would "
-                                 "read its last value, which adcompiler does not keep",
-                                 f"bind it when defining the function: `lambda ..., {name}="
-                                 f"{name}: ...`")
+        running = func.definer.unrolling
+        for name in sorted(func.reads):
+            binders = [scope for scope in func.scopes if name in scope]
+            if binders and all(binders[-1] is not scope for scope in running):
+                raise self.src.error(node, f"{_name(func)} reads `{name}`, the variable of the "
+                                     "comprehension defining it, which has ended: Python would "
+                                     "read its last value, which adcompiler does not keep",
+                                     f"bind it when defining the function: `lambda ..., {name}="
+                                     f"{name}: ...`")
 
     def free_name(self, name, node):
-        """A name a nested body does not bind: the defining function's, as it is now."""
+        """A name a nested body does not bind: the defining function's, as it is now (not
+        that of a comprehension the call is in, which the definition is not)."""
         definer = self.definer
-        if name in definer.locals and name not in definer.env:
+        value = self.seen_from_definition(name)
+        if value is UNBOUND and name in definer.locals:
             raise self.src.error(node, f"`{name}` is read before `{definer.src.tree.name}` "
                                  "assigns it (a nested function reads the variables around it "
                                  "when it is called)",
                                  f"assign `{name}` before calling the function that reads it")
-        return definer.lookup(name, node)
+        if value is UNBOUND:
+            return definer.outer(name, node)
+        if isinstance(value, Unreadable):
+            raise self.src.error(node, *value.describe(name))
+        return value
+
+    def seen_from_definition(self, name):
+        """``name`` in the defining scope now, or UNBOUND. A comprehension running now that
+        the definition is not inside binds names of its own (Python 3), which the body does
+        not see: where the outermost such binds ``name``, its value from before that one."""
+        definer, scopes = self.definer, self.local.scopes
+        for k, scope in enumerate(definer.unrolling):
+            holds_definition = k < len(scopes) and scopes[k] is scope
+            if not holds_definition and name in scope:
+                return scope[name]
+        return definer.env.get(name, UNBOUND)
 
 
 def refuse_escape(results) -> None:
@@ -183,6 +209,45 @@ def _leaves(value):
 
 def _name(func: LocalFunction) -> str:
     return "this lambda" if isinstance(func.node, ast.Lambda) else f"`{func.node.name}`"
+
+
+_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
+
+
+def free_names(scope) -> set:
+    """The names a def, lambda or comprehension reads from the scopes around it: not those it
+    binds (parameters, assignments, a nested def's name, comprehension targets), and with the
+    free names of the scopes inside it. Its defaults and first iterable are read around it."""
+    reads, binds = set(), set()
+    if isinstance(scope, (ast.FunctionDef, ast.Lambda)):
+        args = scope.args
+        binds = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                                 args.kwarg) if a is not None}
+    todo = deque(_parts(scope)[1])
+    while todo:
+        node = todo.popleft()
+        if isinstance(node, ast.Name):
+            (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
+        if isinstance(node, _SCOPES):
+            reads |= free_names(node)
+            binds |= {node.name} if isinstance(node, ast.FunctionDef) else set()
+            todo += _parts(node)[0]
+        else:
+            todo += ast.iter_child_nodes(node)
+    return reads - binds
+
+
+def _parts(scope) -> tuple:
+    """(the nodes evaluated around ``scope``, those evaluated inside it)."""
+    if isinstance(scope, (ast.FunctionDef, ast.Lambda)):
+        args = scope.args
+        around = [*args.defaults, *filter(None, args.kw_defaults),
+                  *getattr(scope, "decorator_list", ())]
+        return around, scope.body if isinstance(scope.body, list) else [scope.body]
+    first, *rest = scope.generators
+    inside = [first.target, *first.ifs, *(n for g in rest for n in (g.target, g.iter, *g.ifs))]
+    inside += [scope.key, scope.value] if isinstance(scope, ast.DictComp) else [scope.elt]
+    return [first.iter], inside
 
 
 def own_scope(stmts):

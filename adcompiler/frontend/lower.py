@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from ..errors import AssertionFailed
+from ..errors import AssertionFailed, CompileError
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
 from ..signature import python_call_error
@@ -54,12 +54,15 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
         self.graph, self.b, self.depth = graph, builder, depth
         self.env: dict = {}
         self.caller = caller  # the Lowering this call is inlined into, if any
+        # every nested function's defaults: names for arrays, updated as env's (.local_functions)
+        self.held_defaults: list = caller.held_defaults if caller is not None else []
 
     @property
     def frames(self) -> list:
         """The environments of this call, of every caller it is inlined into and, for a nested
-        function, of the function defining it (a closure's array may be written through)."""
-        frames = [self.env] + (self.caller.frames if self.caller else [])
+        function, of the function defining it (a closure's array may be written through),
+        and every nested function's defaults."""
+        frames = [self.env] + (self.caller.frames if self.caller else self.held_defaults)
         if self.definer is not None:
             frames += [f for f in self.definer.frames if all(f is not g for g in frames)]
         return frames
@@ -195,12 +198,19 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
         if isinstance(test, Value):
             return self.lower_assert_check(stmt, test)
         if not test:
-            msg = stmt.msg
-            said = (f": {msg.value}" if isinstance(msg, ast.Constant)
-                    else f": {self.src.text(msg)}" if msg is not None else "")
+            self.refuse_after_checks(stmt, "failing `assert`")
+            said = "" if stmt.msg is None else f": {self.assert_message(stmt.msg)}"
             raise AssertionFailed(f"AssertionError for these inputs{said}",
                                   self.src.location(stmt), "the assertion fails for every "
                                   "call with these shapes, dtypes and static arguments")
+
+    def assert_message(self, msg) -> str:
+        """The failing assert's message as Python formats it; its source text where it reads
+        traced values."""
+        try:
+            return str(self.static_argument(msg))
+        except CompileError:
+            return self.src.text(msg)
 
     # ---- calls to the user's own functions ----------------------------------------------------
     def is_user_function(self, func):
