@@ -356,7 +356,7 @@ REFUSED = [
      "np.stack take a list"),
     (too_long, 1, "range(2000)", "would unroll more than 1000 iterations", "`for` loop"),
     (too_long_nested, 1, "range(41)", "would unroll more than 1000 iterations", "`for` loop"),
-    (traced_count, 3, "step", "this range bound is computed from the inputs", "`for` loop"),
+    (traced_count, 3, "step", "this range bound changes with a loop counter", "`for` loop"),
     (while_count, 6, "count", "this range bound is computed from the inputs", "`for` loop"),
     (iterates_a_while_list, 6, "xs", "a list built by a while loop has a length known only "
      "when it runs", "`for` loop"),

@@ -79,7 +79,8 @@ def _builtin_extreme(name):
     """``max(a, b, ...)`` / ``min(...)`` of traced numbers: a chain of np.maximum (np.minimum),
     whose rule splits the gradient evenly at a tie (as jnp.maximum and torch.maximum; Python's
     max on PyTorch tensors gives it all to the first). A Python float (int) when every
-    argument is one, as Python's. ``max(v)`` of a traced 1-D array is np.max(v)."""
+    argument is one, as Python's. ``max(v)`` of a traced 1-D array is np.max(v); of one item
+    (``max(x[i] for i in range(1))``) it is that item, even an array, as Python compares none."""
     pyfn, prim = getattr(builtins, name), {"max": "maximum", "min": "minimum"}[name]
 
     def handler(b, args, kwargs):
@@ -93,7 +94,7 @@ def _builtin_extreme(name):
         if len(args) == 1 and isinstance(args[0], Value):
             return _extreme_of_array(b, name, args[0])
         items = _items(args) or list(args)
-        if not all(_is_number(x) for x in items):
+        if len(items) > 1 and not all(_is_number(x) for x in items):  # one: Python's is it
             raise CallError("of arrays compares them with `>`, whose truth value is ambiguous",
                             f"use np.{prim}(a, b) for the elementwise {name}")
         out = items[0]

@@ -20,6 +20,7 @@ import operator
 from ..ir import Value
 from .binding import CallError, call
 from .calls import FUNCTIONS
+from .inplace import open_producers
 from .structured import describe
 
 MAX_ITERATIONS = 1000  # per outermost comprehension, every `for` clause's iterations counted
@@ -165,6 +166,13 @@ class ComprehensionLowering:
     def range_items(self, node) -> list:
         bounds = [self.expr(a) for a in node.args]
         for arg, bound in zip(node.args, bounds):
+            if isinstance(bound, Value) and self.reads_counter(bound):
+                raise self.src.error(arg, "this range bound changes with a loop counter, "
+                                     "which is known only while the loop runs: a "
+                                     "comprehension's length must be known while compiling",
+                                     "write a `for` loop over this range (its bound may "
+                                     "change with the counter), or iterate over the full "
+                                     "range and mask the items past the bound with np.where")
             if isinstance(bound, Value):
                 raise self.src.error(arg, "this range bound is computed from the inputs (a "
                                      "traced value): a comprehension's length must be known "
@@ -173,6 +181,18 @@ class ComprehensionLowering:
         r = self.static_op(node, range, *bounds)
         self.check_length(node, len(r))
         return list(r)
+
+    def reads_counter(self, v: Value) -> bool:
+        """Whether ``v`` is computed from the counter of an enclosing ``for`` loop."""
+        producers, todo, seen = open_producers(self.b), [v], set()
+        while todo:
+            v = todo.pop()
+            if v in self.b.counters:
+                return True
+            if id(v) not in seen and (node := producers.get(v)) is not None:
+                seen.add(id(v))
+                todo += [x for x in node.inputs if isinstance(x, Value)]
+        return False
 
     def sequence_items(self, node, seq) -> list:
         """The items of a Python sequence, or the rows of an array (first axis)."""

@@ -75,7 +75,7 @@ class ControlLowering(LoopLowering):
         blocks, envs = [], []
         for stmts in (stmt.body, stmt.orelse):
             block = Block()
-            with self.b.into(block):
+            with self.merging(block):
                 if rest is None:
                     self.run_statements(stmts)
                 else:

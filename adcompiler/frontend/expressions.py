@@ -22,6 +22,7 @@ from ..ir.builder import NeedsShape
 from .binding import CallError, call
 from .calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
 from .fence import PRINT_HINT
+from .inplace import Unreadable
 from .local_functions import LocalFunction
 from .windows import MovingSlice
 
@@ -58,6 +59,8 @@ class ExpressionLowering:
         except Exception as exc:  # NumPy's own complaint (shapes, axes, dtypes), located
             raise self.src.error(node, f"{type(exc).__name__}: {exc}",
                                  self.operand_summary(node)) from exc
+        if isinstance(out, Unreadable):   # an item of a list: `rows[0]` gone stale
+            raise self.src.error(node, *out.describe(self.src.text(node)))
         return self.constant(out) if isinstance(out, np.ndarray) else out
 
     def expr_Constant(self, node):
@@ -174,7 +177,20 @@ class ExpressionLowering:
         if any(k.arg is None for k in node.keywords):
             raise self.src.error(node, "`**` unpacking in a call is not supported",
                                  "pass the keyword arguments one by one")
-        return args, {k.arg: self.expr(k.value) for k in node.keywords}
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        for arg, value in [*zip(node.args, args), *zip(node.keywords, kwargs.values())]:
+            self.refuse_unreadable_items(arg, value, self.src.text(arg))
+        return args, kwargs
+
+    def refuse_unreadable_items(self, node, value, text):
+        """The located error for a list or tuple passed on with an item that cannot be read
+        (``np.stack(rows)`` after ``rows``' views went stale), named as ``rows[0]``."""
+        if not isinstance(value, (list, tuple)):
+            return
+        for k, item in enumerate(value):
+            if isinstance(item, Unreadable):
+                raise self.src.error(node, *item.describe(f"{text}[{k}]"))
+            self.refuse_unreadable_items(node, item, f"{text}[{k}]")
 
     def call_user(self, func, args, kwargs, node, result=True):
         """The user's function (or a method of theirs, ``self.helper(x)``, with its instance

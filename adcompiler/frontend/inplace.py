@@ -84,6 +84,9 @@ class Stale(Unreadable):
                "track shared memory yet: ")
         if self.hint.startswith("write the update through"):   # keeps NumPy's meaning
             how = self.hint
+        elif "[" in name:   # an item of a list or tuple: rows[0]
+            how = (f"put copies in `{name.split('[')[0]}` where it is built (as in "
+                   f"`[row.copy() for row in a]`), or {self.hint}")
         else:
             how = (f"make `{name}` its own array where it is assigned (append .copy() to the "
                    f"expression, as in `acc[1:].copy()`), or {self.hint}")
@@ -189,20 +192,102 @@ class InplaceLowering:
                     env[alias] = stale
 
     def check_region(self, stmt, changes, target):
-        """Inside a block only the target itself may change, with one exception: a branch
-        merges every name of this function whose value changed, aliases included; a loop
-        carries only the names its body assigns, and no block merges a caller's names. A view
-        going stale is no change to merge: reading it is an error wherever that happens."""
+        """Inside a block only the target itself may change, with these exceptions: a branch
+        merges every name of the function it belongs to whose value changed, aliases included,
+        also where a function called in the branch changed it; a loop carries the names its
+        body assigns, and the one name of its function that a function called in the body
+        updates (recorded in ``calls_wrote`` for :meth:`.loops.LoopLowering.lower_body`); no
+        block merges the names of a function calling the one it belongs to. A view going
+        stale is no change to merge: reading it is an error wherever that happens."""
         if self.b.target is self.graph.nodes:
             return
-        others = [name for env, name, value in changes if not isinstance(value, Stale)
-                  and not (env is self.env and (name == target or not self.loop_depth))]
+        changed = [(env, name) for env, name, value in changes if not isinstance(value, Stale)
+                   and not (env is self.env and name == target)]
+        self.refuse_held_default(stmt, target, changed)
+        owner, inside = self.block_owner()
+        if owner is None or owner is self:
+            self.refuse_outer_change(stmt, owner, changed)
+            others = [n for env, n in changed if env is not self.env or self.loop_depth]
+            return self.refuse_changes(stmt, target, others)
+        changed = [(env, n) for env, n in changed if not any(env is e for e in inside)]
+        self.refuse_outer_change(stmt, owner, changed)
+        mine = [n for _, n in changed]
+        if len(mine) > 1 and owner.loop_depth:
+            raise self.src.error(stmt, f"`{self.src.text(stmt)}` in `{self.src.tree.name}`, "
+                                 f"called inside a loop, updates `{mine[0]}` in place while "
+                                 f"`{mine[1]}` names the same array",
+                                 alias_copy_hint(owner.src.tree, mine[0], mine[1]))
+        if owner.loop_depth:
+            owner.calls_wrote.update(mine)
+
+    def block_owner(self) -> tuple:
+        """(the lowering whose ``if`` branch or loop body is the innermost open block, or None;
+        the environments of the calls inlined inside that block, this one's first)."""
+        inside, frame = [], self
+        while frame is not None:
+            if any(self.b.target is nodes for nodes in frame.own_blocks):
+                return frame, inside
+            inside.append(frame.env)
+            frame = frame.caller
+        return None, inside
+
+    def refuse_changes(self, stmt, target, others):
         if others:
             raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
                                  f"change `{others[0]}`, which names the same memory; that is "
                                  "not supported inside a `for` or `while` body yet",
                                  rebind_hint(stmt, target))
 
+    def refuse_outer_change(self, stmt, owner, changed):
+        """The located error for a write inside a block to a name of a function around the
+        one the block belongs to (a caller, or the definer of a nested function): the block
+        passes back only its own function's names."""
+        env, name = next(((e, n) for e, n in changed if owner and e is not owner.env),
+                         (None, None))
+        outer = _lowering_of(env, self)
+        if outer is None:
+            return
+        mine, theirs = owner.src.tree.name, outer.src.tree.name
+        block = "a loop" if owner.loop_depth else "an `if`"
+        raise self.src.error(
+            stmt, f"`{self.src.text(stmt)}` inside {block} of `{mine}` would also change "
+            f"`{name}` of `{theirs}` (the same array), which the {block.split()[1]} cannot "
+            f"pass back to `{theirs}`; that is not supported yet",
+            f"return the new array from `{mine}` and assign it to `{name}` in `{theirs}`, or "
+            f"update `{name}` in `{theirs}` itself")
+
+    def refuse_held_default(self, stmt, target, changed):
+        """The located error for a write inside a block to an array that a nested function
+        holds as a default (``def h(v, a=y)``): no block merges a function's defaults."""
+        name, defaults = next(((n, env) for env, n in changed
+                               if any(env is d for d in self.held_defaults)), (None, None))
+        if name is None:
+            return
+        owner = next((v.in_words for env in self.frames for v in env.values()
+                      if getattr(v, "defaults", None) is defaults), "a nested function")
+        block = "a loop" if (self.block_owner()[0] or self).loop_depth else "an `if`"
+        raise self.src.error(
+            stmt, f"`{self.src.text(stmt)}` inside {block} would also change `{name}`, the "
+            f"default of {owner}, which is the same array as `{target}` (Python evaluates a "
+            "default once, to the array itself); adcompiler cannot carry that change of a "
+            "default out of the block",
+            f"pass the array to the function where you call it (`{name}={target}`) instead "
+            f"of as a default, or give the default its own array (`{name}={target}.copy()`) "
+            "if it should keep its values")
+
+
+def _lowering_of(env, frame):
+    """The lowering, among ``frame``, its callers and definers, whose environment is ``env``."""
+    todo, seen = [frame], set()
+    while todo:
+        frame = todo.pop()
+        if frame is None or id(frame) in seen:
+            continue
+        if frame.env is env:
+            return frame
+        seen.add(id(frame))
+        todo += [frame.caller, frame.definer]
+    return None
 
 
 def rebind_hint(stmt, name) -> str:

@@ -14,11 +14,11 @@ entry by entry and a str or None only where no iteration reads a changed one
 from __future__ import annotations
 
 import ast
+import contextlib
 
 from . import jumps, reversed_range
-from .inplace import AfterBreak, InLoopOnly, Unreadable, alias_copy_hint
-from .local_functions import own_scope
-from .setitem import add_at_target
+from .inplace import AfterBreak, InLoopOnly, Unreadable
+from .loop_writes import LoopWriteChecks, _assigned
 from .structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
                          traceable)
 from ..ir import Aval, Block, Literal, Node, Value
@@ -27,11 +27,25 @@ _MAX_AVAL_ROUNDS = 3
 _UNBOUND = object()
 
 
-class LoopLowering:
+class LoopLowering(LoopWriteChecks):
     """Mixin of the lowering for loops (uses ``join``, ``coerce``, ``run_statements`` of
     :class:`.control.ControlLowering`)."""
 
     loop_depth = 0  # how many loop bodies are being lowered around the current statement
+    own_blocks = ()  # the node lists of the open blocks whose names this lowering merges
+    calls_wrote = frozenset()  # names a called function updated in the loop body lowered now
+
+    @contextlib.contextmanager
+    def merging(self, block):
+        """``self.b.into(block)`` for an ``if`` branch or a loop body: this lowering merges
+        (carries) the names that change there, also those a function called there updates in
+        place (see :meth:`.inplace.InplaceLowering.check_region`)."""
+        saved, self.own_blocks = self.own_blocks, (*self.own_blocks, block.nodes)
+        try:
+            with self.b.into(block):
+                yield block
+        finally:
+            self.own_blocks = saved
 
     def lower_loop(self, stmt):
         """A ``for``/``while``, after rewriting break/continue and traced range bounds."""
@@ -85,7 +99,7 @@ class LoopLowering:
             k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
             self.b.counters[k] = (0, n - 1)  # for windows x[t:t + 2] (see .windows)
             body = Block(params=[k, *params])
-            with self.b.into(body):
+            with self.merging(body):
                 bind_target(k)
                 self.run_statements(stmt.body)
             return (body,)
@@ -128,7 +142,7 @@ class LoopLowering:
                 test.outputs = [pred]
             carried.enter(self.env, params)
             body = Block(params=list(params))
-            with self.b.into(body):
+            with self.merging(body):
                 self.run_statements(stmt.body)
             return test, body
         self.carried_loop(stmt, header, "while", (), blocks)
@@ -190,16 +204,21 @@ class LoopLowering:
                       for n, a in zip(state.labels(), avals)]
             state.enter(self.env, params)
             self.loop_depth += 1
+            outer_wrote, self.calls_wrote = self.calls_wrote, set()
             try:
                 blocks = make_blocks(state, params)
             finally:
                 self.loop_depth -= 1
+                wrote, self.calls_wrote = self.calls_wrote, outer_wrote | self.calls_wrote
             body_env, self.env = self.env, env0
             stale = {n: body_env[n] for n in state.names if isinstance(body_env[n], Unreadable)}
             stale.update(_spoiled(env0, body_env))
-            if stale or self.settle(stmt, state, body_env):
+            grown = [n for n in wrote if n in env0 and n not in state.starts
+                     and not isinstance(body_env.get(n), Unreadable)]
+            if stale or grown or self.settle(stmt, state, body_env):
                 self.env.update(stale)
                 state.drop(stale)
+                state.add(self.env, grown)  # updated by a called function: carried too
                 return self.lower_body(stmt, state, make_blocks)
             new = [self.join(stmt, label(n, p), [a, _aval(r)], "loop")
                    for (n, p), a, r in zip(state.slots, avals, state.results(body_env))]
@@ -227,51 +246,6 @@ class LoopLowering:
                 raise self.src.error(stmt, *carry_error(name, *found[1:]))
             again = True
         return again
-
-    def check_loop_aliases(self, stmt, carried):
-        """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
-        carries names, not arrays, so such an alias is refused rather than silently stale, and
-        a view sharing its memory goes stale (reading it later is an error)."""
-        for node in own_scope(stmt.body):  # a nested def's names are its own
-            name = updated_in_place(node)
-            if name is None:
-                continue
-            value = self.env.get(name)
-            if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
-                continue
-            if rebound_first(stmt.body, name):  # y = y.copy(); y[i] = v: a new array each time
-                continue
-            others = [label(n, path) for n, v in self.env.items() if n != name
-                      for path, leaf in flat(v) if leaf is value]   # s[0] of s = (y, 1.0) too
-            if others:
-                raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
-                                     f"`{others[0]}` names the same array",
-                                     alias_copy_hint(self.src.tree, name, others[0]))
-            self.stale_before_loop(node, name, value)
-
-    def check_row_updates(self, stmt):
-        """In NumPy a loop over an array's rows binds views: ``row *= 2`` writes the array, and
-        ``Y[i] = ...`` is seen by the rows still to come. The compiled loop reads rows as values,
-        so an update of a row, or of the array looped over, is refused rather than lost."""
-        if _is_range(stmt.iter, self):
-            return
-        rows = {t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
-        looped = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)
-                  and isinstance(self.env.get(n.id), Value) and self.env[n.id].aval.ndim}
-        looped |= {name for name, v in self.env.items()
-                   if any(v is self.env.get(n) for n in looped) and isinstance(v, Value)}
-        for node in own_scope(stmt.body):
-            name = updated_in_place(node)
-            if name in rows and not rebound_first(stmt.body, name):
-                raise self.src.error(node, f"`{name}` is a row of the array looped over: NumPy "
-                                     "would write this update into that array, which the "
-                                     "compiled loop does not", "loop over range(len(...)) and "
-                                     "update the array by index (Y[i] = Y[i] * 2)")
-            if name in looped:
-                raise self.src.error(node, f"`{name}` is updated inside a loop over its rows: "
-                                     "NumPy's rows still to come would see the update, the "
-                                     "compiled loop's would not", "loop over range(len(...)) "
-                                     f"and read {name}[i] in the body")
 
     def iteration(self, stmt):
         """The trip count and a function binding the loop target for iteration ``k``."""
@@ -303,40 +277,6 @@ class LoopLowering:
                              "over", "loop over range(len(x)) and index x[i]")
 
 
-def _is_range(node, lowering) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and lowering.lookup(node.func.id, node.func) is range)
-
-
-def updated_in_place(node):
-    """The array name ``node`` writes into in place (``y *= 2``, ``y[i] = v``, ``y[i] += v``,
-    ``np.add.at(y, i, v)``)."""
-    if add_at_target(node):
-        return add_at_target(node)
-    targets = (node.targets if isinstance(node, ast.Assign)
-               else [node.target] if isinstance(node, ast.AugAssign) else [])
-    for t in targets:
-        if isinstance(node, ast.AugAssign) and isinstance(t, ast.Name):
-            return t.id
-        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-            return t.value.id
-    return None
-
-
-def rebound_first(body, name) -> bool:
-    """Whether the first statement of ``body`` that writes ``name`` is ``name = ...`` at the top
-    level: later in-place updates then write that new array. (Were it another name's array, the
-    update would change that name too, which a loop body refuses: see ``check_region``.)"""
-    for stmt in body:
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name):
-            return True
-        if any(updated_in_place(n) == name or name in _assigned([n])
-               for n in own_scope([stmt]) if isinstance(n, ast.stmt)):
-            return False
-    return False
-
-
 def _target_names(stmt) -> list:
     """The names a ``for`` loop's target binds (``i, row`` in ``for i, row in ...``)."""
     return [t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)]
@@ -366,24 +306,3 @@ def _index_name(stmt) -> str:
             and getattr(call.func, "id", None) == "range" and len(call.args) == 1):
         return stmt.target.id
     return "k"
-
-
-def _assigned(stmts) -> list:
-    """Names (re)bound anywhere in ``stmts``, in order of first assignment (not the names a
-    comprehension binds, nor those a nested def or lambda binds: they are their own, see
-    :mod:`.comprehensions` and :mod:`.local_functions`)."""
-    names = {}
-    for stmt in stmts:
-        own = {id(n) for c in ast.walk(stmt) if isinstance(c, ast.comprehension)
-               for n in ast.walk(c.target)}
-        for node in own_scope([stmt]):
-            if id(node) in own:
-                continue
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.setdefault(node.id, None)
-            elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
-                  and isinstance(node.value, ast.Name)):  # y[i] = v rebinds y in SSA
-                names.setdefault(node.value.id, None)
-            elif add_at_target(node):  # so does np.add.at(y, i, v)
-                names.setdefault(add_at_target(node), None)
-    return list(names)

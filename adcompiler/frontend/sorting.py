@@ -10,9 +10,9 @@ index array, not one per axis); its index is tagged ``("a", 0)``, a copy (a ``("
 stands for a view to the in-place checks, which would then refuse an update of the sorted or
 the original array), so the adjoint adds with ``np.add.at`` (as fast as ``dx[pos] = g`` in
 NumPy 2). ``np.take_along_axis`` is NumPy's own fancy index (``arange`` along the other
-axes), whose adjoint adds repeated indices up. ``np.median`` is NumPy's: the middle entry, or
-``(a + b) / 2`` of the middle two, of the sorted axis, and NaN where the axis holds a NaN (NaNs
-sort last); its gradient goes to those entries (1/2 each for an even count). ``np.quantile``
+axes), whose adjoint adds repeated indices up. ``np.median`` is NumPy's: the mean of the
+middle entry, or of the middle two, of the sorted axis, and NaN where the axis holds a NaN
+(NaNs sort last); its gradient goes to those entries (1/2 each for an even count). ``np.quantile``
 interpolates between sorted entries at positions known while compiling (``q`` must be static),
 with NumPy's ``_lerp``. ``x.sort()`` sorts an argument in place and is refused (use
 ``np.sort``). The composition is written once on the ``ops`` protocol (:class:`_BuilderOps`
@@ -92,14 +92,18 @@ def _nan_last(ops, s, axis, n, value):
 
 
 def median_along(ops, x, axis):
-    """The median of float ``x`` along ``axis`` (a non-empty one), NumPy's formula."""
+    """The median of float ``x`` along ``axis`` (a non-empty one), NumPy's formula: the mean of
+    the middle entry (odd count) or two, so a -0.0 there gives 0.0 and a whole-array median is
+    a NumPy scalar; NaN where the axis ends with a NaN (the NaN goes in before the mean)."""
     n = ops.shape(x)[axis]
     s = sort_along(ops, x, axis)
-    if n % 2:
-        mid = _at(ops, s, axis, n // 2)
-    else:
-        mid = ops.divide(ops.add(_at(ops, s, axis, n // 2 - 1), _at(ops, s, axis, n // 2)), 2.0)
-    return _nan_last(ops, s, axis, n, mid)
+    middle = _slice(ops, s, axis, (n - 1) // 2, n // 2 + 1)
+    last = _slice(ops, s, axis, n - 1, n)
+    return ops.mean(ops.where(ops.isnan(last), last, middle), axis=axis)
+
+
+def _slice(ops, s, axis, start, stop):
+    return ops.getitem(s, (), (_ALL,) * axis + (("s", start, stop, None),))
 
 
 def quantile_along(ops, x, q, axis, weak):
@@ -116,13 +120,12 @@ def quantile_along(ops, x, q, axis, weak):
     lo, hi = np.where(top, -1, lo), np.where(top, -1, lo + 1)
     t = np.asarray(virtual - lo, dtype=virtual.dtype)
     lo, hi = lo.astype(np.intp) % n, hi.astype(np.intp) % n
-    if weak:
-        a, b = _at(ops, s, axis, int(lo)), _at(ops, s, axis, int(hi))
-        out = _lerp(ops, a, b, float(t), bool(t >= 0.5))
-    else:
-        a, b = (_taken(ops, s, axis, idx) for idx in (lo, hi))
-        t = t.reshape(t.shape + (1,) * (len(ops.shape(x)) - 1))
-        out = _lerp(ops, a, b, ops.const(t, "gamma"), ops.const(t >= 0.5, "upper"))
+    if weak:   # the NaN goes in first: the lerp's ufuncs give a NumPy scalar, as NumPy's
+        a, b = (_nan_last(ops, s, axis, n, _at(ops, s, axis, int(k))) for k in (lo, hi))
+        return _lerp(ops, a, b, float(t), bool(t >= 0.5))
+    a, b = (_taken(ops, s, axis, idx) for idx in (lo, hi))
+    t = t.reshape(t.shape + (1,) * (len(ops.shape(x)) - 1))
+    out = _lerp(ops, a, b, ops.const(t, "gamma"), ops.const(t >= 0.5, "upper"))
     return _nan_last(ops, s, axis, n, out)
 
 

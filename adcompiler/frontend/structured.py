@@ -211,6 +211,13 @@ class LoopState:
     def results(self, env) -> list:
         return [leaf_at(env[n], p) for n, p in self.slots]
 
+    def add(self, env, names):
+        """Carry these names too, from their values in ``env`` (before the loop)."""
+        for n in names:
+            self.starts[n] = env[n]
+            self.slots += [(n, p) for p, leaf in flat(env[n])
+                           if isinstance(leaf, Value) or (p == () and traceable(leaf))]
+
     def drop(self, names):
         for n in names:
             self.starts.pop(n, None)

@@ -1,0 +1,117 @@
+"""What a loop body writes in place, and the writes a compiled loop refuses: an update of an
+array another name also holds (NumPy changes both, a loop carries names), and an update of the
+rows being looped over (NumPy's later rows see it). Used by :mod:`.loops` and :mod:`.lists`."""
+
+from __future__ import annotations
+
+import ast
+
+from .inplace import alias_copy_hint
+from .local_functions import own_scope
+from .setitem import add_at_target
+from .structured import flat, label
+from ..ir import Value
+
+
+class LoopWriteChecks:
+    """Mixin of :class:`.loops.LoopLowering`: the checks of a loop body's in-place writes."""
+
+    def check_loop_aliases(self, stmt, carried):
+        """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
+        carries names, not arrays, so such an alias is refused rather than silently stale, and
+        a view sharing its memory goes stale (reading it later is an error)."""
+        for node in own_scope(stmt.body):  # a nested def's names are its own
+            name = updated_in_place(node)
+            if name is None:
+                continue
+            value = self.env.get(name)
+            if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
+                continue
+            if rebound_first(stmt.body, name):  # y = y.copy(); y[i] = v: a new array each time
+                continue
+            others = [label(n, path) for n, v in self.env.items() if n != name
+                      for path, leaf in flat(v) if leaf is value]   # s[0] of s = (y, 1.0) too
+            if others:
+                raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
+                                     f"`{others[0]}` names the same array",
+                                     alias_copy_hint(self.src.tree, name, others[0]))
+            self.stale_before_loop(node, name, value)
+
+    def check_row_updates(self, stmt):
+        """In NumPy a loop over an array's rows binds views: ``row *= 2`` writes the array, and
+        ``Y[i] = ...`` is seen by the rows still to come. The compiled loop reads rows as values,
+        so an update of a row, or of the array looped over, is refused rather than lost."""
+        if _is_range(stmt.iter, self):
+            return
+        rows = {t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
+        looped = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)
+                  and isinstance(self.env.get(n.id), Value) and self.env[n.id].aval.ndim}
+        looped |= {name for name, v in self.env.items()
+                   if any(v is self.env.get(n) for n in looped) and isinstance(v, Value)}
+        for node in own_scope(stmt.body):
+            name = updated_in_place(node)
+            if name in rows and not rebound_first(stmt.body, name):
+                raise self.src.error(node, f"`{name}` is a row of the array looped over: NumPy "
+                                     "would write this update into that array, which the "
+                                     "compiled loop does not", "loop over range(len(...)) and "
+                                     "update the array by index (Y[i] = Y[i] * 2)")
+            if name in looped:
+                raise self.src.error(node, f"`{name}` is updated inside a loop over its rows: "
+                                     "NumPy's rows still to come would see the update, the "
+                                     "compiled loop's would not", "loop over range(len(...)) "
+                                     f"and read {name}[i] in the body")
+
+
+def _is_range(node, lowering) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and lowering.lookup(node.func.id, node.func) is range)
+
+
+def updated_in_place(node):
+    """The array name ``node`` writes into in place (``y *= 2``, ``y[i] = v``, ``y[i] += v``,
+    ``np.add.at(y, i, v)``)."""
+    if add_at_target(node):
+        return add_at_target(node)
+    targets = (node.targets if isinstance(node, ast.Assign)
+               else [node.target] if isinstance(node, ast.AugAssign) else [])
+    for t in targets:
+        if isinstance(node, ast.AugAssign) and isinstance(t, ast.Name):
+            return t.id
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            return t.value.id
+    return None
+
+
+def rebound_first(body, name) -> bool:
+    """Whether the first statement of ``body`` that writes ``name`` is ``name = ...`` at the top
+    level: later in-place updates then write that new array. (Were it another name's array, the
+    update would change that name too, which a loop body refuses: see ``check_region``.)"""
+    for stmt in body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name):
+            return True
+        if any(updated_in_place(n) == name or name in _assigned([n])
+               for n in own_scope([stmt]) if isinstance(n, ast.stmt)):
+            return False
+    return False
+
+
+def _assigned(stmts) -> list:
+    """Names (re)bound anywhere in ``stmts``, in order of first assignment (not the names a
+    comprehension binds, nor those a nested def or lambda binds: they are their own, see
+    :mod:`.comprehensions` and :mod:`.local_functions`)."""
+    names = {}
+    for stmt in stmts:
+        own = {id(n) for c in ast.walk(stmt) if isinstance(c, ast.comprehension)
+               for n in ast.walk(c.target)}
+        for node in own_scope([stmt]):
+            if id(node) in own:
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.setdefault(node.id, None)
+            elif (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name)):  # y[i] = v rebinds y in SSA
+                names.setdefault(node.value.id, None)
+            elif add_at_target(node):  # so does np.add.at(y, i, v)
+                names.setdefault(add_at_target(node), None)
+    return list(names)
