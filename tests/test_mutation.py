@@ -362,22 +362,10 @@ def array_read_after_its_view_changed_in_a_loop(x, z):
     return np.sum(acc * acc)  # stale
 
 
-def add_in_a_loop(y, z):
-    for i in range(2):
-        y += z
-    return y
-
-
-def alias_changed_by_a_callee_loop(x, z):
-    a = x * 1.0
-    b = add_in_a_loop(a, z)
-    return np.sum(a * b)  # stale
-
-
 STALE_READS = [view_read_after_update_in_loop, view_read_after_update_in_branch,
                view_from_before_the_loop_read_after_it, view_from_before_the_loop_read_in_it,
                view_read_in_the_next_iteration, view_read_after_the_loop_it_went_stale_in,
-               array_read_after_its_view_changed_in_a_loop, alias_changed_by_a_callee_loop]
+               array_read_after_its_view_changed_in_a_loop]
 XZ = (np.array([0.3, 0.5, 0.7]), np.array([1.1, 0.9, 1.3]))
 
 

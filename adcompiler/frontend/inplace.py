@@ -8,8 +8,10 @@ through a view (``z = y[:2]``, ``y.T``, a reshape) is marked :class:`Stale`, and
 later is a located error, since views are not tracked yet; an update NumPy would refuse (a dtype
 it cannot cast back, a shape that would change) or one that writes into a module-level or
 closure array is a located error, and so is one inside an ``if``/``for``/``while`` body that
-would change any name but its own target. Python numbers and NumPy scalars (shape ``()``) are
-immutable: ``+=`` on them only rebinds the name.
+would change any name but its own target and the names that block passes on (see
+``check_region``; a called function's own loop passes its update back to the caller's name, see
+:mod:`.loop_writes`). Python numbers and NumPy scalars (shape ``()``) are immutable: ``+=`` on
+them only rebinds the name.
 """
 
 from __future__ import annotations
@@ -73,11 +75,12 @@ class Stale(Unreadable):
     statement: str     # the statement that did it, as the user wrote it
     lineno: int
     hint: str          # how to write that update so nothing else shares the memory
+    owner: str = ""    # the function whose name the target is, where it is not the reader's
 
     @classmethod
-    def of(cls, stmt, target, text, src=None):
+    def of(cls, stmt, target, text, src=None, owner=""):
         through = src and write_through_hint(src, stmt, target)
-        return cls(target, text, stmt.lineno, through or rebind_hint(stmt, target))
+        return cls(target, text, stmt.lineno, through or rebind_hint(stmt, target), owner)
 
     def describe(self, name):
         why = (f"NumPy would show that change through `{name}` too, and adcompiler does not "
@@ -90,7 +93,8 @@ class Stale(Unreadable):
         else:
             how = (f"make `{name}` its own array where it is assigned (append .copy() to the "
                    f"expression, as in `acc[1:].copy()`), or {self.hint}")
-        return (f"`{name}` shares memory with `{self.target}`, which `{self.statement}` "
+        target = f"`{self.target}`" + (f" of `{self.owner}`" if self.owner else "")
+        return (f"`{name}` shares memory with {target}, which `{self.statement}` "
                 f"(line {self.lineno}) changed in place", why + how)
 
 
@@ -134,13 +138,12 @@ class InplaceLowering:
         name = name or stmt.target.id
         producers = open_producers(self.b)
         root = self.writable_root(stmt, old, producers, name)
-        stale = Stale.of(stmt, name, self.src.text(stmt), self.src)
 
-        def update(value):
+        def update(value, stale):
             if value is old:
                 return new
             if isinstance(value, (tuple, list)):
-                items = [update(v) for v in value]
+                items = [update(v, stale) for v in value]
                 if all(a is b for a, b in zip(items, value)):
                     return value
                 return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
@@ -150,12 +153,20 @@ class InplaceLowering:
 
         changes = []
         for env in self.frames:
+            here = self.stale_in(env, stmt, name)
             for alias, value in env.items():
-                if (changed := update(value)) is not value:
+                if (changed := update(value, here)) is not value:
                     changes.append((env, alias, changed))
         self.check_region(stmt, changes, name)
         for env, alias, value in changes:
             env[alias] = value
+
+    def stale_in(self, env, stmt, name) -> Stale:
+        """What a name in ``env`` that views the array ``stmt`` updated as ``name`` holds: a
+        caller's or definer's name is told which function's ``name`` that is."""
+        outer = env is not self.env and lowering_of(env, self) is not None
+        return Stale.of(stmt, name, self.src.text(stmt), self.src,
+                        self.src.tree.name if outer else "")
 
     def writable_root(self, stmt, old: Value, producers, name) -> Value:
         """The value whose memory ``old`` views, unless that is a module global's or closure's."""
@@ -177,19 +188,6 @@ class InplaceLowering:
                        if p is not param and _is_mutable_array(p))
         self.graph.writes[param.name] = (os.path.basename(at.filename), at.lineno,
                                          self.src.text(stmt), others)
-
-    def stale_before_loop(self, stmt, name, value: Value):
-        """A loop body that updates ``name`` in place (``stmt``) changes ``value``'s memory,
-        but the loop carries names, not arrays: every other name that shares that memory, a
-        view or the array a view looks into, here or in a caller, goes :class:`Stale`."""
-        producers = open_producers(self.b)
-        root = self.writable_root(stmt, value, producers, name)
-        stale = Stale.of(stmt, name, self.src.text(stmt), self.src)
-        for env in self.frames:
-            for alias, v in env.items():
-                if ((env is not self.env or alias != name) and isinstance(v, Value)
-                        and memory_root(v, producers) is root):
-                    env[alias] = stale
 
     def check_region(self, stmt, changes, target):
         """Inside a block only the target itself may change, with these exceptions: a branch
@@ -244,7 +242,7 @@ class InplaceLowering:
         passes back only its own function's names."""
         env, name = next(((e, n) for e, n in changed if owner and e is not owner.env),
                          (None, None))
-        outer = _lowering_of(env, self)
+        outer = lowering_of(env, self)
         if outer is None:
             return
         mine, theirs = owner.src.tree.name, outer.src.tree.name
@@ -276,7 +274,7 @@ class InplaceLowering:
             "if it should keep its values")
 
 
-def _lowering_of(env, frame):
+def lowering_of(env, frame):
     """The lowering, among ``frame``, its callers and definers, whose environment is ``env``."""
     todo, seen = [frame], set()
     while todo:

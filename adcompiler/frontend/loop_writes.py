@@ -1,28 +1,53 @@
 """What a loop body writes in place, and the writes a compiled loop refuses: an update of an
 array another name also holds (NumPy changes both, a loop carries names), and an update of the
-rows being looped over (NumPy's later rows see it). Used by :mod:`.loops` and :mod:`.lists`."""
+rows being looped over (NumPy's later rows see it). An update of a called function's parameter
+in its own loop is passed back to the caller's name for that array after the loop. Used by
+:mod:`.loops` and :mod:`.lists`."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
-from .inplace import alias_copy_hint
+from .inplace import Stale, Unreadable, alias_copy_hint, lowering_of, memory_root, open_producers
 from .local_functions import own_scope
 from .setitem import add_at_target
 from .structured import flat, label
 from ..ir import Value
 
 
+@dataclass(frozen=True)
+class ReboundInLoop(Unreadable):
+    """A caller's name for an array that a called function's loop updates in place and also
+    rebinds (``y[j] += v; y = 2 * y``): only the iterations before the rebinding write into
+    the caller's array, which adcompiler does not follow."""
+
+    param: str
+    function: str
+    statement: str
+    lineno: int
+
+    def describe(self, name):
+        return (f"`{name}` was changed in place by `{self.statement}` (line {self.lineno}) "
+                f"inside a loop of `{self.function}` that also rebinds `{self.param}`; "
+                f"adcompiler cannot pass such an update back to `{name}`",
+                f"return the array from `{self.function}` and assign it to `{name}` "
+                f"(`{name} = {self.function}(...)`), or update `{name}` where it is defined")
+
+
 class LoopWriteChecks:
     """Mixin of :class:`.loops.LoopLowering`: the checks of a loop body's in-place writes."""
 
-    def check_loop_aliases(self, stmt, carried):
+    def check_loop_aliases(self, stmt, carried) -> dict:
         """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
         carries names, not arrays, so such an alias is refused rather than silently stale, and
-        a view sharing its memory goes stale (reading it later is an error)."""
+        a view sharing its memory goes stale (reading it later is an error). Returns, for each
+        name updated in place, the callers' names for its array, to rebind after the loop
+        (:meth:`pass_back`)."""
+        passed = {}
         for node in own_scope(stmt.body):  # a nested def's names are its own
             name = updated_in_place(node)
-            if name is None:
+            if name is None or name in passed:
                 continue
             value = self.env.get(name)
             if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
@@ -35,7 +60,71 @@ class LoopWriteChecks:
                 raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
                                      f"`{others[0]}` names the same array",
                                      alias_copy_hint(self.src.tree, name, others[0]))
-            self.stale_before_loop(node, name, value)
+            passed[name] = node, self.stale_before_loop(node, name, value, stmt.body)
+        return passed
+
+    def stale_before_loop(self, stmt, name, value: Value, body) -> list:
+        """A loop ``body`` that updates ``name`` in place (``stmt``) changes ``value``'s memory,
+        but the loop carries names, not arrays: every other name that shares that memory, a
+        view or the array a view looks into, here or in a caller, goes :class:`.inplace.Stale`.
+        A caller's name for ``value`` itself (the array passed in) is unreadable only while the
+        loop runs: returns those ``(env, name, marker)``, which :meth:`pass_back` rebinds to the
+        array the loop leaves (none where the body also rebinds ``name``: it stays unreadable)."""
+        producers = open_producers(self.b)
+        root = self.writable_root(stmt, value, producers, name)
+        text, mine = self.src.text(stmt), self.src.tree.name
+        held = {id(env): alias for env, alias in self.callers_holding(stmt, name, value)}
+        marker = (Stale.of(stmt, name, text, self.src, mine) if not _rebinds(body, name)
+                  else ReboundInLoop(name, mine, text, stmt.lineno))
+        passed = []
+        for env in self.frames:
+            stale = self.stale_in(env, stmt, name)
+            for alias, v in env.items():
+                if ((env is self.env and alias == name) or not isinstance(v, Value)
+                        or memory_root(v, producers) is not root):
+                    continue
+                env[alias] = marker if held.get(id(env)) == alias else stale
+                if env[alias] is marker and isinstance(marker, Stale):
+                    passed.append((env, alias, marker))
+        return passed
+
+    def callers_holding(self, stmt, name, value) -> list:
+        """``(env, name)`` for each caller's name for ``value``, the array this function's loop
+        updates in place as ``name``: at most one plain name a function, else a located error
+        (NumPy changes them all, as for an alias in the loop's own function). A nested
+        function's default holding the array is no caller's name: it goes stale."""
+        held = []
+        for env in self.frames[1:]:
+            outer = lowering_of(env, self)
+            if outer is None:   # a nested function's defaults
+                continue
+            names = sorted((label(n, path) for n, v in env.items() for path, leaf in flat(v)
+                            if leaf is value), key=lambda n: "[" in n)
+            if len(names) > 1 or any("[" in n for n in names):
+                mine, theirs = self.src.tree.name, outer.src.tree.name
+                who = (f"`{names[0]}` and `{names[1]}` of `{theirs}` name" if len(names) > 1
+                       else f"`{names[0]}` of `{theirs}` names")
+                raise self.src.error(
+                    stmt, f"`{self.src.text(stmt)}` inside a loop of `{mine}` updates `{name}` "
+                    f"in place while {who} the same array",
+                    alias_copy_hint(outer.src.tree, *names[:2]) if len(names) > 1 else
+                    f"return the new array from `{mine}` and assign it in `{theirs}`")
+            held += [(env, n) for n in names]
+        return held
+
+    def pass_back(self, passed):
+        """After a loop that updates ``name`` in place, each caller's name for the array that
+        ``name`` held before it names the array the loop leaves, as NumPy's update shows through
+        it; inside a block of a caller, that is checked as any update there (``check_region``)."""
+        for name, (node, held) in passed.items():
+            new = self.env.get(name)
+            changes = [(env, alias, new) for env, alias, marker in held
+                       if env.get(alias) is marker]
+            if not changes or not isinstance(new, Value):
+                continue
+            self.check_region(node, changes, name)
+            for env, alias, value in changes:
+                env[alias] = value
 
     def check_row_updates(self, stmt):
         """In NumPy a loop over an array's rows binds views: ``row *= 2`` writes the array, and
@@ -94,6 +183,13 @@ def rebound_first(body, name) -> bool:
                for n in own_scope([stmt]) if isinstance(n, ast.stmt)):
             return False
     return False
+
+
+def _rebinds(body, name) -> bool:
+    """Whether ``body`` binds ``name`` other than by an in-place update (``name = ...``)."""
+    updates = {id(n.target) for n in own_scope(body) if isinstance(n, ast.AugAssign)}
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+               and id(n) not in updates for n in own_scope(body))
 
 
 def _assigned(stmts) -> list:

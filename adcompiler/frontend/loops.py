@@ -152,7 +152,7 @@ class LoopLowering(LoopWriteChecks):
         leaf (re-lowering until they agree), then emit the node and rebind the names (a tuple
         or list as its carried entries, see :class:`.structured.LoopState`)."""
         names = [name for name in _assigned(stmt.body) if name in self.env]
-        self.check_loop_aliases(stmt, names)
+        passed = self.check_loop_aliases(stmt, names)
         state = LoopState(self.env, names)
         avals, blocks, body_env = self.lower_body(stmt, state, make_blocks)
         body = blocks[-1]
@@ -165,6 +165,7 @@ class LoopLowering(LoopWriteChecks):
         self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
                                   "forward", tuple(blocks)))
         state.leave(self.env, body_env, outs)
+        self.pass_back(passed)  # a caller's name for an array the body updated
         self.after_changing(stmt, state, body_env, prim == "loop")
         self.env.update({name: InLoopOnly(stmt.lineno, prim == "loop")
                          for name in self.first_bound_in(stmt, body_env)})
