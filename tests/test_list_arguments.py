@@ -114,6 +114,26 @@ def floor_of_traced_items(x, a):
     return np.sum(np.maximum([a, 0.5, a * 2.0], x) + np.where(x > 1.5, [1.0, 2.0, 3.0], x))
 
 
+M = [[1.0, 2.0], [3.0, 4.0]]
+
+
+def dot_of_a_module_list(x):
+    return np.sum(np.dot(M, x)) + np.sum(np.clip(x, [0.0, 0.1], 1.0))
+
+
+def joined_with_a_list_row(x):
+    return np.sum(np.concatenate([x, M[0]]) ** 2)
+
+
+def test_every_operand_position_takes_a_list():
+    """The conversion is the IR builder's (any array operand), not one handler's: np.dot,
+    np.clip's bounds and a list item of np.concatenate once gave 'cannot use list as an IR
+    input' with the false hint that NumPy raises too."""
+    x = np.array([0.5, 2.0])
+    np.testing.assert_allclose(ad.grad(dot_of_a_module_list)(x), [4.0 + 1.0, 6.0 + 0.0])
+    np.testing.assert_allclose(ad.grad(joined_with_a_list_row)(x), 2 * x)
+
+
 def test_numpy_functions_take_lists_and_tuples_as_arrays():
     """NumPy's functions read a list or tuple operand as its array (it once was 'cannot use
     list as an IR input', with the hint that NumPy raises too, which it does not)."""

@@ -20,7 +20,6 @@ from ..ir import Value
 from ..ir.primitives import PRIMS
 from . import compositions, creation, diagonal, einsum, norms, scans, solvers, sorting
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
-from .compositions import _array
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
                "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan",
@@ -44,17 +43,11 @@ def _ufunc(name):
     """``np.<name>(...)``: a NumPy result even for Python numbers (np.add(2.0, 3.0) is an
     np.float64, where ``2.0 + 3.0`` is a float)."""
     def handler(b, args, kwargs):
-        out = b.emit(name, _operands(b, args, PRIMS[name].arity))
+        out = b.emit(name, positional(args, PRIMS[name].arity))
         if isinstance(out, Value) and out.aval.is_scalar:
             out = b.emit("asarray", (out,))
         return out
     return handler
-
-
-def _operands(b, args, n):
-    """The ``n`` positional operands, a list or tuple as the array NumPy makes of it
-    (``np.multiply(W, 2)`` of a module-level list; one holding traced values, stacked)."""
-    return [_array(b, a) if isinstance(a, (list, tuple)) else a for a in positional(args, n)]
 
 
 def _int(b, args, kwargs):
@@ -145,7 +138,7 @@ def _where(b, args, kwargs):
     if len(args) == 1:
         raise CallError("with one argument (the indices of true entries) is not supported: "
                         "its shape depends on the data", "use np.where(cond, a, b)")
-    return b.emit("where", _operands(b, args, 3))
+    return b.emit("where", positional(args, 3))
 
 
 # ---- reductions -----------------------------------------------------------------------------
@@ -213,7 +206,7 @@ def _dot(b, args, kwargs):
 
 def _binary(name):
     def handler(b, args, kwargs):
-        return b.emit(name, _operands(b, args, 2))
+        return b.emit(name, positional(args, 2))
     return handler
 
 

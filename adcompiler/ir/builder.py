@@ -60,7 +60,21 @@ class Builder:
             return Literal(x)
         if isinstance(x, np.generic) and x.ndim == 0:
             return Literal(x.item())
+        if isinstance(x, (list, tuple)):
+            return self.sequence(x)
         raise TypeError(f"cannot use {type(x).__name__} as an IR input")
+
+    def sequence(self, x) -> Value:
+        """A list or tuple given where an array goes (``np.dot(W, x)`` of a module-level list):
+        ``np.asarray`` of it, a constant; one holding traced values is the stack of its items
+        (nested lists row by row), as NumPy builds it. Ragged ones raise NumPy's ValueError."""
+        if not _holds_value(x):
+            return self.constant(np.asarray(x))
+        items = [self.atom(v) for v in x]
+        if len({i.aval.known_shape for i in items}) > 1:
+            raise ValueError("setting an array element with a sequence: the items have "
+                             "different shapes")
+        return self.stack(items)
 
     def emit(self, prim: str, inputs, params=None, name: Optional[str] = None) -> Value:
         params = dict(params or {})
@@ -162,6 +176,12 @@ class Builder:
 
     def stack(self, xs, axis=0):
         return self.emit("stack", tuple(xs), {"axis": axis})
+
+
+def _holds_value(x) -> bool:
+    if isinstance(x, (list, tuple)):
+        return any(_holds_value(v) for v in x)
+    return isinstance(x, Value)
 
 
 def _aval(x) -> Aval:
