@@ -10,6 +10,8 @@ abstract value (shape, dtype and Python-ness), so no dtype or broadcast is lost.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir import Aval, Literal, Node, Value
@@ -187,9 +189,20 @@ def _identity(node, producers):
         value = _literal(node.inputs[1 - keep], producers)
         x = node.inputs[keep]
         if (value is not None and type(value) is not bool and value == unit
-                and x.aval == node.out.aval):
+                and x.aval == node.out.aval and _keeps_zero_sign(node, value)):
             return x
     return None
+
+
+def _keeps_zero_sign(node, value) -> bool:
+    """Whether dropping ``node``'s zero operand keeps the sign of a zero result: ``x + 0.0``
+    and ``x - (-0.0)`` turn ``-0.0`` into ``+0.0`` (``1 / (x + 0.0)`` is ``+inf`` there), so in
+    the user's computation only ``x + (-0.0)`` and ``x - 0.0`` are ``x``. An adjoint's zero
+    carries no sign that matters (a cotangent's ``-0.0`` is as good as ``+0.0``)."""
+    if node.phase != "forward" or node.prim not in ("add", "subtract"):
+        return True
+    negative = math.copysign(1.0, value) < 0
+    return negative if node.prim == "add" else not negative
 
 
 def _plain_literal(x, producers):
