@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 
 import numpy as np
 
 from . import cotangents, custom_examples, fastpath, state
 from .bound import bind
 from .frontend import fence
+from .function_keys import FunctionKey
 from .frontend.source import read_function
 from .errors import ArgumentError, CompileError, as_user_error
 from .pipeline import Compiled, compile_gradient
@@ -275,6 +277,8 @@ def _fast_key(args):
             key.append(float)
         elif t in _STATIC_TYPES:
             key.append((t, a))
+        elif t is types.FunctionType or t is functools.partial:  # a lambda made in the call
+            key.append(("function", FunctionKey(a)))               # is the same key each time
         elif t is list or t.__hash__ is None or t.__eq__ is not object.__eq__:
             return None
         else:  # an object compared by identity (a model as ``self``): the same object

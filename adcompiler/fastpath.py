@@ -83,6 +83,9 @@ def guards(key, namespace: dict, entry: int, names=None) -> str | None:
         a = names[k] if names else f"a{k}"
         if item is float:
             parts.append(f"_adc_type({a}) is _adc_float")
+        elif item[0] == "function":                           # ("function", FunctionKey)
+            namespace[f"_adc_object{entry}_{k}"] = item[1].function   # its first function
+            parts.append(f"{a} is _adc_object{entry}_{k}")
         elif item[0] == "object":                             # ("object", id, it): identity
             namespace[f"_adc_object{entry}_{k}"] = item[2]
             parts.append(f"{a} is _adc_object{entry}_{k}")

@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 from .errors import CompileError
+from .function_keys import static_key
 from .ir import Aval
 
 _STATIC_TYPES = (bool, int, str, type(None), tuple, np.dtype, type)
@@ -181,7 +182,7 @@ def key_of(arguments: dict) -> tuple:
                 hash(value)
             except TypeError:
                 raise TypeError(_unhashable(name, value)) from None
-            out.append(("static", type(value).__name__, value))
+            out.append(("static", type(value).__name__, static_key(value)))
     return tuple(out)
 
 

@@ -14,11 +14,14 @@ function's code loads, recursively through the plain functions it calls, except 
 the attributes of each object argument that the code names, two levels deep), so a check can only cost a
 compilation too many, never miss a change it covers. Not covered: a module's own attributes
 (``np.pi``, ``mymodule.SCALE``), and objects reached through containers (a list's items).
+A function passed as a static argument (``loss(x, act)``, ``loss(x, lambda t: t * k)``) is
+scanned as a helper the function calls: rebinding the ``k`` it reads compiles again.
 """
 
 from __future__ import annotations
 
 import dis
+import functools
 import types
 
 import numpy as np
@@ -61,6 +64,9 @@ def take(fn, arguments: dict) -> Snapshot:
     attributes: set = set()  # every attribute name the code (and its helpers) mentions
     functions: set = set()
     _function(fn, entries, functions, attributes)
+    for value in arguments.values():  # a function passed as a static argument is inlined:
+        for helper in _passed_functions(value):  # what it reads is read as well
+            _function(helper, entries, functions, attributes)
     objects = [v for v in arguments.values() if not isinstance(v, _STATIC)]
     for obj in objects:  # arguments' attributes, and the attributes those hold, by name
         held = getattr(obj, "__dict__", None)
@@ -71,6 +77,19 @@ def take(fn, arguments: dict) -> Snapshot:
     for value in arguments.values():
         _object(value, entries, _DEPTH, set(), attributes)
     return Snapshot(entries)
+
+
+def _passed_functions(value):
+    """The plain functions a static argument holds: itself, a partial's function and its bound
+    arguments, a tuple's items."""
+    if isinstance(value, types.FunctionType):
+        yield value
+    elif isinstance(value, functools.partial):
+        for held in (value.func, *value.args, *value.keywords.values()):
+            yield from _passed_functions(held)
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _passed_functions(item)
 
 
 def _methods(obj, entries, functions, attributes):
