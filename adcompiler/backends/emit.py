@@ -139,11 +139,17 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
                 return lines
         if node.prim in ("index_add", "setitem"):
             return self.update(node, args, *where)
-        target = self.name(node.outputs[0], *where)
-        if node.prim == "scatter_add":
-            stmts = scatter_statements(node, target, args, self.xp, self.plain)
+        if node.prim == "scatter_add":  # zeros first, then the writes read the inputs: the
+            target = self.name(node.out, *where, self.input_names(node))  # result takes none
+            stmts = scatter_statements(node, target, args, self.xp, self.plain)  # of their names
             return [_render(s) for s in stmts]
+        target = self.name(node.outputs[0], *where)
         return [_render(ast.Assign([_store(target)], self.expr(node, args)))]
+
+    def input_names(self, node, first=0) -> set:
+        """The names ``node``'s inputs (from position ``first``) are read under."""
+        return {self.names[x] for x in node.inputs[first:]
+                if isinstance(x, Value) and x in self.names}
 
     def _dead(self, v, end) -> bool:
         """Whether ``v``'s buffer may be reused after top-level statement ``end``: a stack

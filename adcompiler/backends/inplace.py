@@ -224,7 +224,9 @@ class InPlaceEmission:
         if acc in self.names and self.owned(acc, at, path, node.outputs[0]):
             target = self._bind(node.outputs[0], self.names[acc])
         else:
-            target = self.name(node.outputs[0], at, path)
+            # the value and the indices are read after the copy: the copy takes none of their
+            # names (``dx = np.array(t); dx[i] = dx`` would write the copy into itself)
+            target = self.name(node.outputs[0], at, path, self.input_names(node, first=1))
             # np.array copies, and gives a writable array even where acc is a NumPy scalar
             lines.append(f"{target} = {self.xp}.array({self.render(ast.Expr(args[0]))})")
         if node.prim == "setitem":
