@@ -40,8 +40,18 @@ def _like(name):
 
 
 def _astype(b, x, args, kwargs):
-    kwargs.pop("copy", None)  # the result is always a new array to the compiler
-    return b.emit("astype", (x,), {"dtype": dtype_arg(bind(args, kwargs, ("dtype",))["dtype"])})
+    """``x.astype(dtype)``: a new array; with ``copy=False`` and ``x``'s own dtype, ``x``
+    itself, as NumPy returns it (``z = x.astype(np.float64, copy=False); z += 1`` changes
+    ``x``)."""
+    p = bind(args, kwargs, ("dtype", "order", "casting", "subok", "copy"))
+    if set(p) - {"dtype", "copy"}:
+        raise CallError(f"unsupported keyword {min(set(p) - {'dtype', 'copy'})}=",
+                        "pass the dtype (and copy=) only")
+    dtype = dtype_arg(p["dtype"])
+    if not static(p.get("copy", True), "`copy=`") and isinstance(x, Value) \
+            and x.aval.dtype == dtype:
+        return x
+    return b.emit("astype", (x,), {"dtype": dtype})
 
 
 _MATH_PRIM = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "fabs": "abs"}
@@ -87,6 +97,7 @@ def _array(copy):
     def handler(b, args, kwargs):
         (x,) = positional(args, 1)
         dtype = kwargs.pop("dtype", None)
+        copying = static(kwargs.pop("copy", copy), "`copy=`")  # NumPy 2: True, None or False
         if kwargs:
             raise CallError(f"unsupported keyword {next(iter(kwargs))}=", "pass the data only")
         if not contains_value(x):
@@ -95,8 +106,12 @@ def _array(copy):
         if fresh:  # a list of traced values (and numbers): a new array
             x = _stacked(b, x)
         if dtype is not None and np.dtype(dtype).name != x.aval.dtype:
+            if copying is False:
+                raise CallError(f"with copy=False of a {x.aval.dtype} value as "
+                                f"{np.dtype(dtype).name} needs a copy, so NumPy raises "
+                                "ValueError", "pass copy=None (a copy where needed)")
             return b.emit("astype", (x,), {"dtype": np.dtype(dtype).name})
-        return b.emit("copy", (x,)) if copy and not fresh else x
+        return b.emit("copy", (x,)) if copying and not fresh else x
     return handler
 
 
