@@ -1,9 +1,10 @@
 """Diagonals, triangles, fills and ``np.add.at`` on tensors, as the compiler records them
 (``adcompiler/frontend/diagonal.py``, ``creation.py``, ``setitem.py``).
 
-Invariants: a diagonal is a gather from the flattened matrix at distinct flat positions (the
-index tagged ``("u", 0)``, as the compiler's), ``np.trace`` its sum, ``np.diag`` of a vector
-those positions written into zeros; ``np.tril``/``triu`` are ``where(mask, m, 0)``;
+Invariants: ``np.diagonal``/``np.diag`` of a matrix is a view of it, as NumPy's and PyTorch's
+(a square slice, then ``einsum("ii->i")``: a later write into the matrix shows in it);
+``np.trace`` sums the compiler's gather from the flattened matrix at distinct flat positions
+(the index tagged ``("u", 0)``), and ``np.diag`` of a vector writes those positions into zeros; ``np.tril``/``triu`` are ``where(mask, m, 0)``;
 ``np.full_like`` with a tensor fill value is the primitive ``full`` (its gradient is the sum);
 ``np.add.at`` into a tensor is one in-place ``index_add`` (repeated indices add up). Matrices of
 other axes or ranks than the compiler takes run on the values (refused where a gradient would
@@ -26,7 +27,20 @@ from .xp import array_module
 _FIRST_TWO = ((0, 1), (0, -1), (-2, 1), (-2, -1))
 
 
+def _diagonal_view(x, offset):
+    """Diagonal ``offset`` of the matrix ``x``, a view of it as NumPy's and PyTorch's are (a
+    write into ``x`` shows in it): the square block holding the diagonal, a slice, then its
+    ``einsum("ii->i")``. Its gradient goes to the diagonal's entries only."""
+    rows, cols = x.shape
+    start_row, start_col = max(-offset, 0), max(offset, 0)
+    n = max(min(rows - start_row, cols - start_col), 0)
+    block = views.make("getitem", x, {"index": (("s", start_row, start_row + n, None),
+                                                ("s", start_col, start_col + n, None))})
+    return views.make("einsum", block, {"subscripts": "ii->i"}, name="DiagonalBackward0")
+
+
 def _gather_diagonal(x, offset):
+    """The diagonal as the compiler's gather (``trace`` sums it: no view is kept)."""
     rows, cols = x.shape
     flat = views.make("reshape", x, {"shape": (rows * cols,)})
     positions = _on_device(x, diagonal_positions(rows, cols, offset))
@@ -45,7 +59,7 @@ def _is_matrix(a, axis1, axis2) -> bool:
 def diagonal(a, offset=0, axis1=0, axis2=1):
     if not _is_matrix(a, axis1, axis2):
         return run_plain("np.diagonal", np.diagonal, (a, offset, axis1, axis2), {})
-    return _gather_diagonal(a, int(offset))
+    return _diagonal_view(a, int(offset))
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
@@ -59,7 +73,7 @@ def diag(v, k=0):
     if not isinstance(v, _tensor.Tensor) or v.ndim not in (1, 2):
         return run_plain("np.diag", np.diag, (v, k), {})
     if v.ndim == 2:
-        return _gather_diagonal(v, int(k))
+        return _diagonal_view(v, int(k))
     n = v.shape[0] + abs(int(k))
     zeros = on_module(np.zeros, "np.zeros", [v._data])(n * n, dtype=v.dtype)
     positions = _on_device(v, diagonal_positions(n, n, int(k)))
