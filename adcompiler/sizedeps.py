@@ -10,7 +10,9 @@ constants and arithmetic only, so array arithmetic never counts. :func:`least_si
 smallest sizes the constant slice bounds and indices fit (``x[:5]`` clips to the size below 5;
 ``x[2]`` needs 3), per axis of a parameter where the subscript is the parameter's own (``x[:,
 4]`` bounds x's axis 1), and for every size otherwise (a local, an alias, a helper's subscript),
-conservatively: any constant subscript counts but a shape's. :func:`least_size` is their largest.
+conservatively: any constant subscript counts but a shape's; a constant ``np.roll`` shift ``k``
+(lowered as slices at ``k % n``) needs ``abs(k) + 1`` for every size. :func:`least_size` is
+their largest.
 """
 
 from __future__ import annotations
@@ -100,7 +102,22 @@ def least_sizes(module, fname) -> Least:
                     least.need(None if base is None or axis is None else (base, axis), size)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 pending.append(node.func.id)
+            elif isinstance(node, ast.Call) and _is_roll(node):
+                for shift in _roll_shifts(module, node):   # lowered as slices at shift % n
+                    least.need(None, abs(shift) + 1)       # (x[3:], x[:3]): n past the shift
     return least
+
+
+def _is_roll(call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "roll"
+
+
+def _roll_shifts(module, call) -> list:
+    """The constant shifts of an ``np.roll(a, shift, ...)`` call (a tuple's items)."""
+    shift = call.args[1] if len(call.args) > 1 else next(
+        (k.value for k in call.keywords if k.arg == "shift"), None)
+    items = shift.elts if isinstance(shift, ast.Tuple) else [shift]
+    return [v for v in (_constant_int(module, item) for item in items) if v is not None]
 
 
 def _needs(module, index) -> list:
