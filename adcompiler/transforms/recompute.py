@@ -81,7 +81,8 @@ def _size(v):
 
 def recompute(b, body, chains, subst) -> list:
     """Nodes computing each residual of ``chains`` again (in body order) from ``subst``'s
-    loads of the params; ``subst`` maps each computed value to its new one."""
+    loads of the params; ``subst`` maps each computed value to its new one. Each keeps its
+    params: ``abs[py='fabs']`` of a Python float is a Python float, plain ``abs`` a 0-d array."""
     wanted = set().union(*(nodes for nodes, _ in chains.values()))
     block = Block()
     with b.into(block):
@@ -90,5 +91,5 @@ def recompute(b, body, chains, subst) -> list:
                 continue
             args = [subst.get(x, x) if isinstance(x, Value) else x for x in node.inputs]
             (out,) = node.outputs
-            subst[out] = b.emit(node.prim, args, name=out.name)
+            subst[out] = b.emit(node.prim, args, dict(node.params), name=out.name)
     return block.nodes
