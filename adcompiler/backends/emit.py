@@ -216,7 +216,8 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
 
     def while_loop(self, node, args):
         """``while <test>:`` (``while True: ... if not p: break`` when the test needs
-        statements), carried values in slots, residuals appended to lists."""
+        statements; in plain code, which is read again, those statements before the loop and
+        again at the end of its body), carried values in slots, residuals appended to lists."""
         pos, path = self.live.pos[node], self.live.path[node]
         test, body = node.regions
         m = node.params.get("stacked", 0)
@@ -232,6 +233,9 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         inner += self.statements(body.nodes)
         inner += self.stack_stores(body, stacked, len(carried), top=False)
         inner += self.assign_slots(slots, body.outputs[:len(carried)])
+        if check and self.plain:  # read again: a list appended to after a break would sit
+            # under the frontend's `if not done:`; the test's statements rotated run the same
+            return lines + check + [f"while {pred}:"] + _indent(inner + check)
         if check:
             head = ["while True:"] + _indent(check + [f"if not {pred}:", "    break"])
             return lines + head + _indent(inner)
