@@ -13,7 +13,7 @@ import types
 
 import numpy as np
 
-from . import cotangents, custom_examples, fastpath, state
+from . import cotangents, custom_examples, fastpath, poles, state
 from .bound import bind
 from .frontend import fence
 from .function_keys import FunctionKey
@@ -123,12 +123,20 @@ class GradientFunction:
             key = _fast_key(args)
             call = self._fast.get(key)
             if call is not None:
-                return call(*args)
+                try:
+                    return call(*args)
+                except ZeroDivisionError:
+                    pass  # at a pole of Python-float code: below (adcompiler.poles)
         arguments, cotangent = self._bind(args, kwargs)
         self._check_arrays({**arguments, "cotangent": cotangent})
         compiled, arguments = self._compiled(arguments, cotangent)
         extra = (cotangent,) if self.mode == "vjp" else ()
-        result = compiled.function(*arguments.values(), *extra)
+        try:
+            result = compiled.function(*arguments.values(), *extra)
+        except ZeroDivisionError:
+            return self._package(poles.at_a_pole(compiled.function, self.primal, arguments,
+                                                 extra, (args, kwargs), self.wrt, self.mode),
+                                 arguments)
         if not kwargs and key is not None and len(args) == len(self._signature.parameters):
             self._remember(key, compiled)
         return self._package(result, arguments)
@@ -335,7 +343,11 @@ class TangentFunction(GradientFunction):
         self._check_arrays({**arguments, **{f"tangents[{i}]": t for i, t in enumerate(given)}})
         compiled, arguments = self._compiled(arguments, None)
         dots = self._tangents(tangents, arguments)
-        result = compiled.function(*arguments.values(), *dots)
+        try:
+            result = compiled.function(*arguments.values(), *dots)
+        except ZeroDivisionError:   # at a pole of Python-float code (adcompiler.poles)
+            result = poles.at_a_pole(compiled.function, self.primal, arguments, tuple(dots),
+                                     (args, kwargs), self.wrt, self.mode)
         k = len(self.wrt) if self.mode == "hvp" else 1
         first, second = result[:k], result[k:]
         if self.mode == "hvp":   # the gradient and H v, each like its input

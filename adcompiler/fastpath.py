@@ -13,12 +13,20 @@ its guard instead of being called. For ``seed_f(x1, x2)`` (floats)::
 
     def seed_f(x1, x2):                     # its text: type(g).__call__.__source__
         if _adc_type(x1) is _adc_float and _adc_type(x2) is _adc_float:
-            dx2 = x1 - math.cos(x2)         # the body of grad_seed_f, inlined
-            dx1 = x2 + 1.0 / x1
-            return dx1, dx2
+            try:
+                dx2 = x1 - math.cos(x2)     # the body of grad_seed_f, inlined
+                dx1 = x2 + 1.0 / x1
+                return dx1, dx2
+            except ZeroDivisionError:       # at a pole (x1 = 0.0): adcompiler.poles
+                return _adc_slow((x1, x2), {})
         if _adc_type(x1) is _adc_ndarray and x1.shape == (3,) and x1.dtype is _adc_dtype1_0 ...:
-            return _adc_run1(x1, x2)        # not inlined: called
+            try:
+                return _adc_run1(x1, x2)    # not inlined: called
+            except ZeroDivisionError:
+                return _adc_slow((x1, x2), {})
         return _adc_slow((x1, x2), {})
+
+A ``try`` costs nothing until it catches (Python 3.11's exception tables).
 
 Otherwise (other parameter kinds; vjp, whose ``cotangent=`` the user's function does not
 take; a parameter named like a name the chain binds, all of which start with ``_adc_``) the
@@ -120,13 +128,17 @@ def build(arity: int, entries: list, slow, *, signature=None, sources=None, name
     names = [p.name for p in params] if params is not None else [f"a{k}" for k in range(arity)]
     lines, indent, chain_locals = _frame(params, names, namespace)
     inliner = _Inliner(namespace, chain_locals)
+    slow = _tail(params, names)
     for entry, key, function in guarded:
         lines.append(f"{indent}if {guards(key, namespace, entry, names)}:")
-        lines += inliner.take(entry, function, (sources or {}).get(key), names, indent) or [
+        body = inliner.take(entry, function, (sources or {}).get(key), names, indent) or [
             f"{indent}    return _adc_run{entry}({', '.join(names)})"]
+        lines += [f"{indent}    try:", *(f"    {ln}" if ln else "" for ln in body),
+                  f"{indent}    except ZeroDivisionError:  # at a pole: adcompiler.poles",
+                  f"{indent}        {slow.strip()}"]
     if params is None and not guarded:
         lines.append("        pass")
-    lines += _tail(params, names)
+    lines.append(slow)
     return _load("\n".join(lines) + "\n", namespace, name, qualname or name,
                  tuple(inliner.inlined))
 
@@ -159,10 +171,10 @@ def _frame(params, names, namespace):
     return [f"def _adc_chain({', '.join(given)}):"], "    ", set(names)
 
 
-def _tail(params, names):
+def _tail(params, names) -> str:
     if params is None:
-        return [f"    return _adc_slow(_adc_given({', '.join(names)}) + rest, kwargs)"]
-    return [f"    return _adc_slow(({', '.join(names)}{',' * (len(names) == 1)}), {{}})"]
+        return f"    return _adc_slow(_adc_given({', '.join(names)}) + rest, kwargs)"
+    return f"    return _adc_slow(({', '.join(names)}{',' * (len(names) == 1)}), {{}})"
 
 
 def _load(text, namespace, name, qualname, inlined):

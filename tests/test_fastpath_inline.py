@@ -93,14 +93,18 @@ def test_a_wrong_call_raises_pythons_type_error_with_the_functions_name(args, kw
     assert "seed_f()" in str(through.value)
 
 
-def test_an_error_inside_the_inlined_body_is_the_generated_functions_error():
+def test_an_error_inside_the_inlined_body_is_the_users_functions_error():
+    """The bare generated function divides by zero at x1 = 0.0; through the gradient object
+    (inlined body or not) the call raises what seed_f itself raises there: math.log's
+    ValueError (adcompiler.poles)."""
     g = ad.grad(seed_f, wrt=(0, 1))
     g(2.0, 5.0)
     assert chain_of(g).__inlined__ == (0,)
     with pytest.raises(ZeroDivisionError):
         g.specialize(0.0, 5.0).function(0.0, 5.0)
-    with pytest.raises(ZeroDivisionError):
-        g(0.0, 5.0)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="math domain error"):
+            g(0.0, 5.0)
 
 
 # ---- several signatures on one object ---------------------------------------------------------
