@@ -18,7 +18,8 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.primitives import PRIMS
-from . import compositions, creation, diagonal, einsum, norms, scans, solvers, sorting
+from . import (compositions, creation, diagonal, einsum, norms, products, scans, solvers, sorting,
+               splits)
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
@@ -118,6 +119,20 @@ def _extreme_of_array(b, name, x):
     what = "a 0-d value, which is not iterable" if x.aval.known_shape == () else (
         "an array of more than one dimension: Python compares its rows")
     raise CallError(f"of {what}", f"use np.{name}(x) (with axis= for rows)")
+
+
+def _pow(b, args, kwargs):
+    """builtin ``pow(base, exp)``: ``base ** exp`` (Python's, as the operator); with a modulus
+    only of numbers known while compiling."""
+    p = bind(args, kwargs, ("base", "exp", "mod"), required=2)
+    base, exp, mod = (p.get(k) for k in ("base", "exp", "mod"))
+    if not any(isinstance(v, Value) for v in (base, exp, mod)):
+        return builtins.pow(base, exp, mod)
+    if mod is not None:
+        raise CallError("with a modulus of traced values is not supported (a modular power "
+                        "is integer arithmetic)", "write (base ** exp) % mod")
+    base, exp = (v.item() if isinstance(v, np.generic) else v for v in (base, exp))
+    return b.emit("power", (base, exp))
 
 
 def _clip(b, args, kwargs):
@@ -317,7 +332,7 @@ def _issubdtype(b, args, kwargs):
 
 FUNCTIONS = {getattr(np, n): _ufunc(n) for n in ELEMENTWISE}
 FUNCTIONS.update({np.absolute: _ufunc("abs"), np.mod: _ufunc("remainder"),  # (= np.remainder)
-                  builtins.abs: _builtin_abs, builtins.int: _int,
+                  builtins.abs: _builtin_abs, builtins.int: _int, builtins.pow: _pow,
                   builtins.max: _builtin_extreme("max"),
                   builtins.min: _builtin_extreme("min"),
                   np.clip: _clip, np.argsort: _argsort,
@@ -340,6 +355,8 @@ FUNCTIONS.update(norms.FUNCTIONS)  # np.linalg.norm
 FUNCTIONS.update(einsum.FUNCTIONS)  # np.einsum
 FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
 FUNCTIONS.update(sorting.FUNCTIONS)  # np.sort, take_along_axis, median, quantile, percentile
+FUNCTIONS.update(splits.FUNCTIONS)  # np.split, atleast_2d, tile, repeat, append
+FUNCTIONS.update(products.FUNCTIONS)  # np.add.outer, inner, vdot, tensordot, trapezoid
 
 
 def register_call(fn, handler):

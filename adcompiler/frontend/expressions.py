@@ -21,6 +21,7 @@ from ..ir import Value
 from ..ir.builder import NeedsShape
 from .binding import CallError, call
 from .calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
+from .chains import lower_chain
 from .fence import PRINT_HINT
 from .inplace import Unreadable
 from .local_functions import LocalFunction
@@ -107,9 +108,8 @@ class ExpressionLowering:
                              "use np.logical_not(x) on a condition")
 
     def expr_Compare(self, node):
-        if len(node.ops) != 1:
-            raise self.src.error(node, "chained comparisons are not supported",
-                                 "combine two comparisons with np.logical_and")
+        if len(node.ops) != 1:  # lo < x < hi: Python's `lo < x and x < hi`, x read once
+            return lower_chain(self, node)
         left, right = self.expr(node.left), self.expr(node.comparators[0])
         op = type(node.ops[0])
         if not isinstance(left, Value) and not isinstance(right, Value):

@@ -17,6 +17,7 @@ import numpy as np
 from . import compositions, inplace, matrices, solvers, views  # noqa: F401 (solvers: np.linalg)
 from . import einsum  # noqa: F401 (registers np.einsum)
 from . import sorting  # noqa: F401 (registers np.sort, np.median, np.quantile...)
+from . import products, splits  # noqa: F401 (register np.split, np.tile, ufunc.outer...)
 from .numpy_api import dot as numpy_dot
 from .numpy_api import rounded, scan, wrap_plain
 from .record import apply
