@@ -8,7 +8,9 @@ expression is unrolled the same way where a call consumes it at once (``sum``, `
 too. Invariants: the comprehension's names are its own (Python 3): after it, each is what it was
 before (or unbound again); every iterable's length and every filter are known while compiling,
 and at most :data:`MAX_ITERATIONS` iterations are unrolled per outermost comprehension, else a
-located error.
+located error. The same iteration (:meth:`ComprehensionLowering.iteration_items`, ``kind``
+LOOP) gives the items of a ``for`` loop over a list or tuple, which :mod:`.unrolled` unrolls
+with a budget of its own.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ _CONSUMERS = ("sum", "tuple", "list", "max", "min")
 _LOOP_HINT = ("write a `for` loop, which compiles to one loop: preallocate "
               "`out = np.zeros((n, ...))` and write `out[i] = ...` in its body")
 _ITERABLES = "range(...), a list or tuple, an array's rows, or enumerate/zip/reversed of those"
+COMPREHENSION, LOOP = "comprehension", "loop"  # who unrolls: the ``kind`` of the helpers below
+_NOUN = {COMPREHENSION: "a comprehension", LOOP: "a `for` loop over a list or tuple"}
 
 
 class ComprehensionLowering:
@@ -114,36 +118,45 @@ class ComprehensionLowering:
         self.check_length(node, n)
         self.unroll_left -= n
 
-    def check_length(self, node, n):
-        if n > self.unroll_left:
+    def check_length(self, node, n, kind=COMPREHENSION):
+        """``n`` more iterations must fit in what the outermost comprehension (``kind``
+        COMPREHENSION) or unrolled loop (LOOP, see :mod:`.unrolled`) may still unroll."""
+        if kind == COMPREHENSION and n > self.unroll_left:
             raise self.src.error(node, f"this comprehension would unroll more than "
                                  f"{MAX_ITERATIONS} iterations: the compiler writes out every "
                                  "item of a comprehension as its own code",
                                  f"{_LOOP_HINT}, or use whole-array operations")
+        if kind == LOOP and n > self.loop_unroll_left:
+            raise self.src.error(node, f"this loop would unroll more than {MAX_ITERATIONS} "
+                                 "iterations: a `for` loop over a list or tuple is written out "
+                                 "item by item, each its own code", "stack the items into one "
+                                 "array (`np.stack(items)`) and loop over its rows, which "
+                                 "compiles to one loop, or use whole-array operations")
 
     # ---- what a comprehension iterates over ---------------------------------------------------
-    def iteration_items(self, node) -> list:
+    def iteration_items(self, node, kind=COMPREHENSION) -> list:
         """The items iterating ``node`` gives, as Python values and Values: ``node`` is one of
-        :data:`_ITERABLES`, of a length known while compiling."""
+        :data:`_ITERABLES`, of a length known while compiling; ``kind`` says who unrolls them
+        (for the length limit and the messages)."""
         func = self.iterator_builtin(node)
         keywords = {k.arg for k in node.keywords} if func is not None else set()
         if keywords - ({"start"} if func is enumerate else set()):
             raise self.src.error(node, f"`{node.func.id}()` with keyword arguments is not "
-                                 "supported in a comprehension", "pass its arguments by position")
+                                 f"supported in {_NOUN[kind]}", "pass its arguments by position")
         if func is range:
-            return self.range_items(node)
+            return self.range_items(node, kind)
         if func is enumerate:
-            return self.enumerate_items(node)
+            return self.enumerate_items(node, kind)
         if func is zip:
-            return list(zip(*[self.iteration_items(a) for a in node.args]))
+            return list(zip(*[self.iteration_items(a, kind) for a in node.args]))
         if func is reversed and len(node.args) == 1:
             if self.iterator_builtin(node.args[0]) in (enumerate, zip):
                 raise self.src.error(node, f"TypeError: '{node.args[0].func.id}' object is "
                                      "not reversible", "reverse what it iterates over instead")
-            return self.iteration_items(node.args[0])[::-1]
-        return self.sequence_items(node, self.expr(node))
+            return self.iteration_items(node.args[0], kind)[::-1]
+        return self.sequence_items(node, self.expr(node), kind)
 
-    def enumerate_items(self, node) -> list:
+    def enumerate_items(self, node, kind=COMPREHENSION) -> list:
         """``enumerate(items, start=0)``: pairs of a Python int and an item."""
         given = [*node.args, *(k.value for k in node.keywords)]
         if len(given) not in (1, 2):
@@ -153,7 +166,7 @@ class ComprehensionLowering:
         if isinstance(start, Value):
             raise self.src.error(given[1], "enumerate()'s start must be known while compiling",
                                  "use a Python int")
-        return [(start + k, v) for k, v in enumerate(self.iteration_items(given[0]))]
+        return [(start + k, v) for k, v in enumerate(self.iteration_items(given[0], kind))]
 
     def iterator_builtin(self, node):
         """The builtin among range, enumerate, zip and reversed that ``node`` calls, or None."""
@@ -163,9 +176,15 @@ class ComprehensionLowering:
         func = self.lookup(node.func.id, node.func)
         return func if func is getattr(builtins, node.func.id) else None
 
-    def range_items(self, node) -> list:
+    def range_items(self, node, kind=COMPREHENSION) -> list:
         bounds = [self.expr(a) for a in node.args]
         for arg, bound in zip(node.args, bounds):
+            if isinstance(bound, Value) and kind == LOOP:
+                raise self.src.error(arg, "this range bound is known only while running (a "
+                                     "traced value or a loop counter): the items of "
+                                     f"{_NOUN[kind]} must be known while compiling",
+                                     "use enumerate(items) for the positions, or a bound "
+                                     "known while compiling such as len(items)")
             if isinstance(bound, Value) and self.reads_counter(bound):
                 raise self.src.error(arg, "this range bound changes with a loop counter, "
                                      "which is known only while the loop runs: a "
@@ -179,7 +198,7 @@ class ComprehensionLowering:
                                      "while compiling", "write a `for` loop over this range, "
                                      "which compiles with a traced bound")
         r = self.static_op(node, range, *bounds)
-        self.check_length(node, len(r))
+        self.check_length(node, len(r), kind)
         return list(r)
 
     def reads_counter(self, v: Value) -> bool:
@@ -194,13 +213,13 @@ class ComprehensionLowering:
                 todo += [x for x in node.inputs if isinstance(x, Value)]
         return False
 
-    def sequence_items(self, node, seq) -> list:
+    def sequence_items(self, node, seq, kind=COMPREHENSION) -> list:
         """The items of a Python sequence, or the rows of an array (first axis)."""
         if isinstance(seq, (list, tuple, range, str)):
-            self.check_length(node, len(seq))
+            self.check_length(node, len(seq), kind)
             return list(seq)
         if not isinstance(seq, Value):
-            raise self.src.error(node, f"a comprehension cannot iterate over {describe(seq)} "
+            raise self.src.error(node, f"{_NOUN[kind]} cannot iterate over {describe(seq)} "
                                  "here", f"iterate over {_ITERABLES}")
         if seq.aval.kind == "list":
             raise self.src.error(node, "a list built by a while loop has a length known only "
@@ -210,7 +229,7 @@ class ComprehensionLowering:
             raise self.src.error(node, f"{describe(seq)} is not iterable: it has no first axis",
                                  f"iterate over {_ITERABLES}")
         n = self.b.shape(seq)[0]
-        self.check_length(node, n)
+        self.check_length(node, n, kind)
         return [self.b.getitem(seq, (), (("i", k),)) for k in range(n)]
 
     # ---- calls that consume an iterable at once -----------------------------------------------

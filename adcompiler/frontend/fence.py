@@ -50,7 +50,8 @@ _WHY = {
     ast.Set: ("sets are not supported in a compiled function", "use arrays"),
     ast.JoinedStr: ("f-strings are not supported in a compiled function",
                     "format strings in the caller"),
-    ast.Starred: ("`*` unpacking is not supported", "pass the arguments one by one"),
+    ast.Starred: ("`*` unpacking in a call or a list display is not supported",
+                  "pass the arguments one by one"),
     ast.NamedExpr: ("`:=` is not supported", "use a separate assignment"),
     ast.Await: ("`await` is not supported", "compile a synchronous function"),
     ast.AsyncFunctionDef: ("async functions cannot be compiled", "use a plain def"),
@@ -81,6 +82,8 @@ def check(src: FunctionSource) -> None:
         for node in ast.walk(stmt):
             if isinstance(node, ALLOWED) or id(node) in messages:
                 continue
+            if isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Store):
+                continue  # a, *rest = p: bound by .unpacking
             if isinstance(node, (ast.FunctionDef, ast.Lambda)):  # inlined: .local_functions
                 check_definition(src, node)
                 continue

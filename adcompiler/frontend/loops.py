@@ -3,7 +3,8 @@
 A ``for`` over ``range(...)`` (static bounds), over an array's first axis, or over
 ``enumerate``/``zip`` of those becomes a ``loop`` over ``k in range(n)`` carrying every variable
 the body rebinds; ``break``/``continue``, ``reversed(range(...))`` and ranges with traced bounds
-are first rewritten on the AST (:mod:`.jumps`, :mod:`.reversed_range`). Invariants: a carried
+are first rewritten on the AST (:mod:`.jumps`, :mod:`.reversed_range`); a ``for`` over a
+Python list or tuple is unrolled instead (:mod:`.unrolled`). Invariants: a carried
 variable has one abstract value on every iteration (a Python float meeting a 0-d array becomes
 the array), else a located error says which variable disagrees; a tuple or list is carried
 entry by entry and a str or None only where no iteration reads a changed one
@@ -21,13 +22,14 @@ from .inplace import AfterBreak, InLoopOnly, Unreadable
 from .loop_writes import LoopWriteChecks, _assigned
 from .structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
                          traceable)
+from .unrolled import UnrolledLoopLowering
 from ..ir import Aval, Block, Literal, Node, Value
 
 _MAX_AVAL_ROUNDS = 3
 _UNBOUND = object()
 
 
-class LoopLowering(LoopWriteChecks):
+class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
     """Mixin of the lowering for loops (uses ``join``, ``coerce``, ``run_statements`` of
     :class:`.control.ControlLowering`)."""
 
@@ -48,7 +50,10 @@ class LoopLowering(LoopWriteChecks):
             self.own_blocks = saved
 
     def lower_loop(self, stmt):
-        """A ``for``/``while``, after rewriting break/continue and traced range bounds."""
+        """A ``for``/``while``, after rewriting break/continue and traced range bounds; a
+        ``for`` over a Python sequence is unrolled (:mod:`.unrolled`)."""
+        if isinstance(stmt, ast.For) and self.unrolls(stmt.iter):
+            return self.lower_unrolled(stmt)
         if isinstance(stmt, ast.For) and reversed_range.is_reversed(stmt.iter):
             before, stmt = reversed_range.rewrite(self, stmt)
             self.run_statements(before)
@@ -274,8 +279,9 @@ class LoopLowering(LoopWriteChecks):
         seq = self.expr(node)
         if isinstance(seq, Value) and seq.aval.kind == "array" and seq.aval.ndim:
             return seq.aval.shape[0], lambda k: self.b.getitem(seq, (k,), (("a", 0),))
-        raise self.src.error(node, "only range(...), arrays, enumerate and zip can be looped "
-                             "over", "loop over range(len(x)) and index x[i]")
+        raise self.src.error(node, "only range(...), arrays, enumerate and zip, and lists and "
+                             "tuples known while compiling can be looped over",
+                             "loop over range(len(x)) and index x[i]")
 
 
 def _target_names(stmt) -> list:

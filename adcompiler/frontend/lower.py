@@ -33,6 +33,7 @@ from .local_functions import LocalFunctionLowering, refuse_escape
 from .setitem import SetitemLowering, is_add_at
 from .windows import WindowLowering
 from .source import read_function
+from .unpacking import UnpackLowering
 
 _MISSING = object()
 _MAX_INLINE_DEPTH = 32
@@ -40,11 +41,11 @@ _MAX_INLINE_DEPTH = 32
 
 class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLowering,
                InplaceLowering, SetitemLowering, WindowLowering, ControlLowering,
-               LocalFunctionLowering, CheckLowering):
+               LocalFunctionLowering, CheckLowering, UnpackLowering):
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
         self.fn = fn
         self.src = read_function(fn, inlined=caller is not None)  # a lambda only if called
-        fence.check(self.src)
+        fence.check(self.src)  # starred targets (a, *rest = p) pass: .unpacking binds them
         self.start(graph, builder, depth, caller)
         code = fn.__code__  # a name a nested def or lambda reads is a cell variable
         self.locals = set(code.co_varnames + code.co_cellvars) - own_names(self.src.tree)
@@ -115,12 +116,8 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
                 value.origin = target.id
             self.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
-            if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
-                raise self.src.error(target, "cannot unpack this value into "
-                                     f"{len(target.elts)} names",
-                                     "unpack tuples of matching length only")
             stored = {}  # root of an array stored into by an earlier target -> its text
-            for t, v in zip(target.elts, value):
+            for t, v in self.unpacked(target, value):  # an array: its rows (.unpacking)
                 self.check_unpacked_view(stored, t, v)
                 if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
                         isinstance(self.env.get(t.value.id), Value):

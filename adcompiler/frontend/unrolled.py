@@ -1,0 +1,135 @@
+"""Unroll a ``for`` loop over a sequence known while compiling into straight-line code.
+
+A ``for`` over a tuple or list (a literal, a module-level one, an object's attribute, one the
+function built from traced values), or over ``enumerate``/``zip``/``reversed`` of one (with
+ranges and arrays' rows beside it), runs here, in the compiler: the body is lowered once per
+item with the target bound to that item, as if the user had written the iterations out. The
+items are what a comprehension over the same iterable gives
+(:meth:`.comprehensions.ComprehensionLowering.iteration_items`); at most
+:data:`.comprehensions.MAX_ITERATIONS` iterations are unrolled per outermost unrolled loop,
+nested unrolled loops' iterations counted. ``break``/``continue`` are rewritten as in a
+compiled loop (:mod:`.jumps`): a break decided while compiling stops the unrolling; after one
+on a traced value each later iteration, its binding of the target included, runs under an
+``if`` on the break flag, so the target and every name hold what Python would hold after the
+loop. ``else`` runs where no break happened (an ``if`` on the flag where it is traced).
+
+Invariant: no ``loop`` node is emitted; ``range(...)`` and an array's rows (alone, or in
+``enumerate``/``zip`` of those) are never unrolled here: they are compiled loops
+(:mod:`.loops`).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+
+from . import jumps
+from .comprehensions import LOOP, MAX_ITERATIONS
+from ..ir import Block, Value
+
+
+class UnrolledLoopLowering:
+    """Mixin of the lowering for ``for`` loops over Python sequences (uses ``iteration_items``
+    and ``iterator_builtin`` of :class:`.comprehensions.ComprehensionLowering`)."""
+
+    loop_unroll_left = MAX_ITERATIONS  # iterations the outermost unrolled loop may still unroll
+
+    def unrolls(self, node) -> bool:
+        """Whether a ``for`` over ``node`` iterates over a Python sequence (unrolled here) rather
+        than over ``range(...)`` or an array's rows (a compiled loop)."""
+        func = self.iterator_builtin(node)
+        if func is range:
+            return False
+        if func in (enumerate, reversed):
+            return bool(node.args) and self.unrolls(node.args[0])
+        if func is zip:
+            return any(self.unrolls(a) for a in node.args)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return True
+        return isinstance(self.peek(node), (list, tuple, str))
+
+    def peek(self, node):
+        """What ``node`` evaluates to, leaving no trace: what evaluating it emits goes into a
+        block dropped here (the loop evaluates its iterable itself, once)."""
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id, node)
+        env0 = dict(self.env)
+        with self.b.into(Block()):
+            value = self.expr(node)
+        self.env = env0
+        return value
+
+    def lower_unrolled(self, stmt: ast.For):
+        """The body once per item, the target bound to it; then the ``else``, where no break
+        happened."""
+        header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
+        self.b.source = header
+        with self.unroll_budget():
+            items = self.iteration_items(stmt.iter, LOOP)
+            self.check_length(stmt.iter, len(items), LOOP)
+            self.loop_unroll_left -= len(items)
+            flag = self.run_items(stmt, header, items)
+        self.unrolled_else(stmt, flag)
+
+    @contextlib.contextmanager
+    def unroll_budget(self):
+        """Nested unrolled loops share the budget of the outermost one, while it runs."""
+        outermost = "loop_unroll_left" not in vars(self)
+        if outermost:
+            self.loop_unroll_left = MAX_ITERATIONS
+        try:
+            yield
+        finally:
+            if outermost:
+                del self.loop_unroll_left
+
+    def run_items(self, stmt, header, items) -> str:
+        """Lower the body for each item; the name of the break flag (bound only if the body may
+        break). While the flag is False the target is bound directly; once a traced break may
+        have happened, the binding runs in the body's ``if not <flag>:`` too (a synthetic
+        ``<target> = loop<line>_item``), so the target keeps the value it broke at."""
+        flag, item = f"loop{stmt.lineno}_done", f"loop{stmt.lineno}_item"
+        before, plain = jumps.rewrite_loop(stmt)
+        bind = _synthetic(ast.Assign([stmt.target], ast.Name(item, ast.Load())), stmt)
+        guarded = jumps.rewrite_loop(_with_body(stmt, [bind, *stmt.body]))[1]
+        self.run_statements(before)
+        for value in items:
+            done = self.env.get(flag, False)
+            if isinstance(done, Value):
+                self.env[item] = value
+                self.run_statements(guarded.body)
+                continue
+            if done:  # a break decided while compiling: Python leaves the loop here
+                break
+            self.b.source = header
+            self.bind(stmt.target, value, stmt)
+            self.run_statements(plain.body)
+        self.env.pop(item, None)
+        return flag
+
+    def unrolled_else(self, stmt, flag):
+        """``for ... else``: the ``else`` runs where the loop did not break."""
+        if not stmt.orelse:
+            return
+        done = self.env.get(flag, False)
+        if not isinstance(done, Value):
+            if not done:
+                self.run_statements(stmt.orelse)
+            return
+        test = ast.UnaryOp(ast.Not(), ast.Name(flag, ast.Load()))
+        self.run_statements([_synthetic(ast.If(test, stmt.orelse, []), stmt)])
+
+
+def _with_body(loop, body):
+    new = ast.For(loop.target, loop.iter, body, loop.orelse, loop.type_comment)
+    return ast.copy_location(new, loop)
+
+
+def _synthetic(node, where):
+    """A node the user did not write, located at ``where`` for errors; without an end, so its
+    text is its own unparsed form (as :mod:`.jumps` makes its nodes)."""
+    for n in ast.walk(node):
+        if "lineno" in n._attributes and not hasattr(n, "lineno"):
+            n.lineno, n.col_offset = where.lineno, where.col_offset
+            n.end_lineno = n.end_col_offset = None
+    return node
