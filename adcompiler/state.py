@@ -10,10 +10,12 @@ rebinding ``W = new_array`` at module level is. Arrays changed in place need no 
 generated code reads the very array object.
 
 What is recorded is a superset of what the code reads (every global or closure name the
-function's code loads, recursively through the plain functions it calls, except modules;
-the attributes of each object argument that the code names, two levels deep), so a check can only cost a
-compilation too many, never miss a change it covers. Not covered: a module's own attributes
-(``np.pi``, ``mymodule.SCALE``), and objects reached through containers (a list's items).
+function's code loads, recursively through the plain functions it calls, except modules; the
+attributes of each object argument that the code names, two levels deep), so a check can only
+cost a compilation too many, never miss a change it covers. A list read from a global, a cell
+or an attribute has its items recorded too (``LAYERS[0] = W`` and ``.append`` compile again).
+Not covered: a module's own attributes (``np.pi``, ``mymodule.SCALE``), and objects deeper in
+containers (a dict's values, a list's list's items).
 A function passed as a static argument (``loss(x, act)``, ``loss(x, lambda t: t * k)``) is
 scanned as a helper the function calls: rebinding the ``k`` it reads compiles again.
 """
@@ -47,15 +49,30 @@ class Snapshot:
 
     def holds(self) -> bool:
         for kind, holder, key, value in self.entries:
+            if kind == "items":   # a list's items, by position
+                if len(holder) != len(value) or not all(map(_same, holder, value)):
+                    return False
+                continue
             try:
                 now = (holder[key] if kind == "dict" else holder.cell_contents if kind == "cell"
                        else getattr(holder, key))
             except (KeyError, ValueError, AttributeError):
                 return False
-            if now is not value and not (type(now) is type(value)
-                                         and isinstance(value, _EQUAL_TYPES) and now == value):
+            if not _same(now, value):
                 return False
         return True
+
+
+def _same(now, value) -> bool:
+    return now is value or (type(now) is type(value) and isinstance(value, _EQUAL_TYPES)
+                            and now == value)
+
+
+def _items(value, entries):
+    """A list read by the code (``for W in LAYERS``, ``LAYERS[0]``): its items too, so that
+    ``LAYERS[0] = W`` or ``LAYERS.append(W)`` compiles again, as rebinding ``LAYERS`` does."""
+    if type(value) is list:
+        entries.append(("items", value, None, tuple(value)))
 
 
 def take(fn, arguments: dict) -> Snapshot:
@@ -132,6 +149,7 @@ def _function(fn, entries, seen, attributes):
         if isinstance(value, types.ModuleType):
             continue
         entries.append((kind, holder, name, value))
+        _items(value, entries)
         if isinstance(value, types.FunctionType):
             _function(value, entries, seen, attributes)
 
@@ -162,4 +180,5 @@ def _object(value, entries, depth, seen, attributes):
     for name, item in list(held.items()):
         if name in attributes:
             entries.append(("attr", value, name, item))
+            _items(item, entries)
             _object(item, entries, depth - 1, seen, attributes)
