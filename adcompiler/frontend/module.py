@@ -207,8 +207,8 @@ def _bind_constant(module, stmt):
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     if value is _UNKNOWN or not all(isinstance(t, ast.Name) for t in targets):
         _forget(module, stmt, _bound_names(stmt),
-                "an expression adcompiler does not evaluate (it keeps literals, np.pi and "
-                "np.array(...) of literals)")
+                "an expression adcompiler does not evaluate (it keeps literals, np.pi, "
+                "np.array(...) of literals, and lists and tuples of those)")
         return
     for target in targets:
         _bind(module, target.id, value, stmt)
@@ -218,7 +218,8 @@ _UNKNOWN = object()
 
 
 def _static_value(ns, node):
-    """A literal, a numpy constant (np.pi), or np.array(...) of literals; else _UNKNOWN."""
+    """A literal, a numpy constant (np.pi), np.array(...) of literals, or a list or tuple of
+    those; else _UNKNOWN."""
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -238,6 +239,10 @@ def _static_value(ns, node):
                 return getattr(np, node.func.attr)(*args, **kwargs)
             except Exception:  # NumPy rejects it: leave the name unbound, as if not a literal
                 return _UNKNOWN
+    if isinstance(node, (ast.List, ast.Tuple)):  # LAYERS = [np.array(...), np.array(...)]
+        items = [_static_value(ns, e) for e in node.elts]
+        if not any(item is _UNKNOWN for item in items):
+            return items if isinstance(node, ast.List) else tuple(items)
     return _UNKNOWN
 
 
