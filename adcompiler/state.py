@@ -32,6 +32,7 @@ _EQUAL_TYPES = (int, float, bool, str, type(None))
 _STATIC = (int, float, bool, str, bytes, complex, type(None), tuple, frozenset, np.dtype, type,
            np.ndarray, np.generic, types.ModuleType)
 _DEPTH = 2        # object attributes: self.w, self.cfg.scale
+_CODE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, functools.partial)
 _LOADS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"}
 
 
@@ -90,6 +91,8 @@ def take(fn, arguments: dict) -> Snapshot:
         if isinstance(held, dict):
             objects += [item for name, item in held.items() if name in attributes
                         and not isinstance(item, _STATIC) and len(objects) < 1000]
+        if type(obj) is list:   # self.layers: the layer objects it holds
+            objects += [item for item in obj if not isinstance(item, _STATIC)][:1000]
         _methods(obj, entries, functions, attributes)
     for value in arguments.values():
         _object(value, entries, _DEPTH, set(), attributes)
@@ -114,8 +117,8 @@ def _methods(obj, entries, functions, attributes):
     is called): each class entry recorded, and its code scanned like a helper's, so that the
     attributes it reads (``self.W``) are recorded too."""
     done: set = set()
-    while attributes - done:
-        name = min(attributes - done)
+    while (attributes | {"__call__"}) - done:   # a layer object called: its __call__
+        name = min((attributes | {"__call__"}) - done)
         done.add(name)
         owner = next((c for c in type(obj).__mro__ if name in vars(c)), None)
         if owner is None or isinstance(obj, type):
@@ -171,7 +174,12 @@ def _names(code) -> tuple:
 def _object(value, entries, depth, seen, attributes):
     """The attributes of an object argument (a model, a config) that the code may read, by
     name, ``depth`` levels down (a ``self.step`` counter the code never reads is no entry)."""
-    if depth == 0 or isinstance(value, _STATIC) or callable(value) or id(value) in seen:
+    if depth == 0 or isinstance(value, _STATIC + _CODE) or id(value) in seen:
+        return
+    if type(value) is list:   # a list attribute's objects, at the list's own depth
+        seen.add(id(value))
+        for item in value[:1000]:
+            _object(item, entries, depth, seen, attributes)
         return
     held = getattr(value, "__dict__", None)
     if not isinstance(held, dict):

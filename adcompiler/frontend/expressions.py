@@ -194,8 +194,9 @@ class ExpressionLowering:
 
     def call_user(self, func, args, kwargs, node, result=True):
         """The user's function (or a method of theirs, ``self.helper(x)``, with its instance
-        or class first) inlined, as is a nested def or lambda; ``NOT_USER`` for any other
-        callable."""
+        or class first; or an object of theirs called, ``self.l1(x)``, its class's ``__call__``
+        with the object first) inlined, as is a nested def or lambda; ``NOT_USER`` for any
+        other callable."""
         func, args, kwargs = self.unpartial(func, args, kwargs)
         if isinstance(func, LocalFunction):
             return self.inline_local(func, args, kwargs, node, result)
@@ -203,6 +204,10 @@ class ExpressionLowering:
             return self.inline_call(func, args, kwargs, node, result)
         if isinstance(func, types.MethodType) and self.is_user_function(func.__func__):
             return self.inline_call(func.__func__, [func.__self__, *args], kwargs, node, result)
+        call = getattr(type(func), "__call__", None)   # a layer object: self.l1(x)
+        if (not isinstance(func, type) and isinstance(call, types.FunctionType)
+                and self.is_user_function(call)):
+            return self.inline_call(call, [func, *args], kwargs, node, result)
         return NOT_USER
 
     def unpartial(self, func, args, kwargs):
