@@ -87,3 +87,20 @@ def import_source(source: str, directory, prefix: str = "m"):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def assert_located(err, f, offset, construct, hint=""):
+    """``err`` (a CompileError) points at ``construct`` on line ``offset`` of ``f``'s
+    definition, in ``f``'s file: its header, the line shown, a caret under the construct, and a
+    hint (containing ``hint``) last."""
+    import linecache
+    import os
+    path = f.__code__.co_filename
+    lineno = f.__code__.co_firstlineno + offset
+    line = linecache.getline(path, lineno).rstrip("\n")
+    assert os.path.samefile(err.filename, path) and err.lineno == lineno, str(err)
+    header, shown, caret, *rest = str(err).split("\n")
+    col = line.index(construct)
+    assert header.startswith(f"{err.filename}:{lineno}:{col + 1}: error: "), header
+    assert caret.strip() == "^" * len(construct), f"\n{shown}\n{caret}"
+    assert rest and rest[-1].startswith("hint: ") and hint in rest[-1], str(err)

@@ -3,13 +3,12 @@ compiling: each iterable kind, enumerate/zip, filters, nested clauses, the calls
 generator, Python 3 scoping, every transform, and each refused form's located error. Gradients
 are checked against finite differences and the dynamic tape."""
 
-import linecache
-import os
 
 import numpy as np
 import pytest
 
 import adcompiler as ad
+from tests.helpers import assert_located
 from adcompiler.tape import dynamic_grad
 
 from .helpers import check_grads
@@ -373,13 +372,5 @@ def test_refused_forms_are_located_errors(f, offset, construct, message, hint):
     args = (X, 0.5) if f is iterates_a_float else (X,)
     with pytest.raises(ad.CompileError) as info:
         ad.grad(f)(*args)
-    err = info.value
-    assert message in err.message, str(err)
-    lineno = f.__code__.co_firstlineno + offset
-    line = linecache.getline(__file__, lineno).rstrip("\n")
-    assert os.path.samefile(err.filename, __file__) and err.lineno == lineno, str(err)
-    header, shown, caret, *rest = str(err).split("\n")
-    col = line.index(construct)
-    assert header.startswith(f"{err.filename}:{lineno}:{col + 1}: error: "), header
-    assert caret.strip() == "^" * len(construct), f"\n{shown}\n{caret}"
-    assert rest and rest[-1].startswith("hint: ") and hint in rest[-1], str(err)
+    assert message in info.value.message, str(info.value)
+    assert_located(info.value, f, offset, construct, hint)

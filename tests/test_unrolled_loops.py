@@ -4,8 +4,6 @@ tuple and starred targets, break/continue/else, every transform, the tape, the c
 and each refused form's located error. Gradients are checked against finite differences and the
 dynamic tape."""
 
-import linecache
-import os
 import re
 import textwrap
 
@@ -13,6 +11,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
+from tests.helpers import assert_located
 from adcompiler import cli
 from adcompiler.tape import dynamic_grad
 
@@ -466,15 +465,7 @@ REFUSED = [
 def test_refused_forms_are_located_errors(f, args, offset, construct, message, hint):
     with pytest.raises(ad.CompileError, match=re.escape(message)) as info:
         ad.grad(f)(*args)
-    err = info.value
-    lineno = f.__code__.co_firstlineno + offset
-    line = linecache.getline(__file__, lineno).rstrip("\n")
-    assert os.path.samefile(err.filename, __file__) and err.lineno == lineno, str(err)
-    header, shown, caret, *rest = str(err).split("\n")
-    col = line.index(construct)
-    assert header.startswith(f"{err.filename}:{lineno}:{col + 1}: error: "), header
-    assert caret.strip() == "^" * len(construct), f"\n{shown}\n{caret}"
-    assert rest and rest[-1].startswith("hint: ") and hint in rest[-1], str(err)
+    assert_located(info.value, f, offset, construct, hint)
 
 
 def test_numpy_raises_the_same_errors():
