@@ -11,7 +11,10 @@ nested unrolled loops' iterations counted. ``break``/``continue`` are rewritten 
 compiled loop (:mod:`.jumps`): a break decided while compiling stops the unrolling; after one
 on a traced value each later iteration, its binding of the target included, runs under an
 ``if`` on the break flag, so the target and every name hold what Python would hold after the
-loop. ``else`` runs where no break happened (an ``if`` on the flag where it is traced).
+loop. ``else`` runs where no break happened (an ``if`` on the flag where it is traced). The
+items still to come sit in the env while the body runs, so an in-place update of one of them
+(``for v in (y, y): ...; y *= 2``) reaches them as it reaches every name for that array, and a
+view of an updated array goes stale (reading it is a located error), as everywhere.
 
 Invariant: no ``loop`` node is emitted; ``range(...)`` and an array's rows (alone, or in
 ``enumerate``/``zip`` of those) are never unrolled here: they are compiled loops
@@ -89,11 +92,14 @@ class UnrolledLoopLowering:
         have happened, the binding runs in the body's ``if not <flag>:`` too (a synthetic
         ``<target> = loop<line>_item``), so the target keeps the value it broke at."""
         flag, item = f"loop{stmt.lineno}_done", f"loop{stmt.lineno}_item"
+        held = f"loop{stmt.lineno}_items"   # in the env, so that an in-place update in the
+        self.env[held] = list(items)          # body reaches the items still to come
         before, plain = jumps.rewrite_loop(stmt)
         bind = _synthetic(ast.Assign([stmt.target], ast.Name(item, ast.Load())), stmt)
         guarded = jumps.rewrite_loop(_with_body(stmt, [bind, *stmt.body]))[1]
         self.run_statements(before)
-        for value in items:
+        for k in range(len(items)):
+            value = self.env[held][k]  # y *= 2 made it the new y; a view of y: Stale
             done = self.env.get(flag, False)
             if isinstance(done, Value):
                 self.env[item] = value
@@ -105,6 +111,7 @@ class UnrolledLoopLowering:
             self.bind(stmt.target, value, stmt)
             self.run_statements(plain.body)
         self.env.pop(item, None)
+        self.env.pop(held, None)
         return flag
 
     def unrolled_else(self, stmt, flag):
