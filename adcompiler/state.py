@@ -137,6 +137,8 @@ def _function(fn, entries, seen, attributes):
     seen.add(id(fn))
     loads, mentioned = _names(code)
     attributes |= mentioned
+    for value in (*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()):
+        _items(value, entries)   # def mlp(h, layers=LAYERS): LAYERS[0] = W compiles again
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     for name in sorted(loads):
         if name in cells:

@@ -100,6 +100,9 @@ def _fingerprint_function(fn, label, parts, live, seen):
     parts.append(f"{label} = def {fn.__qualname__}:\n{''.join(source_lines(fn)[0])}")
     closure = dict(zip(fn.__code__.co_freevars,
                        [c.cell_contents for c in fn.__closure__ or ()]))
+    defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    for i, value in enumerate(defaults):  # def mlp(h, layers=LAYERS): read as a constant
+        _fingerprint_value(value, f"{label}default[{i}]", parts, live, seen)
     for name in sorted(_names_read(fn.__code__)):
         if name in closure:
             scope, value = "closure", closure[name]
