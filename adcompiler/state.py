@@ -81,6 +81,8 @@ def take(fn, arguments: dict) -> Snapshot:
     entries: list = []
     attributes: set = set()  # every attribute name the code (and its helpers) mentions
     functions: set = set()
+    while not isinstance(fn, types.FunctionType) and hasattr(fn, "primal"):
+        fn = fn.primal   # grad(grad(f)), jvp(grad(f)): what f reads
     _function(fn, entries, functions, attributes)
     for value in arguments.values():  # a function passed as a static argument is inlined:
         for helper in _passed_functions(value):  # what it reads is read as well
