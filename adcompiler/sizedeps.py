@@ -11,7 +11,8 @@ smallest sizes the constant slice bounds and indices fit (``x[:5]`` clips to the
 ``x[2]`` needs 3), per axis of a parameter where the subscript is the parameter's own (``x[:,
 4]`` bounds x's axis 1), and for every size otherwise (a local, an alias, a helper's subscript),
 conservatively: any constant subscript counts but a shape's; a constant ``np.roll`` shift ``k``
-(lowered as slices at ``k % n``) needs ``abs(k) + 1`` for every size. :func:`least_size` is
+(lowered as slices at ``k % n``) needs ``abs(k) + 1`` for every size, and a split at constant
+indices (``np.split(x, [2, 5])``, slices ``x[2:5]``) the largest index. :func:`least_size` is
 their largest.
 """
 
@@ -105,7 +106,26 @@ def least_sizes(module, fname) -> Least:
             elif isinstance(node, ast.Call) and _is_roll(node):
                 for shift in _roll_shifts(module, node):   # lowered as slices at shift % n
                     least.need(None, abs(shift) + 1)       # (x[3:], x[:3]): n past the shift
+            elif isinstance(node, ast.Call) and _is_split(node):
+                for at in _split_indices(module, node):    # np.split(x, [2, 5]): x[2:5]
+                    least.need(None, abs(at))
     return least
+
+
+_SPLITS = {"split", "array_split", "hsplit", "vsplit", "dsplit"}
+
+
+def _is_split(call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr in _SPLITS
+
+
+def _split_indices(module, call) -> list:
+    """The constant indices of an ``np.split(a, [i, j], ...)`` call (a count gives none)."""
+    where = call.args[1] if len(call.args) > 1 else next(
+        (k.value for k in call.keywords if k.arg in ("indices_or_sections", "indices")), None)
+    if not isinstance(where, (ast.List, ast.Tuple)):
+        return []
+    return [v for v in (_constant_int(module, item) for item in where.elts) if v is not None]
 
 
 def _is_roll(call) -> bool:
