@@ -121,6 +121,8 @@ def plan(graph):
                         else _loop(graph, producers, out) for out in graph.outputs)
     except _Unsupported as exc:
         return Unplanned(str(exc))
+    if not scalars.loops and not any(isinstance(o, Loop) for o in outputs):
+        return Unplanned("it has no array to loop over (Python floats and 0-d values only)")
     return Plan(outputs, tuple(scalars.loops))
 
 
