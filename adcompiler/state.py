@@ -11,7 +11,8 @@ generated code reads the very array object.
 
 What is recorded is a superset of what the code reads (every global or closure name the
 function's code loads, recursively through the plain functions it calls, except modules; the
-attributes of each object argument that the code names, two levels deep), so a check can only
+attributes that the code names of each object argument, of each object a global or a closure
+holds (``CFG.c``) and of a passed bound method's instance, two levels deep), so a check can only
 cost a compilation too many, never miss a change it covers. A list read from a global, a cell
 or an attribute has its items recorded too (``LAYERS[0] = W`` and ``.append`` compile again).
 Not covered: a module's own attributes (``np.pi``, ``mymodule.SCALE``), and objects deeper in
@@ -87,7 +88,10 @@ def take(fn, arguments: dict) -> Snapshot:
     for value in arguments.values():  # a function passed as a static argument is inlined:
         for helper in _passed_functions(value):  # what it reads is read as well
             _function(helper, entries, functions, attributes)
-    objects = [v for v in arguments.values() if not isinstance(v, _STATIC)]
+    roots = [v.__self__ if isinstance(v, types.MethodType) else v for v in arguments.values()]
+    roots += [value for kind, _, _, value in entries   # CFG.c, h.c of a global or closure h
+              if kind in ("dict", "cell") and _plain_object(value)]
+    objects = [v for v in roots if not isinstance(v, _STATIC)]
     for obj in objects:  # arguments' attributes, and the attributes those hold, by name
         held = getattr(obj, "__dict__", None)
         if isinstance(held, dict):
@@ -96,9 +100,16 @@ def take(fn, arguments: dict) -> Snapshot:
         if type(obj) is list:   # self.layers: the layer objects it holds
             objects += [item for item in obj if not isinstance(item, _STATIC)][:1000]
         _methods(obj, entries, functions, attributes)
-    for value in arguments.values():
+    for value in roots:
         _object(value, entries, _DEPTH, set(), attributes)
     return Snapshot(entries)
+
+
+def _plain_object(value) -> bool:
+    """An instance of a class of the user's (a config, a model), whose attributes the code
+    may read: not a number, array, module, function or class."""
+    return not isinstance(value, _STATIC + _CODE + (type,)) and isinstance(
+        getattr(value, "__dict__", None), dict)
 
 
 def _passed_functions(value):
@@ -106,6 +117,8 @@ def _passed_functions(value):
     arguments, a tuple's items."""
     if isinstance(value, types.FunctionType):
         yield value
+    elif isinstance(value, types.MethodType):   # m.act: its function (and m, in take)
+        yield from _passed_functions(value.__func__)
     elif isinstance(value, functools.partial):
         for held in (value.func, *value.args, *value.keywords.values()):
             yield from _passed_functions(held)
