@@ -19,7 +19,7 @@ import numpy as np
 from ..ir import Value
 from ..ir.primitives import PRIMS
 from . import (compositions, creation, diagonal, einsum, norms, products, scans, solvers, sorting,
-               splits)
+               reductions_more, splits)
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
@@ -357,6 +357,7 @@ FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
 FUNCTIONS.update(sorting.FUNCTIONS)  # np.sort, take_along_axis, median, quantile, percentile
 FUNCTIONS.update(splits.FUNCTIONS)  # np.split, atleast_2d, tile, repeat, append
 FUNCTIONS.update(products.FUNCTIONS)  # np.add.outer, inner, vdot, tensordot, trapezoid
+FUNCTIONS.update(reductions_more.FUNCTIONS)  # np.average, nansum, take, pad, cross, polyval
 
 
 def register_call(fn, handler):
