@@ -11,8 +11,9 @@ smallest sizes the constant slice bounds and indices fit (``x[:5]`` clips to the
 ``x[2]`` needs 3), per axis of a parameter where the subscript is the parameter's own (``x[:,
 4]`` bounds x's axis 1), and for every size otherwise (a local, an alias, a helper's subscript),
 conservatively: any constant subscript counts but a shape's; a constant ``np.roll`` shift ``k``
-(lowered as slices at ``k % n``) needs ``abs(k) + 1`` for every size, and a split at constant
-indices (``np.split(x, [2, 5])``, slices ``x[2:5]``) the largest index. :func:`least_size` is
+(lowered as slices at ``k % n``) needs ``abs(k) + 1`` for every size, a split at constant
+indices (``np.split(x, [2, 5])``, slices ``x[2:5]``) the largest index, and ``np.take`` at
+constant indices what the same indices in a subscript need. :func:`least_size` is
 their largest.
 """
 
@@ -109,6 +110,9 @@ def least_sizes(module, fname) -> Least:
             elif isinstance(node, ast.Call) and _is_split(node):
                 for at in _split_indices(module, node):    # np.split(x, [2, 5]): x[2:5]
                     least.need(None, abs(at))
+            elif isinstance(node, ast.Call) and _named(node, "take"):
+                for at in _split_indices(module, node):    # np.take(x, [0, 2]): x[2] needs 3
+                    least.need(None, at + 1 if at >= 0 else -at)
     return least
 
 
@@ -119,8 +123,13 @@ def _is_split(call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr in _SPLITS
 
 
+def _named(call, name) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == name
+
+
 def _split_indices(module, call) -> list:
-    """The constant indices of an ``np.split(a, [i, j], ...)`` call (a count gives none)."""
+    """The constant indices of an ``np.split(a, [i, j], ...)`` or ``np.take(a, [i, j])`` call
+    (a count gives none)."""
     where = call.args[1] if len(call.args) > 1 else next(
         (k.value for k in call.keywords if k.arg in ("indices_or_sections", "indices")), None)
     if not isinstance(where, (ast.List, ast.Tuple)):
