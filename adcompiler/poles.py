@@ -8,11 +8,14 @@ the generated code, where PyTorch and JAX answer ``inf``. Invariant: a gradient 
 only what the user's function raises. So when the generated code raises ``ZeroDivisionError``,
 the user's function runs once on the same values (arrays copied: it may write into them): if
 it raises, that is the call's error; otherwise the generated code runs again on ``np.float64``
-scalars, whose arithmetic is the same IEEE arithmetic but answers ``inf``/``nan`` with NumPy's
-``RuntimeWarning``; the gradient of a Python float is returned as a Python float.
+scalars, with NumPy's functions for ``math``'s and ``np.float64`` for ``float`` (the same IEEE
+arithmetic, but ``inf``/``nan`` with NumPy's ``RuntimeWarning`` where Python raises); the
+gradient of a Python float is returned as a Python float.
 """
 
 from __future__ import annotations
+
+import types
 
 import numpy as np
 
@@ -24,7 +27,7 @@ def at_a_pole(function, primal, arguments: dict, extra: tuple, call: tuple, wrt,
     kwargs = {k: v for k, v in kwargs.items() if k != "cotangent"}  # vjp's, not the user's
     primal(*_copies(args), **dict(zip(kwargs, _copies(kwargs.values()))))
     values = [np.float64(v) if type(v) is float else v for v in arguments.values()]
-    result = function(*values, *extra)
+    result = _on_numpy_scalars(function)(*values, *extra)
     items = list(result) if isinstance(result, tuple) else [result]
     first = 1 if mode == "value_and_grad" else 0   # a Python float's gradient: a Python float
     places = [] if mode in ("jvp", "hvp") else [
@@ -33,6 +36,27 @@ def at_a_pole(function, primal, arguments: dict, extra: tuple, call: tuple, wrt,
         if type(items[k]) is np.float64:
             items[k] = float(items[k])
     return tuple(items) if isinstance(result, tuple) else items[0]
+
+
+def _on_numpy_scalars(function):
+    """``function`` reading NumPy in place of ``math`` and ``float`` (``math.sqrt(0.0)``'s
+    derivative, ``float(x[0])`` then divided: NumPy scalars all through)."""
+    scope = {**function.__globals__, "math": _MATH, "float": np.float64}
+    return types.FunctionType(function.__code__, scope, function.__name__,
+                              function.__defaults__, function.__closure__)
+
+
+class _NumpyMath:
+    """``math`` as the generated code calls it, answered by NumPy's functions."""
+
+    _NAMES = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "fabs": "abs",
+              "atan2": "arctan2", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh"}
+
+    def __getattr__(self, name):
+        return getattr(np, self._NAMES.get(name, name))
+
+
+_MATH = _NumpyMath()
 
 
 def _copies(values):

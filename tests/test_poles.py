@@ -66,3 +66,25 @@ def test_forward_mode_at_a_pole():
     assert type(tangent) is type(ad.jvp(log_of)(2.0, tangents=1.0)[1])   # as away from it
     with pytest.raises(ZeroDivisionError):
         ad.jvp(reciprocal)(0.0, tangents=1.0)
+
+
+def arcsine(s):
+    return np.arcsin(s)
+
+
+def math_root(s):
+    return math.sqrt(s) + s
+
+
+def root_of_an_entry(x):
+    s = float(x[0])
+    return math.sqrt(s) * 2.0 + np.sum(x)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_math_functions_and_float_at_a_pole():
+    assert ad.grad(arcsine)(1.0) == math.inf            # 1 / math.sqrt(1 - s * s)
+    assert ad.grad(math_root)(0.0) == math.inf          # 0.5 / math.sqrt(s)
+    assert ad.grad(math_root)(4.0) == 1.25
+    np.testing.assert_array_equal(ad.grad(root_of_an_entry)(np.array([0.0, 2.0])),
+                                  [math.inf, 1.0])
