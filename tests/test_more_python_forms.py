@@ -157,6 +157,19 @@ def test_chain_of_arrays_is_numpy_s_ambiguous_truth_value_located():
         ad.grad(array_chain_in_if)(x, 0.1)
 
 
+def one_element_chain(x):
+    y = x[:1]
+    return np.where(0.0 < y < 1.0, x, 0.0).sum()
+
+
+def test_a_one_element_link_is_refused_in_its_own_words():
+    x = np.array([0.5, 2.0])
+    assert one_element_chain(x) == 2.5   # NumPy takes the truth of one element
+    with pytest.raises(CompileError, match=re.escape("NumPy takes it for one element")) as err:
+        ad.grad(one_element_chain)(x)
+    assert "more than one element" not in str(err.value) and "x[0]" in str(err.value)
+
+
 def test_chain_on_the_tape():
     leaf = tape.tensor(BAND_X, requires_grad=True)
     band(leaf, 0.0, 1.0).backward()

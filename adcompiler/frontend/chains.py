@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
 from ..ir import Block, Value
 from .shortcircuit import runs_unconditionally
 
@@ -75,8 +77,14 @@ def _span_of(first, last) -> dict:
 
 
 def _ambiguous(lw, node, link, v):
-    """NumPy's ValueError for the truth value of an array link, located, with what to write."""
+    """NumPy's ValueError for the truth value of an array link, located, with what to write
+    (a one-element array, whose truth NumPy takes, is refused with its own words)."""
     texts = [lw.src.text(n) for n in (node.left, *node.comparators)]
+    if v.aval.known_shape is not None and int(np.prod(v.aval.known_shape)) == 1:
+        return lw.src.error(
+            link, f"`{lw.src.text(link)}` is an array of shape {v.aval.known_shape}, whose "
+            "truth value a chained comparison tests: NumPy takes it for one element, "
+            "adcompiler does not yet", "compare its element: index it (x[0]) or .item() it")
     pairs = [f"({a} {_OP_TEXT[type(op)]} {b})"
              for a, op, b in zip(texts, node.ops, texts[1:])]
     return lw.src.error(
