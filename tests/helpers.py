@@ -10,6 +10,7 @@ import inspect
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import adcompiler
 
@@ -104,3 +105,16 @@ def assert_located(err, f, offset, construct, hint=""):
     assert header.startswith(f"{err.filename}:{lineno}:{col + 1}: error: "), header
     assert caret.strip() == "^" * len(construct), f"\n{shown}\n{caret}"
     assert rest and rest[-1].startswith("hint: ") and hint in rest[-1], str(err)
+
+
+def assert_tape_matches_compiled(f, args, value_rtol=1e-12, rtol=1e-12, atol=1e-13):
+    """``f`` run on tape tensors gives its NumPy value, and ``tape.grad`` the compiled
+    gradient with respect to every argument."""
+    from adcompiler import tape
+    leaves = [tape.tensor(a, requires_grad=True) for a in args]
+    out = f(*leaves)
+    assert float(out.detach().numpy()) == pytest.approx(float(f(*args)), rel=value_rtol)
+    grads = tape.grad(out, leaves)
+    compiled = adcompiler.grad(f, wrt=tuple(range(len(args))))(*args)
+    for got, want in zip(grads, compiled):
+        np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol)

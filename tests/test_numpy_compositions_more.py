@@ -19,7 +19,8 @@ import adcompiler as ad
 from adcompiler import tape
 from adcompiler.errors import CompileError
 
-from .helpers import assert_matches_numerical, check_grads, directional_difference
+from .helpers import (assert_matches_numerical, assert_tape_matches_compiled, check_grads,
+                      directional_difference)
 
 rng = np.random.default_rng(23)
 
@@ -124,14 +125,7 @@ def test_hessian(f, make):
 
 @pytest.mark.parametrize("f, make", CASES, ids=IDS)
 def test_the_tape_gives_the_compiled_gradient(f, make):
-    args = make()
-    leaves = [tape.tensor(a, requires_grad=True) for a in args]
-    out = f(*leaves)
-    assert out.detach().numpy() == pytest.approx(f(*args), rel=1e-12)
-    grads = tape.grad(out, leaves)
-    compiled = ad.grad(f, wrt=tuple(range(len(args))))(*args)
-    for got, want in zip(grads, compiled):
-        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-13)
+    assert_tape_matches_compiled(f, make())
 
 
 # ---- values, dtypes and NaN entries -------------------------------------------------------------
