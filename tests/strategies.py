@@ -121,9 +121,15 @@ JOIN = [Template(t, 2) for t in [
     "np.stack([{a}, {b}])", "np.stack([{a}, {b}], axis=1)", "np.stack([{a}, {b}, {a}], axis=-1)",
 ]]
 
+# A name rebound to a gather of itself (``a = a[::-1]``): the old value's cotangent and the new
+# one's both want the user's name (session 17 found the scatter back wiping it).
+REBIND = ["{a}[::-1]", "{a}[1:]", "{a}[I3]", "{a}[[0, 2, 0]]", "np.flip({a})", "{a}[:, ::-1]",
+          "{a}[..., 0]", "{a}.T"]
+
 # None: the family has its own builder, _Drawing.stmt_<family>.
 FAMILIES = {"unary": UNARY, "math": MATH, "binary": BINARY, "reduce": None, "shape": SHAPE,
-            "index": INDEX, "linalg": LINALG, "join": JOIN, "unpack": None, "augmented": None}
+            "index": INDEX, "linalg": LINALG, "join": JOIN, "unpack": None, "augmented": None,
+            "rebind": None}
 
 
 # ---- the generator ---------------------------------------------------------------------------
@@ -249,6 +255,17 @@ class _Drawing:
         p, q = self.fresh(), self.fresh()
         passing = [t for t, e in [(p, e1), (q, e2)] if _passes_cotangent_on(e)]
         return self.attempt([f"{p}, {q} = {e1}, {e2}"], [p, q], passing)
+
+    def stmt_rebind(self, family):
+        """``a = a[::-1]``: an array name (a parameter's too) rebound to a gather of itself,
+        whose new value then counts as unused (so that it reaches the result)."""
+        names = self.operands(1, lambda v: not _py(v))
+        expr = names and self.pick([t.format(a=names[0]) for t in REBIND])
+        if not expr or not self.attempt([f"{names[0]} = {expr}"], names):
+            return False
+        self.used.discard(names[0])
+        self.passing.discard(names[0])
+        return True
 
     def stmt_augmented(self, family):
         """``t = np.tanh(a); t op= b``, an in-place update of a fresh array, maybe aliased."""
