@@ -1,8 +1,9 @@
 """A name rebound to a gather of itself (``x = x[::-1]``, ``x = np.sort(x)``, ``x = x[1:]``,
 ``x = x[idx]``) used more than once: its cotangent and the parameter's share the user's name
 ``dx``, and the scatter back wrote ``dx = np.zeros(...)`` before reading the old ``dx``
-(``dx[::-1] = dx``): the gradient was zero (or partial, or a broadcast error). Now the result
-of an emission that writes before it reads takes none of its inputs' names
+(``dx[::-1] = dx``): the gradient was zero (or partial, or a broadcast error); in a loop the
+carried slot did the same (``dx_1 = np.zeros(...); dx_1[::-1] = dx_1 + dv2_1``). Now the
+result of an emission that writes before it reads takes no name its inputs' expressions read
 (``backends/emit.py``, ``backends/inplace.py``)."""
 
 import numpy as np
@@ -73,6 +74,23 @@ def along(x, order):
     return np.sum(x ** 2) + np.sum(x[:, 0])
 
 
+def reversed_in_a_loop(x):
+    total = np.zeros((3,))
+    for _ in range(3):
+        flipped = x[::-1]
+        x = x[::-1]
+        total = total + flipped
+    return np.sum(total * np.arange(1.0, 4.0))
+
+
+def reversed_over_rows(x):
+    total = np.zeros((3,))
+    for k, (p, q) in enumerate(zip(x, x)):
+        x = x[::-1]
+        total = total + x * p
+    return np.sum(total)
+
+
 X = np.array([0.3, -1.2, 0.8])
 
 
@@ -86,6 +104,8 @@ X = np.array([0.3, -1.2, 0.8])
     (flipped_cumsum, (np.array([0.5, -1.0, 2.0, 0.25]), 0.7), (0, 1)),
     (sorted_in_loop, (np.array([0.5, -0.3, 0.8, 0.1]),), (0,)),
     (trajectory, (0.5, 1.2, np.exp(-0.03 * np.arange(1, 6))), (0, 1)),
+    (reversed_in_a_loop, (X,), (0,)),     # the loop's slot: dx_1[::-1] = dx_1 + dv2_1
+    (reversed_over_rows, (X,), (0,)),
     (along, (np.array([[0.3, -1.0, 2.0], [1.5, 0.2, -0.7]]),
              np.array([[2, 0, 1], [1, 2, 0]])), (0,)),
 ])

@@ -18,7 +18,7 @@ from . import numexpr_chains
 from .buffered import BufferedEmission
 from .constants import constants_comment
 from .distinct import distinct_guard
-from .expressions import const, dtype_expr, node_expr, scatter_statements
+from .expressions import const, dtype_expr, node_expr, read_names, scatter_statements
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
 from .loop_exit import break_lines, early_exit, not_expr
@@ -140,16 +140,12 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         if node.prim in ("index_add", "setitem"):
             return self.update(node, args, *where)
         if node.prim == "scatter_add":  # zeros first, then the writes read the inputs: the
-            target = self.name(node.out, *where, self.input_names(node))  # result takes none
+            target = self.name(node.out, *where, read_names(args))  # result takes none
             stmts = scatter_statements(node, target, args, self.xp, self.plain)  # of their names
             return [_render(s) for s in stmts]
         target = self.name(node.outputs[0], *where)
         return [_render(ast.Assign([_store(target)], self.expr(node, args)))]
 
-    def input_names(self, node, first=0) -> set:
-        """The names ``node``'s inputs (from position ``first``) are read under."""
-        return {self.names[x] for x in node.inputs[first:]
-                if isinstance(x, Value) and x in self.names}
 
     def _dead(self, v, end) -> bool:
         """Whether ``v``'s buffer may be reused after top-level statement ``end``: a stack

@@ -312,3 +312,9 @@ def _complement(spec, shape):
     if stop <= start:
         return None
     return [(a, b, n) for a, b in ((0, start), (stop, n)) if b > a]
+
+
+def read_names(args) -> set:
+    """Every name the expressions ``args`` read (an input inlined as ``dx_1 + dv2`` reads
+    ``dx_1``): a result written before they are evaluated must take none of them."""
+    return {n.id for a in args for n in ast.walk(a) if isinstance(n, ast.Name)}

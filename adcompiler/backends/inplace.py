@@ -20,7 +20,7 @@ import ast
 from ..ir import Value, walk
 from ..ir.primitives import PRIMS
 from .aliasing import fresh, is_view
-from .expressions import accumulate_statements, assign_statements
+from .expressions import accumulate_statements, assign_statements, read_names
 
 _UPDATES = {"index_add", "setitem"}   # update their first input; ``add`` either input
 
@@ -226,7 +226,7 @@ class InPlaceEmission:
         else:
             # the value and the indices are read after the copy: the copy takes none of their
             # names (``dx = np.array(t); dx[i] = dx`` would write the copy into itself)
-            target = self.name(node.outputs[0], at, path, self.input_names(node, first=1))
+            target = self.name(node.outputs[0], at, path, read_names(args[1:]))
             # np.array copies, and gives a writable array even where acc is a NumPy scalar
             lines.append(f"{target} = {self.xp}.array({self.render(ast.Expr(args[0]))})")
         if node.prim == "setitem":
