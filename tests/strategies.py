@@ -123,8 +123,10 @@ JOIN = [Template(t, 2) for t in [
 
 # A name rebound to a gather of itself (``a = a[::-1]``): the old value's cotangent and the new
 # one's both want the user's name (session 17 found the scatter back wiping it).
-REBIND = ["{a}[::-1]", "{a}[1:]", "{a}[I3]", "{a}[[0, 2, 0]]", "np.flip({a})", "{a}[:, ::-1]",
-          "{a}[..., 0]", "{a}.T"]
+# Only gathers that keep the shape: a value a loop carries must keep its shape (a located error
+# otherwise, which the tape-agreement tests do not expect).
+REBIND = ["{a}[::-1]", "{a}[I3]", "{a}[[0, 2, 0]]", "np.flip({a})", "{a}[:, ::-1]",
+          "{a}[..., ::-1]", "{a}.T"]
 
 # None: the family has its own builder, _Drawing.stmt_<family>.
 FAMILIES = {"unary": UNARY, "math": MATH, "binary": BINARY, "reduce": None, "shape": SHAPE,
@@ -212,9 +214,11 @@ class _Drawing:
         t = self.fresh()
         return self.attempt([f"{t} = {expr}"], [t], [t] if _passes_cotangent_on(expr) else [])
 
-    def pick(self, exprs):
-        """One of the expressions that run here with a safe value, or None if none does."""
-        fits = [e for e in exprs if (env := self.run([f"_ = {e}"])) and _safe(env["_"])]
+    def pick(self, exprs, shape=None):
+        """One of the expressions that run here with a safe value (of ``shape`` where given),
+        or None if none does."""
+        fits = [e for e in exprs if (env := self.run([f"_ = {e}"])) and _safe(env["_"])
+                and (shape is None or np.shape(env["_"]) == shape)]
         return self.draw(st.sampled_from(fits)) if fits else None
 
     def statement(self):
@@ -257,10 +261,11 @@ class _Drawing:
         return self.attempt([f"{p}, {q} = {e1}, {e2}"], [p, q], passing)
 
     def stmt_rebind(self, family):
-        """``a = a[::-1]``: an array name (a parameter's too) rebound to a gather of itself,
-        whose new value then counts as unused (so that it reaches the result)."""
+        """``a = a[::-1]``: an array name (a parameter's too) rebound to a gather of itself of
+        the same shape, whose new value then counts as unused (so that it reaches the result)."""
         names = self.operands(1, lambda v: not _py(v))
-        expr = names and self.pick([t.format(a=names[0]) for t in REBIND])
+        shape = names and np.shape(self.env[names[0]])
+        expr = names and self.pick([t.format(a=names[0]) for t in REBIND], shape)
         if not expr or not self.attempt([f"{names[0]} = {expr}"], names):
             return False
         self.used.discard(names[0])
