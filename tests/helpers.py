@@ -118,3 +118,13 @@ def assert_tape_matches_compiled(f, args, value_rtol=1e-12, rtol=1e-12, atol=1e-
     compiled = adcompiler.grad(f, wrt=tuple(range(len(args))))(*args)
     for got, want in zip(grads, compiled):
         np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol)
+
+
+def assert_jvp_matches_differences(f, args, tangent, value_rtol=1e-12, rtol=1e-6, atol=1e-8):
+    """``jvp(f, wrt=0)`` gives ``f``'s value and the directional difference along ``tangent``
+    of its first argument."""
+    value, dot = adcompiler.jvp(f, wrt=0)(*args, tangents=tangent)
+    assert value == pytest.approx(f(*args), rel=value_rtol)
+    want = directional_difference(lambda a: f(a, *args[1:]), [args[0]], [tangent])
+    assert dot == pytest.approx(float(want), rel=rtol, abs=atol)
+    return value

@@ -18,8 +18,8 @@ import adcompiler as ad
 from adcompiler import tape
 from adcompiler.errors import CompileError
 
-from .helpers import (assert_matches_numerical, assert_tape_matches_compiled, check_grads,
-                      directional_difference)
+from .helpers import (assert_jvp_matches_differences, assert_matches_numerical,
+                      assert_tape_matches_compiled, check_grads, directional_difference)
 
 rng = np.random.default_rng(11)
 
@@ -371,11 +371,7 @@ def test_split_pieces_are_views_on_the_tape():
 @pytest.mark.parametrize("f, make", TAPE_CASES[:5], ids=[f.__name__ for f, _ in TAPE_CASES[:5]])
 def test_splits_and_outers_jvp_and_hessian(f, make):
     args = make()
-    t = normal(*np.shape(args[0]))
-    value, dot = ad.jvp(f, wrt=0)(*args, tangents=t)
-    assert value == pytest.approx(f(*args), rel=1e-13)
-    want = directional_difference(lambda a: f(a, *args[1:]), [args[0]], [t])
-    assert dot == pytest.approx(float(want), rel=1e-6, abs=1e-8)
+    assert_jvp_matches_differences(f, args, normal(*np.shape(args[0])), value_rtol=1e-13)
     h = ad.hessian(f, wrt=0)(*args)
     g = ad.grad(f, wrt=0)
     x, n, eps = args[0], args[0].size, 1e-5

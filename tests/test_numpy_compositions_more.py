@@ -19,8 +19,8 @@ import adcompiler as ad
 from adcompiler import tape
 from adcompiler.errors import CompileError
 
-from .helpers import (assert_matches_numerical, assert_tape_matches_compiled, check_grads,
-                      directional_difference)
+from .helpers import (assert_jvp_matches_differences, assert_matches_numerical,
+                      assert_tape_matches_compiled, check_grads)
 
 rng = np.random.default_rng(23)
 
@@ -103,11 +103,7 @@ def test_value_and_grad(f, make):
 @pytest.mark.parametrize("f, make", CASES, ids=IDS)
 def test_jvp(f, make):
     args = make()
-    t = normal(*np.shape(args[0]))
-    value, dot = ad.jvp(f, wrt=0)(*args, tangents=t)
-    assert value == pytest.approx(f(*args), rel=1e-12)
-    want = directional_difference(lambda a: f(a, *args[1:]), [args[0]], [t])
-    assert dot == pytest.approx(float(want), rel=1e-5, abs=1e-7)
+    assert_jvp_matches_differences(f, args, normal(*np.shape(args[0])), rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("f, make", [c for c in CASES if c[0] is not nan_reductions],
