@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .backends import check_modes
 from .backends.emit import emit_module
 from .backends.naming import reserved as reserved_names
 from .backends.naming import BUILTINS
@@ -44,14 +45,16 @@ class Compiled:
 
 
 def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
-                     plain=False, backend="numpy") -> Compiled:
+                     plain=None, backend="numpy") -> Compiled:
     """Compile ``mode`` of ``fn`` for these arguments (Avals for traced ones).
 
     ``plain`` emits source meant to be read by the compiler again (grad of grad): no fused
     nodes, no in-place updates, no reused buffers; the values are the same. ``backend``
     ``"cupy"`` writes CuPy code (see :func:`adcompiler.runtime.compile.load_backend` for how it
-    loads where CuPy cannot run).
+    loads where CuPy cannot run). ``plain=None`` is plain inside
+    :func:`adcompiler.backends.check_modes.unoptimised` (the tests' reference), else not.
     """
+    plain = check_modes.is_unoptimised() if plain is None else plain
     if mode in FORWARD_MODES:
         return compile_jvp(fn, arguments, wrt, mode, plain, backend)
     graph = lower(fn, arguments)                                              # source -> IR
@@ -113,12 +116,13 @@ def _numba_loops(plan, graph, fname, arg_names, names) -> Compiled:
     return Compiled(graph, source, function, fname, "numba", (), names)
 
 
-def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=False,
+def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
                 backend="numpy") -> Compiled:
     """Compile forward mode: ``jvp_f(*args, *tangents) -> (value, tangent)``, one tangent
     parameter ``<name>_dot`` per wrt parameter. ``mode="hvp"`` differentiates the gradient
     instead (forward over reverse): ``hvp_f(*args, *tangents) -> (*grads, *grad_tangents)``,
     the grad tangents being Hessian-vector products."""
+    plain = check_modes.is_unoptimised() if plain is None else plain
     graph = lower(fn, arguments)                                              # source -> IR
     verify(graph)
     _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []),

@@ -26,7 +26,7 @@ from .methods import method_expr
 from .naming import BUILTINS, Naming, reserved
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
-                      stack_is_dead, stack_rows)
+                      buffer_is_dead, stack_rows)
 
 
 _HELPERS = {"_sum_to": '''
@@ -59,7 +59,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.rows = {} if plain or xp_name != "np" else stack_rows(graph)
         self.sharing = Sharing(graph, self.rows)  # which values may hold one array
         rows = frozenset() if plain else row_arrays(graph, self.sharing)
-        self.planned = set() if plain else set(plannable_nodes(graph, rows))
+        self.planned = set() if plain else set(plannable_nodes(graph, self.sharing, rows))
         self.chains = set() if plain else set(buffered_chains(graph))
         self.names: dict = {}      # Value -> Python name
         self.holders: dict = {}    # Python name -> the values stored under it over time
@@ -148,11 +148,11 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
 
 
     def _dead(self, v, end) -> bool:
-        """Whether ``v``'s buffer may be reused after top-level statement ``end``: a stack
-        lives while any view of it is read."""
-        if v in self.stacks:
-            return stack_is_dead(v, self.sharing, lambda a: self.live.read_after(a, end, ()))
-        return not self.live.read_after(v, end, ())
+        """Whether ``v``'s buffer may be reused after top-level statement ``end``: it lives
+        while any value that may hold the same array is read (a view, a stack's row, a loop's
+        slot it starts, a branch's result, a residual list it is appended to), not only ``v``
+        itself (a loop's ``dacc_1 = dacc_3`` read after ``dacc_3``'s last read)."""
+        return buffer_is_dead(v, self.sharing, lambda a: self.live.read_after(a, end, ()))
 
     def cond(self, node, args):
         end, path = self.live.end[node], self.live.path[node]

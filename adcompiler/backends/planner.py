@@ -13,15 +13,17 @@ faulted in 800 pages a call for them. So are the row arrays the hoisting pass ma
 (:mod:`adcompiler.passes.hoist`: ``x_Wx = reshape(x) @ Wx`` read as ``x_Wx[t]`` in a loop):
 879 faults a call for the RNN's two, none once :func:`row_arrays` pools them.
 
-Invariants: an elementwise value is planned only if it cannot escape: not returned, not
-yielded (phis, carried values, residual stacks), not the initial value of a slot its loop updates entry by entry, not viewed (its release does not look at
-views), not updated in place. A loop's stack is planned (:func:`pooled_stacks`) when none of
-its aliases (rows, views of them, slots) is returned, and released only once none is read
-again (:func:`stack_is_dead`); so is a row array (:func:`row_arrays`: an elementwise or 2-D
-product result read by rows in a loop) when none of its aliases escapes or is updated in
-place. A buffer holds one value at a time and is released only after that value's last read;
-the buffers of one call are taken from a pool, so concurrent or re-entrant calls never share
-them.
+Invariants: an elementwise value is planned only if it cannot escape: neither it nor any value
+that may hold its array (a slot it starts, a branch's result...) is returned; it is not yielded
+(phis, carried values, residual stacks), not the initial value of a slot its loop updates entry
+by entry, not viewed, not updated in place. A loop's stack is planned (:func:`pooled_stacks`)
+when none of its aliases (rows, views of them, slots) is returned; so is a row array
+(:func:`row_arrays`: an elementwise or 2-D product result read by rows in a loop) when none of
+its aliases escapes or is updated in place. A buffer holds one value at a time and is released
+only once no value that may hold it is read again (:func:`buffer_is_dead`): liveness is over
+aliases, not names (a loop's ``dacc_1 = dacc_3`` keeps ``dacc_3``'s buffer alive while
+``dacc_1`` is read). The buffers of one call are taken from a pool, so concurrent or
+re-entrant calls never share them.
 """
 
 from __future__ import annotations
@@ -57,15 +59,19 @@ def buffered_chains(graph) -> list:
             and large(n.outputs[0].aval)]
 
 
-def plannable_nodes(graph, rows=frozenset()) -> list:
+def plannable_nodes(graph, sharing, rows=frozenset()) -> list:
     """Top-level elementwise nodes (fused or single) whose result can live in a buffer, and
-    the nodes of ``rows`` (:func:`row_arrays`, which the emitter finds once)."""
+    the nodes of ``rows`` (:func:`row_arrays`, which the emitter finds once). None of a
+    planned value's aliases (``sharing``, the emitter's
+    :class:`~adcompiler.backends.inplace.Sharing`) is returned: a while loop that runs no
+    iteration returns its initial value, and the caller's gradient would be the pool's
+    buffer, overwritten by the next call."""
     readers = {}
     for node in walk(graph.nodes):
         for x in node.inputs:
             readers.setdefault(x, []).append(node)
-    escaping = {x for x in graph.outputs if isinstance(x, Value)}
-    escaping |= updated_inits(graph)  # a loop updates its slot in place (`dy[i] = 0.0`)
+    returned = {x for x in graph.outputs if isinstance(x, Value)}
+    escaping = returned | updated_inits(graph)  # a loop updates its slot in place (`dy[i] = 0.0`)
     for node in walk(graph.nodes):
         escaping.update(x for b in node.regions for x in b.outputs if isinstance(x, Value))
     out = []
@@ -77,6 +83,8 @@ def plannable_nodes(graph, rows=frozenset()) -> list:
             continue
         v = node.outputs[0]
         if v in escaping or not large(v.aval):
+            continue
+        if any(a in returned for a in sharing.aliases(v)):
             continue
         if any(r.prim in _VIEW_READERS or (r.prim in _IN_PLACE_READERS and r.inputs[0] is v)
                for r in readers.get(v, ())):
@@ -90,7 +98,7 @@ def row_arrays(graph, sharing) -> set:
     that a loop body reads by rows (a ``getitem`` of one of its aliases), or that only
     feed other row arrays (``x_Wx_flat``, read by ``x_Wx + b`` through a reshape), none of
     whose aliases escapes: returned, yielded by a block, a loop's initial value, or updated
-    in place. Their buffers are released like a stack's (:func:`stack_is_dead`)."""
+    in place. Their buffers are released like a stack's (:func:`buffer_is_dead`)."""
     readers, in_loops = {}, set()
     escaping = {x for x in graph.outputs if isinstance(x, Value)}
     for node in walk(graph.nodes):
@@ -178,9 +186,10 @@ def _same_float(node) -> bool:
             and all(a.dtype == out.dtype for a in arrays))
 
 
-def stack_is_dead(stack, sharing, read_after) -> bool:
-    """Whether no value that may hold ``stack``'s buffer is read after this point."""
-    return not any(read_after(a) for a in sharing.aliases(stack))
+def buffer_is_dead(value, sharing, read_after) -> bool:
+    """Whether no value that may hold ``value``'s buffer (``sharing.aliases``: views, rows,
+    slots, branch results, residual lists) is read after this point."""
+    return not any(read_after(a) for a in sharing.aliases(value))
 
 
 def _computable_into_buffer(node) -> bool:

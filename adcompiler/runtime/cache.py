@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..backends import numexpr_chains
+from ..backends import check_modes, numexpr_chains
 from ..frontend.source import source_lines
 from .compile import load_function
 
@@ -84,7 +84,8 @@ def key_for(fn, mode, wrt, signature, backend=BACKEND):
         _fingerprint_function(fn, "", parts, live, set())
     except (_Uncachable, OSError, TypeError, AttributeError):
         return None  # not a plain def (a gradient of a gradient, a custom_vjp function...)
-    text = "\n".join([compiler_fingerprint(), numexpr_chains.fingerprint(), f"backend {backend}",
+    text = "\n".join([compiler_fingerprint(), numexpr_chains.fingerprint(),
+                      check_modes.fingerprint(), f"backend {backend}",
                       f"mode {mode}",
                       f"wrt {wrt!r}", f"signature {signature!r}", *parts])
     if " at 0x" in text:  # a static argument whose repr is its identity
