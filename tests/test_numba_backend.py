@@ -112,6 +112,13 @@ def _host_has_avx512():
     return bool(binding.get_host_cpu_features().get("avx512f"))
 
 
+def _host_prefers_wide_vectors():
+    """LLVM's own tuning for Zen 4 and 5 already picks 512-bit vectors: there the 256 setting
+    (no attribute) gives 8-wide code too, and only the 512 side says something."""
+    from llvmlite import binding
+    return binding.get_host_cpu_name() in ("znver4", "znver5")
+
+
 @pytest.mark.parametrize("n", [1 << 16, 1000])   # a parallel loop, a serial one
 def test_512_bit_vectors_as_set_give_the_same_bits(monkeypatch, n):
     x = np.random.default_rng(4).uniform(-2, 2, n)
@@ -128,7 +135,7 @@ def test_512_bit_vectors_as_set_give_the_same_bits(monkeypatch, n):
         _close(results["512", fn], ad.grad(fn)(x))
         assert np.array_equal(results["256", fn], results["512", fn])
         if _host_has_avx512():   # elsewhere LLVM has no 8-wide double registers to use
-            for bits in ("256", "512"):
+            for bits in ("512",) if _host_prefers_wide_vectors() else ("256", "512"):
                 kernel = kernels[bits, fn]
                 llvm = kernel.inspect_llvm(kernel.signatures[0])
                 assert ("<8 x double>" in llvm) == (bits == "512"), (bits, fn.__name__)
