@@ -112,7 +112,17 @@ class BufferedEmission:
             else:
                 bufs[out] = buf
                 lines.append(self.render(ast.Expr(call)))
+            lines.extend(self.poison_released())
         return lines
+
+    def poison_released(self):
+        """In poisoned code (:mod:`~adcompiler.backends.check_modes`), ``_poison(_buf1)`` for
+        the buffers released since the last call: a later read of one shows as NaN."""
+        names, self.pool.released = self.pool.released, []
+        if not (self.poison and names):
+            return []
+        self.uses_poison = True
+        return [f"_poison({', '.join(names)})"]
 
     def step_call(self, step, bufs, exprs, buf):
         """One step's call: ``np.<ufunc>(..., out=buf)`` or ``ne.evaluate('...', out=buf)``
@@ -200,4 +210,8 @@ class BufferedEmission:
                   f"def _new{pool}():\n    return ({arrays}\n    )"]
         take = [f"{taken} = {pool}.pop() if {pool} else _new{pool}()"]
         give = [f"{pool}.append(({taken}))"]
+        if self.poison:  # no value is in them yet, none once the call returns
+            self.uses_poison = True
+            take.append(f"_poison({', '.join(names)})")
+            give.insert(0, take[-1])
         return module, take, give

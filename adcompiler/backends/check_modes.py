@@ -6,8 +6,10 @@
 - :func:`poisoned` (or ``ADCOMPILER_POISON_BUFFERS=1``): the generated code fills each planned
   buffer with NaN (integers and booleans with a pattern that changes every call, see
   :mod:`adcompiler.runtime.poison`) when it takes the buffer from the pool, when the planner
-  releases it and when it gives it back, so a read of a released buffer shows as NaN instead of
-  a plausible number, and so does a returned gradient that is a pool buffer.
+  releases it and when it gives it back, and never writes a released buffer again (each value
+  the plan would put into a reused buffer gets a new one; the release points are the plan's
+  own). So a read of a released buffer shows as NaN instead of the plausible number that
+  overwrote it, and so does a returned gradient that is a pool buffer.
 
 Both are part of the disk cache's key (:func:`fingerprint`). Invariant: neither changes a value
 the code computes where the plan is right.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import astor
 
 from ..ir import Literal, Value, walk
-from . import numexpr_chains
+from . import check_modes, numexpr_chains
 from .buffered import BufferedEmission
 from .constants import constants_comment
 from .distinct import distinct_guard
@@ -54,6 +54,8 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.numexpr = not plain and xp_name == "np" and numexpr_chains.enabled()
         self.uses_numexpr = False  # set once a chain calls numexpr: the module imports it
         self.uses_threads = False  # set once a ufunc is cut over threads (runtime.threaded)
+        self.poison = not plain and xp_name == "np" and check_modes.is_poisoned()
+        self.uses_poison = False   # set once the code fills a buffer with poison
         self.live = Liveness(graph)
         # stacked values computed into their stack's row (h = np.tanh(..., out=hs[t]))
         self.rows = {} if plain or xp_name != "np" else stack_rows(graph)
@@ -65,7 +67,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.holders: dict = {}    # Python name -> the values stored under it over time
         self.reserved = reserved(xp_name)
         self.taken: set = self.reserved | BUILTINS
-        self.pool = Pool(self.taken)
+        self.pool = Pool(self.taken, reuse=not self.poison)
         self.inline: dict = {}     # Value -> AST expression, for values inlined into their user
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
@@ -117,6 +119,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
             if top:  # a buffer is free again once nothing reads its value
                 end = self.live.end.get(node, self.live.pos[node])
                 self.pool.release_dead(lambda v: self._dead(v, end))
+                lines.extend(self.poison_released())
         return lines
 
     def statement(self, node, args):
@@ -388,7 +391,8 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
                                   "\n".join(lines).split("\n")])
     imports = (["import numexpr as ne"] if em.uses_numexpr else []) + (
         ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
-        else [])
+        else []) + (["from adcompiler.runtime.poison import poison as _poison"]
+                    if em.uses_poison else [])
     constants = {em.name(v): a for v, a in graph.consts.items()}
     module_lines = ((["\n".join(imports)] if imports else []) + constants_comment(constants)
                     + em.helpers() + module)

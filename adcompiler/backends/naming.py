@@ -22,7 +22,8 @@ import keyword
 
 from ..ir import Value
 
-RESERVED = {"np", "ne", "_threaded", "cp", "cupyx", "math", "float", "_sum_to", "_last_writes"}
+RESERVED = {"np", "ne", "_threaded", "_poison", "cp", "cupyx", "math", "float", "_sum_to",
+            "_last_writes"}
 _CUPY = {"cp", "cupyx"}   # read only by CuPy code: free names in NumPy code (a heat capacity cp)
 
 

@@ -200,17 +200,21 @@ def _computable_into_buffer(node) -> bool:
 
 
 class Pool:
-    """Buffers of exact (shape, dtype), taken and released as values live and die."""
+    """Buffers of exact (shape, dtype), taken and released as values live and die. With
+    ``reuse=False`` (poisoned code) a released buffer is never taken again: it keeps the
+    poison it is filled with, so a read after its release shows as NaN."""
 
-    def __init__(self, taken=None):
+    def __init__(self, taken=None, reuse=True):
+        self.reuse = reuse
         self.taken = set() if taken is None else taken  # names in use: a buffer takes none
         self.buffers = []        # (name, shape, dtype), in order of creation
         self.free = {}           # (shape, dtype) -> names
         self.holder = {}         # buffer name -> the value it holds (None for a temporary)
+        self.released = []       # names released since the emitter last looked (to poison)
 
     def take(self, aval, value=None) -> str:
         key = (tuple(aval.shape), aval.dtype)
-        names = self.free.get(key)
+        names = self.free.get(key) if self.reuse else None
         name = names.pop() if names else self._new(key)
         self.holder[name] = value
         return name
@@ -228,6 +232,7 @@ class Pool:
         _, shape, dtype = next(b for b in self.buffers if b[0] == name)
         self.holder.pop(name, None)
         self.free.setdefault((shape, dtype), []).append(name)
+        self.released.append(name)
 
     def release_dead(self, is_dead):
         """Release every buffer whose value ``is_dead(value)`` says is never read again."""
