@@ -86,6 +86,23 @@ def test_gradient_agrees_with_unoptimised_and_differences(f, wrt, extra, shape):
                                            abs=1e-9)
 
 
+@pytest.mark.parametrize("numexpr", ["1", "0"])
+@pytest.mark.parametrize("f, wrt, extra", [
+    (accumulator, 0, ()), (while_residuals, 1, (1.1,)), (nested_slots, 0, ())])
+def test_above_the_numexpr_threshold(f, wrt, extra, numexpr, monkeypatch):
+    """At 512 x 512 (2^18 elements) chains go to numexpr and large ufuncs to threads, where
+    numexpr is on; the buffers meet the loops the same way."""
+    monkeypatch.setenv("ADCOMPILER_NUMEXPR", numexpr)
+    x = np.random.default_rng(5).standard_normal((512, 512))
+    g = ad.grad(f, wrt=wrt)
+    got = g(x, *extra)
+    assert "out=_buf" in g.source
+    on_the_numexpr_path = "ne.evaluate" in g.source or "_threaded(" in g.source
+    assert on_the_numexpr_path == (numexpr == "1")
+    np.testing.assert_allclose(got, _unoptimised_grad(f, wrt, (x, *extra)), rtol=1e-10,
+                               atol=1e-13)
+
+
 def test_the_reproducer_is_planned_at_4096_elements():
     """The sizes above do reach the planner: the accumulator's gradient writes into buffers
     from 64 x 64 on, and not at 63 x 63."""
