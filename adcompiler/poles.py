@@ -19,6 +19,8 @@ import types
 
 import numpy as np
 
+from .ir.primitives import ELEMENTWISE
+
 
 def at_a_pole(function, primal, arguments: dict, extra: tuple, call: tuple, wrt, mode):
     """The result of ``function`` (the generated code, which raised ZeroDivisionError on
@@ -49,8 +51,7 @@ def _on_numpy_scalars(function):
 class _NumpyMath:
     """``math`` as the generated code calls it, answered by NumPy's functions."""
 
-    _NAMES = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "fabs": "abs",
-              "atan2": "arctan2", "asinh": "arcsinh", "acosh": "arccosh", "atanh": "arctanh"}
+    _NAMES = {r.libm: r.name for r in ELEMENTWISE if r.libm and r.libm != r.name}  # atan
 
     def __getattr__(self, name):
         return getattr(np, self._NAMES.get(name, name))

@@ -120,12 +120,10 @@ class SymbolicOps:
 
     def __init__(self):
         import sympy
+
+        from ..ir.primitives import ELEMENTWISE  # each row names its SymPy function, if any
         self.sp = sympy
-        self._names = {"exp": sympy.exp, "log": sympy.log, "sqrt": sympy.sqrt, "sin": sympy.sin,
-                       "cos": sympy.cos, "tan": sympy.tan, "tanh": sympy.tanh,
-                       "sinh": sympy.sinh, "cosh": sympy.cosh, "arctan": sympy.atan,
-                       "arcsin": sympy.asin, "arccos": sympy.acos, "abs": sympy.Abs,
-                       "sign": sympy.sign, "maximum": sympy.Max, "minimum": sympy.Min,
+        self._names = {**{r.name: getattr(sympy, r.sympy) for r in ELEMENTWISE if r.sympy},
                        "log1p": lambda x: sympy.log(1 + x), "expm1": lambda x: sympy.exp(x) - 1,
                        "square": lambda x: x ** 2, "reciprocal": lambda x: 1 / x,
                        "negative": lambda x: -x,
@@ -134,11 +132,9 @@ class SymbolicOps:
                        "remainder": lambda x, y: x - y * sympy.floor(x / y),
                        "floor_divide": lambda x, y: sympy.floor(x / y),
                        "hypot": lambda x, y: sympy.sqrt(x ** 2 + y ** 2),
-                       "arctan2": sympy.atan2, "arcsinh": sympy.asinh,
-                       "arccosh": sympy.acosh, "arctanh": sympy.atanh,
                        "cbrt": lambda x: sympy.sign(x) * sympy.Abs(x) ** sympy.Rational(1, 3),
                        "log2": lambda x: sympy.log(x, 2), "log10": lambda x: sympy.log(x, 10),
-                       "exp2": lambda x: 2 ** x, "floor": sympy.floor, "ceil": sympy.ceiling,
+                       "exp2": lambda x: 2 ** x,
                        "rint": sympy.Function("rint"), "trunc": sympy.Function("trunc")}
 
     def __getattr__(self, name):

@@ -16,22 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Literal
+from ..ir.primitives import ELEMENTWISE
 
 C_TYPES = {"float64": "double", "float32": "float", "int64": "long long", "int32": "int",
            "int16": "short", "int8": "signed char", "uint64": "unsigned long long",
            "uint32": "unsigned int", "uint16": "unsigned short", "uint8": "unsigned char",
            "bool": "bool"}
 FLOATS = ("float64", "float32")
-_MATH = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
-         "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh",
-         "cosh": "cosh", "arctan": "atan", "arcsin": "asin", "arccos": "acos", "abs": "fabs",
-         "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "cbrt": "cbrt",
-         "log2": "log2", "log10": "log10", "exp2": "exp2", "hypot": "hypot",
-         "arctan2": "atan2", "floor": "floor", "ceil": "ceil", "rint": "rint",
-         "trunc": "trunc"}
+_MATH = {r.name: r.libm for r in ELEMENTWISE if r.libm}   # C's math functions
 _ARITH = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
-_COMPARE = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
-            "equal": "==", "not_equal": "!="}
+_COMPARE = {r.name: r.op for r in ELEMENTWISE if r.op in ("<", "<=", ">", ">=", "==", "!=")}
 
 
 class Unsupported(Exception):
@@ -291,15 +285,9 @@ def _c_literal(value, dtype) -> str:
 
 
 # ---- evaluating: tree -> NumPy ----------------------------------------------------------------
-_NP_CALLS = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1,
-             "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh,
-             "sinh": np.sinh, "cosh": np.cosh, "atan": np.arctan, "asin": np.arcsin,
-             "acos": np.arccos, "fabs": np.abs, "isnan": np.isnan, "pow": np.power,
-             "fma": lambda a, b, c: a * b + c, "fmod": np.fmod, "floor": np.floor,
-             "copysign": np.copysign, "asinh": np.arcsinh, "acosh": np.arccosh,
-             "atanh": np.arctanh, "cbrt": np.cbrt, "log2": np.log2, "log10": np.log10,
-             "exp2": np.exp2, "hypot": np.hypot, "atan2": np.arctan2, "ceil": np.ceil,
-             "rint": np.rint, "trunc": np.trunc}
+_NP_CALLS = {**{r.libm: r.fn for r in ELEMENTWISE if r.libm},
+             "isnan": np.isnan, "pow": np.power, "fma": lambda a, b, c: a * b + c,
+             "fmod": np.fmod, "copysign": np.copysign}
 _NP_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
            "==": operator.eq, "!=": operator.ne, "&&": np.logical_and, "||": np.logical_or}

@@ -39,18 +39,13 @@ import math
 from dataclasses import dataclass
 
 from ..ir import Literal, Value
+from ..ir.primitives import ELEMENTWISE
 
 MAX_TERMS = 2000   # past this, one loop body would be too large to compile quickly
 MAX_PIECES = 16    # likewise for the pieces one output's slices cut it into
 
 # Elementwise primitives a loop body computes (how: backends.numba_emit).
-SCALAR_PRIMS = frozenset({
-    "add", "subtract", "multiply", "divide", "power", "negative", "square", "reciprocal",
-    "abs", "exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
-    "cosh", "arctan", "arcsin", "arccos", "sign", "maximum", "minimum", "where",
-    "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-    "arcsinh", "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2", "hypot", "arctan2",
-    "floor", "ceil", "rint", "trunc"})
+SCALAR_PRIMS = frozenset(row.name for row in ELEMENTWISE if row.numba)
 _BOOL_PRIMS = frozenset({"greater", "greater_equal", "less", "less_equal", "equal",
                          "not_equal"})
 _PASS = frozenset({"asarray", "to_float", "copy"})   # the same values, other containers

@@ -50,6 +50,7 @@ import keyword
 import math
 import re
 
+from ..ir.primitives import ELEMENTWISE
 from .distinct import distinct_guard
 from .loop_plan import Loop, size
 
@@ -59,19 +60,17 @@ WIDE_MIN = 64                 # elements: shorter loops are not worth a note in 
 _WIDE_NOTE = "LLVM may use 512-bit vectors in this loop"
 _FLAT_NOTE = "arrays of more dimensions go in as flat views: element j in C order"
 _UNSIGNED_NOTE = "unsigned: no negative-index test, so the loop vectorises"
-_INFIX = {"add": ("+", 1), "subtract": ("-", 1), "multiply": ("*", 2), "divide": ("/", 2)}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+_INFIX = {r.name: (r.op, _PRECEDENCE[r.op]) for r in ELEMENTWISE
+          if r.op in _PRECEDENCE and r.arity == 2}
 _OWN = {"exp": "vexp", "tanh": "vtanh", "expm1": "vexpm1"}  # from adcompiler.runtime.numba_math
-_CALLS = {"abs": "abs", "log": "math.log", "log1p": "math.log1p", "sqrt": "math.sqrt",
-          "sin": "math.sin", "cos": "math.cos", "tan": "math.tan", "sinh": "math.sinh",
-          "cosh": "math.cosh", "arctan": "math.atan", "arcsin": "math.asin",
-          "arccos": "math.acos", "arcsinh": "math.asinh", "arccosh": "math.acosh",
-          "arctanh": "math.atanh", "log2": "math.log2", "log10": "math.log10",
-          "cbrt": "np.cbrt", "exp2": "np.exp2"}
-_COMPARE = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
-            "equal": "==", "not_equal": "!="}
-_NUMPY = {"sign": "np.sign", "maximum": "np.maximum", "minimum": "np.minimum",  # NaN as NumPy
-          "floor": "np.floor", "ceil": "np.ceil", "rint": "np.rint", "trunc": "np.trunc",
-          "hypot": "np.hypot", "arctan2": "np.arctan2"}   # the binary ones: all arguments
+_COMPARE = {r.name: r.op for r in ELEMENTWISE if r.op in ("<", "<=", ">", ">=", "==", "!=")}
+# NumPy's own function, for NaN as NumPy gives it (the binary ones: all arguments)
+_NUMPY = {r.name: r.numba for r in ELEMENTWISE if r.numba and r.numba.startswith("np.")
+          and r.cheap}
+_CALLS = {r.name: r.numba for r in ELEMENTWISE
+          if r.numba and r.numba != "inline" and r.name not in _NUMPY}
+_CHEAP = frozenset(r.name for r in ELEMENTWISE if r.cheap)
 _ATOM = 9
 
 
@@ -214,9 +213,8 @@ def _loop_source(lo, hi, writes, own, inside, taken, wide=False):
 
 
 def _is_transcendental(prim) -> bool:
-    """Whether ``prim`` is written as a call of a math function (abs and sqrt excepted: cheap)."""
-    return not (prim in _INFIX or prim in _COMPARE or prim in _NUMPY
-                or prim in ("where", "negative", "power", "abs", "sqrt"))
+    """Whether ``prim`` is written as a call of a math function (its row is not ``cheap``)."""
+    return prim not in _CHEAP
 
 
 def _lowered(term):
@@ -328,7 +326,7 @@ class _Writer:
         if prim in self.own:
             self.used.add(_OWN[prim])
             return f"{_OWN[prim]}({a})", _ATOM
-        callee = _CALLS.get(prim, f"math.{prim}")
+        callee = _CALLS[prim]
         return f"{callee}({a})", _ATOM
 
 

@@ -32,19 +32,14 @@ import numpy as np
 
 from ..ir import Value, walk
 from .aliasing import updated_inits
-from ..ir.primitives import PRIMS
+from ..ir.primitives import ELEMENTWISE, PRIMS
 
 MIN_BYTES = 1 << 15   # 32 KiB: see the module docstring
 _IN_PLACE_READERS = {"index_add", "setitem"}
 _VIEW_READERS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "getitem",
                  "asarray"}
-UFUNCS = {"add", "subtract", "multiply", "divide", "power", "negative", "exp", "log", "log1p",
-          "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan", "arcsin", "arccos",
-          "sinh", "cosh", "abs", "sign", "maximum", "minimum", "reciprocal", "greater",
-          "greater_equal", "less", "less_equal", "equal", "not_equal", "logical_and",
-          "logical_or", "logical_not", "clip", "remainder", "floor_divide", "arcsinh",
-          "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2", "hypot", "arctan2", "floor",
-          "ceil", "rint", "trunc", "isfinite", "isinf", "isnan"}
+# elementwise primitives whose NumPy function takes out= (ufuncs, and np.clip)
+UFUNCS = {row.name for row in ELEMENTWISE if row.takes_out}
 
 
 def large(aval) -> bool:

@@ -17,19 +17,14 @@ from typing import NamedTuple
 import numpy as np
 
 from ..ir import Value
+from ..ir.primitives import ELEMENTWISE as ELEMENTWISE_ROWS
 from ..ir.primitives import PRIMS
 from . import (compositions, creation, diagonal, einsum, norms, products, scans, solvers, sorting,
                reductions_more, splits)
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
-ELEMENTWISE = ["add", "subtract", "multiply", "divide", "power", "negative", "exp", "log",
-               "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "arctan",
-               "arcsin", "arccos", "sinh", "cosh", "abs", "sign", "maximum", "minimum", "where",
-               "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-               "logical_and", "logical_or", "logical_not", "reciprocal", "remainder",
-               "floor_divide", "isfinite", "isnan", "isinf", "hypot", "arctan2", "arcsinh",
-               "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2", "floor", "ceil", "rint",
-               "trunc"]
+# np.<name> for every elementwise primitive that user code calls so (ir.primitives rows)
+ELEMENTWISE = [row.name for row in ELEMENTWISE_ROWS if row.np_call]
 
 
 class Method(NamedTuple):

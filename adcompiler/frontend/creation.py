@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from ..ir import Value
-from ..ir.primitives import MATH_PRIMS
+from ..ir.primitives import ELEMENTWISE, MATH_PRIMS
 from .binding import CallError, bind, dtype_arg, positional, shape_arg, static
 
 
@@ -54,7 +54,8 @@ def _astype(b, x, args, kwargs):
     return b.emit("astype", (x,), {"dtype": dtype})
 
 
-_MATH_PRIM = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "fabs": "abs"}
+# math.atan(x) is the primitive arctan (math.fabs: abs), and so on for every row with a math name
+_MATH_PRIM = {r.libm: r.name for r in ELEMENTWISE if r.math and r.libm != r.name}
 
 
 def _math(name):

@@ -36,47 +36,148 @@ def _def(name, fn, family, spell, arity=1, differentiable=True, params=()):
     PRIMS[name] = Prim(name, fn, family, spell, arity, differentiable, params)
 
 
-# ---- elementwise: operators ---------------------------------------------------------------
-for _n, _op in [("add", "+"), ("subtract", "-"), ("multiply", "*"), ("divide", "/"),
-                ("power", "**"), ("matmul", "@")]:
-    _def(_n, getattr(np, _n), "linalg" if _n == "matmul" else "elementwise", _op, 2)
-_def("negative", np.negative, "elementwise", "-")
-# Python's `%` and `//` (NumPy's remainder has the divisor's sign, as Python's `%`); the
-# quotient is piecewise constant: no gradient.
-_def("remainder", np.remainder, "elementwise", "%", 2)
-_def("floor_divide", np.floor_divide, "elementwise", "//", 2, differentiable=False)
-for _n, _op in [("greater", ">"), ("greater_equal", ">="), ("less", "<"), ("less_equal", "<="),
-                ("equal", "=="), ("not_equal", "!=")]:
-    _def(_n, getattr(np, _n), "elementwise", _op, 2, differentiable=False)
+# ---- elementwise: one row each ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Elementwise:
+    """Every fact about one elementwise primitive. The frontend's, the backends' and the tape's
+    tables of elementwise primitives are derived from these rows (:data:`ELEMENTWISE`), so a new
+    one is its row here and its derivative rule in ``templates/elementwise.py``."""
+    name: str                     # NumPy's name: the function is np.<name>
+    arity: int = 1
+    differentiable: bool = True   # False: no gradient (comparisons, rounding, predicates)
+    op: Optional[str] = None      # Python's operator (``+``), where code spells it so
+    libm: Optional[str] = None    # C's math function (CUDA kernels), the name Python's math
+                                  # module and generated math code use too
+    math: bool = False            # ``math.<libm>(x)`` on Python floats lowers to it
+    numba: Optional[str] = None   # the call in a numba loop body (``math.asinh``); "inline":
+                                  # an operator or form the numba emitter writes itself; None:
+                                  # numba loops do not take it
+    cheap: bool = False           # in numba loops, no libm call (parallel from PARALLEL_MIN)
+    sympy: Optional[str] = None   # the SymPy function of that name (else templates/ops.py
+                                  # spells it as a SymPy expression)
+    torch: Optional[str] = None   # the tape's grad_fn name, PyTorch's (``AsinhBackward0``)
+    out: Optional[bool] = None    # takes ``out=`` (planned buffers); None: where NumPy's is a ufunc
+    np_call: bool = True          # ``np.<name>(...)`` in user code lowers to it
+    tape: bool = True             # the tape records NumPy's function as this primitive
 
-# ---- elementwise: functions -----------------------------------------------------------------
-for _n in ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
-           "arctan", "arcsin", "arccos", "sinh", "cosh", "abs", "reciprocal",
-           "arcsinh", "arccosh", "arctanh", "cbrt", "log2", "log10", "exp2"]:
-    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}")
-_def("sign", np.sign, "elementwise", "np.sign", differentiable=False)
-# Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
-# decimals) or rint of a scaled value (adcompiler.frontend.compositions).
-for _n in ["floor", "ceil", "rint", "trunc"]:
-    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", differentiable=False)
-for _n in ["hypot", "arctan2"]:
-    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", 2)
-for _n in ["maximum", "minimum", "logical_and", "logical_or"]:
-    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", 2,
-         differentiable=not _n.startswith("logical"))
-_def("logical_not", np.logical_not, "elementwise", "np.logical_not", differentiable=False)
-_def("where", np.where, "elementwise", "np.where", 3)
-_def("clip", np.clip, "elementwise", "np.clip", 3)
+    @property
+    def fn(self):
+        return getattr(np, self.name)
+
+    @property
+    def takes_out(self) -> bool:
+        return isinstance(self.fn, np.ufunc) if self.out is None else self.out
+
+
+_INLINE = "inline"
+_CMP = dict(differentiable=False, numba=_INLINE, cheap=True)
+ELEMENTWISE = [
+    # operators
+    Elementwise("add", 2, op="+", numba=_INLINE, cheap=True, torch="AddBackward0"),
+    Elementwise("subtract", 2, op="-", numba=_INLINE, cheap=True, torch="SubBackward0"),
+    Elementwise("multiply", 2, op="*", numba=_INLINE, cheap=True, torch="MulBackward0"),
+    Elementwise("divide", 2, op="/", numba=_INLINE, cheap=True, torch="DivBackward0"),
+    Elementwise("power", 2, op="**", numba=_INLINE, cheap=True),
+    Elementwise("negative", op="-", numba=_INLINE, cheap=True, torch="NegBackward0"),
+    # Python's `%` and `//` (NumPy's remainder has the divisor's sign, as Python's `%`); the
+    # quotient is piecewise constant: no gradient.
+    Elementwise("remainder", 2, op="%"),
+    Elementwise("floor_divide", 2, differentiable=False, op="//"),
+    Elementwise("greater", 2, op=">", **_CMP),
+    Elementwise("greater_equal", 2, op=">=", **_CMP),
+    Elementwise("less", 2, op="<", **_CMP),
+    Elementwise("less_equal", 2, op="<=", **_CMP),
+    Elementwise("equal", 2, op="==", **_CMP),
+    Elementwise("not_equal", 2, op="!=", **_CMP),
+    # functions
+    Elementwise("exp", libm="exp", math=True, numba="math.exp", sympy="exp",
+                torch="ExpBackward0"),
+    Elementwise("log", libm="log", math=True, numba="math.log", sympy="log",
+                torch="LogBackward0"),
+    Elementwise("log1p", libm="log1p", math=True, numba="math.log1p", torch="Log1PBackward0"),
+    Elementwise("expm1", libm="expm1", math=True, numba="math.expm1", torch="Expm1Backward0"),
+    Elementwise("sqrt", libm="sqrt", math=True, numba="math.sqrt", cheap=True, sympy="sqrt",
+                torch="SqrtBackward0"),
+    Elementwise("square", numba=_INLINE, cheap=True, torch="PowBackward0"),
+    Elementwise("sin", libm="sin", math=True, numba="math.sin", sympy="sin",
+                torch="SinBackward0"),
+    Elementwise("cos", libm="cos", math=True, numba="math.cos", sympy="cos",
+                torch="CosBackward0"),
+    Elementwise("tan", libm="tan", math=True, numba="math.tan", sympy="tan",
+                torch="TanBackward0"),
+    Elementwise("tanh", libm="tanh", math=True, numba="math.tanh", sympy="tanh",
+                torch="TanhBackward0"),
+    Elementwise("arctan", libm="atan", math=True, numba="math.atan", sympy="atan",
+                torch="AtanBackward0"),
+    Elementwise("arcsin", libm="asin", math=True, numba="math.asin", sympy="asin",
+                torch="AsinBackward0"),
+    Elementwise("arccos", libm="acos", math=True, numba="math.acos", sympy="acos",
+                torch="AcosBackward0"),
+    Elementwise("sinh", libm="sinh", math=True, numba="math.sinh", sympy="sinh",
+                torch="SinhBackward0"),
+    Elementwise("cosh", libm="cosh", math=True, numba="math.cosh", sympy="cosh",
+                torch="CoshBackward0"),
+    # math.fabs(x) lowers to abs; on Python floats generated code writes the builtin abs(x)
+    Elementwise("abs", libm="fabs", math=True, numba="abs", cheap=True, sympy="Abs",
+                torch="AbsBackward0"),
+    Elementwise("reciprocal", numba=_INLINE, cheap=True, torch="ReciprocalBackward0"),
+    Elementwise("arcsinh", libm="asinh", numba="math.asinh", sympy="asinh",
+                torch="AsinhBackward0"),
+    Elementwise("arccosh", libm="acosh", numba="math.acosh", sympy="acosh",
+                torch="AcoshBackward0"),
+    Elementwise("arctanh", libm="atanh", numba="math.atanh", sympy="atanh",
+                torch="AtanhBackward0"),
+    Elementwise("cbrt", libm="cbrt", numba="np.cbrt", torch="PowBackward0"),
+    Elementwise("log2", libm="log2", numba="math.log2"),
+    Elementwise("log10", libm="log10", numba="math.log10"),
+    Elementwise("exp2", libm="exp2", numba="np.exp2"),
+    Elementwise("sign", differentiable=False, numba="np.sign", cheap=True, sympy="sign"),
+    # Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
+    # decimals) or rint of a scaled value (adcompiler.frontend.compositions).
+    Elementwise("floor", differentiable=False, libm="floor", numba="np.floor", cheap=True,
+                sympy="floor"),
+    Elementwise("ceil", differentiable=False, libm="ceil", numba="np.ceil", cheap=True,
+                sympy="ceiling"),
+    Elementwise("rint", differentiable=False, libm="rint", numba="np.rint", cheap=True,
+                torch="RoundBackward0"),
+    Elementwise("trunc", differentiable=False, libm="trunc", numba="np.trunc", cheap=True),
+    Elementwise("hypot", 2, libm="hypot", numba="np.hypot", cheap=True),
+    Elementwise("arctan2", 2, libm="atan2", numba="np.arctan2", cheap=True, sympy="atan2",
+                torch="Atan2Backward0"),
+    Elementwise("maximum", 2, numba="np.maximum", cheap=True, sympy="Max",
+                torch="MaximumBackward0"),
+    Elementwise("minimum", 2, numba="np.minimum", cheap=True, sympy="Min",
+                torch="MinimumBackward0"),
+    Elementwise("logical_and", 2, differentiable=False),
+    Elementwise("logical_or", 2, differentiable=False),
+    Elementwise("logical_not", differentiable=False),
+    Elementwise("where", 3, numba=_INLINE, cheap=True, torch="WhereBackward0", tape=False),
+    Elementwise("clip", 3, out=True, np_call=False, tape=False),  # np.clip: frontend.compositions
+    # predicates: bool results, no gradient (it flows through the values they select)
+    Elementwise("isfinite", differentiable=False, tape=False),
+    Elementwise("isnan", differentiable=False, tape=False),
+    Elementwise("isinf", differentiable=False, tape=False),
+]
+ELEMENTWISE_BY_NAME = {row.name: row for row in ELEMENTWISE}
+_PREDICATES = ("isfinite", "isnan", "isinf")   # entered below, after the reductions
+
+
+def _def_elementwise(row):
+    _def(row.name, row.fn, "elementwise", row.op or f"np.{row.name}", row.arity,
+         row.differentiable)
+
+
+for _row in ELEMENTWISE:
+    if _row.name not in _PREDICATES:
+        _def_elementwise(_row)
+    if _row.name == "power":  # matmul stands where it always stood among the operators
+        _def("matmul", np.matmul, "linalg", "@", 2)
 
 # ---- math module on Python scalars (same rules as the NumPy names) --------------------------
-MATH_PRIMS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "sin": math.sin,
-              "cos": math.cos, "tan": math.tan, "tanh": math.tanh, "log1p": math.log1p,
-              "expm1": math.expm1, "atan": math.atan, "asin": math.asin, "acos": math.acos,
-              "sinh": math.sinh, "cosh": math.cosh, "fabs": math.fabs}
-# The math spelling of each primitive that has one (adjoint code on Python floats uses it).
-MATH_NAMES = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
-              "tan": "tan", "tanh": "tanh", "log1p": "log1p", "expm1": "expm1", "arctan": "atan",
-              "arcsin": "asin", "arccos": "acos", "sinh": "sinh", "cosh": "cosh"}
+MATH_PRIMS = {r.libm: getattr(math, r.libm) for r in ELEMENTWISE if r.math}
+# The math spelling of each primitive that has one (adjoint code on Python floats uses it; abs
+# of a Python float is the builtin abs).
+MATH_NAMES = {r.name: r.libm for r in ELEMENTWISE if r.math and r.name != "abs"}
 
 # ---- reductions ---------------------------------------------------------------------------
 for _n in ["sum", "mean", "prod", "max", "min"]:
@@ -84,8 +185,8 @@ for _n in ["sum", "mean", "prod", "max", "min"]:
 
 # ---- predicates and positions: bool or integer results, no gradient ---------------------------
 # (the gradient flows through the float values they select: ``x[np.argmax(x)]``, np.where)
-for _n in ["isfinite", "isnan", "isinf"]:
-    _def(_n, getattr(np, _n), "elementwise", f"np.{_n}", differentiable=False)
+for _n in _PREDICATES:
+    _def_elementwise(ELEMENTWISE_BY_NAME[_n])
 for _n in ["all", "any"]:
     _def(_n, getattr(np, _n), "reduction", f"np.{_n}", differentiable=False,
          params=("axis", "keepdims"))
@@ -285,11 +386,12 @@ _def("empty_list", lambda **aval: [], "internal", "[]", 0, differentiable=False)
 
 
 # Operators on Python scalars are Python's (``1.0 + 1.0`` is a float, as the emitted code gives).
-PY_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
-                "divide": operator.truediv, "power": operator.pow, "negative": operator.neg,
-                "remainder": operator.mod, "floor_divide": operator.floordiv,
-                "greater": operator.gt, "greater_equal": operator.ge, "less": operator.lt,
-                "less_equal": operator.le, "equal": operator.eq, "not_equal": operator.ne}
+_OPERATORS = {("+", 2): operator.add, ("-", 2): operator.sub, ("*", 2): operator.mul,
+              ("/", 2): operator.truediv, ("**", 2): operator.pow, ("-", 1): operator.neg,
+              ("%", 2): operator.mod, ("//", 2): operator.floordiv, (">", 2): operator.gt,
+              (">=", 2): operator.ge, ("<", 2): operator.lt, ("<=", 2): operator.le,
+              ("==", 2): operator.eq, ("!=", 2): operator.ne}
+PY_OPERATORS = {r.name: _OPERATORS[r.op, r.arity] for r in ELEMENTWISE if r.op}
 
 
 def split_call(prim: str, args, params):

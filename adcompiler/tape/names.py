@@ -7,22 +7,16 @@ primitive is one node: ``2 / x`` is a DivBackward0 (PyTorch: a reciprocal, then 
 
 from __future__ import annotations
 
+from ..ir.primitives import ELEMENTWISE
+
+# the elementwise primitives' names are in their rows (ir.primitives.ELEMENTWISE)
 _FIXED = {
-    "add": "AddBackward0", "subtract": "SubBackward0", "multiply": "MulBackward0",
-    "divide": "DivBackward0", "negative": "NegBackward0", "reciprocal": "ReciprocalBackward0",
-    "square": "PowBackward0", "sqrt": "SqrtBackward0", "exp": "ExpBackward0",
-    "expm1": "Expm1Backward0", "log": "LogBackward0", "log1p": "Log1PBackward0",
-    "tanh": "TanhBackward0", "sinh": "SinhBackward0", "cosh": "CoshBackward0",
-    "sin": "SinBackward0", "cos": "CosBackward0", "tan": "TanBackward0",
-    "arctan": "AtanBackward0", "arcsin": "AsinBackward0", "arccos": "AcosBackward0",
-    "abs": "AbsBackward0", "maximum": "MaximumBackward0", "minimum": "MinimumBackward0",
-    "where": "WhereBackward0", "transpose": "PermuteBackward0", "reshape": "ViewBackward0",
+    **{r.name: r.torch for r in ELEMENTWISE if r.torch},
+    "transpose": "PermuteBackward0", "reshape": "ViewBackward0",
     "expand_dims": "UnsqueezeBackward0", "broadcast_to": "ExpandBackward0",
     "concatenate": "CatBackward0", "stack": "StackBackward0", "copy": "CloneBackward0",
     "astype": "ToCopyBackward0", "outer": "OuterBackward0", "sum_to": "SumToSizeBackward0",
     "scatter_add": "IndexPutBackward0",
-    "arcsinh": "AsinhBackward0", "arccosh": "AcoshBackward0", "arctanh": "AtanhBackward0",
-    "arctan2": "Atan2Backward0", "cbrt": "PowBackward0", "rint": "RoundBackward0",
     "solve": "LinalgSolveExBackward0", "inv": "LinalgInvExBackward0",
     "det": "LinalgDetBackward0", "logabsdet": "LinalgSlogdetBackward0",
 }

@@ -13,21 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.primitives import ELEMENTWISE
 from . import mode, views
 from . import tensor as _tensor
 from .record import apply
 from .xp import common_module
 
-_UFUNCS = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply",
-           np.true_divide: "divide", np.power: "power", np.negative: "negative",
-           np.matmul: "matmul", np.absolute: "abs", np.positive: "copy"}
-for _name in ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh",
-              "sinh", "cosh", "arctan", "arcsin", "arccos", "reciprocal", "sign", "maximum",
-              "minimum", "greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
-              "logical_and", "logical_or", "logical_not", "remainder", "floor_divide",
-              "hypot", "arctan2", "arcsinh", "arccosh", "arctanh", "cbrt", "log2", "log10",
-              "exp2", "floor", "ceil", "rint", "trunc"]:
-    _UFUNCS[getattr(np, _name)] = _name
+# NumPy's function -> the primitive the tape records (np.absolute: abs, np.true_divide: divide)
+_UFUNCS = {**{r.fn: r.name for r in ELEMENTWISE if r.tape},
+           np.matmul: "matmul", np.positive: "copy"}
 
 
 def _is_tensor(x) -> bool:
