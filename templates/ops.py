@@ -115,6 +115,13 @@ class ArrayOps:
         return self.xp.linalg.slogdet(a)[1]
 
 
+def _sympy_function(sympy, spelling):
+    """A row's SymPy spelling as a function: ``sympy.<name>``, or the row's expression."""
+    if isinstance(spelling, str):
+        return getattr(sympy, spelling)
+    return lambda *args: spelling(sympy, *args)
+
+
 class SymbolicOps:
     """Templates on SymPy scalars: used to check elementwise rules against ``sympy.diff``."""
 
@@ -123,19 +130,8 @@ class SymbolicOps:
 
         from ..ir.primitives import ELEMENTWISE  # each row names its SymPy function, if any
         self.sp = sympy
-        self._names = {**{r.name: getattr(sympy, r.sympy) for r in ELEMENTWISE if r.sympy},
-                       "log1p": lambda x: sympy.log(1 + x), "expm1": lambda x: sympy.exp(x) - 1,
-                       "square": lambda x: x ** 2, "reciprocal": lambda x: 1 / x,
-                       "negative": lambda x: -x,
-                       # Python's % and // by their definition (not sympy.Mod: its sign rule
-                       # for negative operands has changed between SymPy versions)
-                       "remainder": lambda x, y: x - y * sympy.floor(x / y),
-                       "floor_divide": lambda x, y: sympy.floor(x / y),
-                       "hypot": lambda x, y: sympy.sqrt(x ** 2 + y ** 2),
-                       "cbrt": lambda x: sympy.sign(x) * sympy.Abs(x) ** sympy.Rational(1, 3),
-                       "log2": lambda x: sympy.log(x, 2), "log10": lambda x: sympy.log(x, 10),
-                       "exp2": lambda x: 2 ** x,
-                       "rint": sympy.Function("rint"), "trunc": sympy.Function("trunc")}
+        self._names = {r.name: _sympy_function(sympy, r.sympy)
+                       for r in ELEMENTWISE if r.sympy is not None}
 
     def __getattr__(self, name):
         return self._names[name]

@@ -53,8 +53,8 @@ class Elementwise:
                                   # an operator or form the numba emitter writes itself; None:
                                   # numba loops do not take it
     cheap: bool = False           # in numba loops, no libm call (parallel from PARALLEL_MIN)
-    sympy: Optional[str] = None   # the SymPy function of that name (else templates/ops.py
-                                  # spells it as a SymPy expression)
+    sympy: object = None          # the SymPy function's name, or ``(sympy, *args) -> expr``
+                                  # (how the templates' rules are checked by sympy.diff)
     torch: Optional[str] = None   # the tape's grad_fn name, PyTorch's (``AsinhBackward0``)
     out: Optional[bool] = None    # takes ``out=`` (planned buffers); None: where NumPy's is a ufunc
     np_call: bool = True          # ``np.<name>(...)`` in user code lowers to it
@@ -78,11 +78,15 @@ ELEMENTWISE = [
     Elementwise("multiply", 2, op="*", numba=_INLINE, cheap=True, torch="MulBackward0"),
     Elementwise("divide", 2, op="/", numba=_INLINE, cheap=True, torch="DivBackward0"),
     Elementwise("power", 2, op="**", numba=_INLINE, cheap=True),
-    Elementwise("negative", op="-", numba=_INLINE, cheap=True, torch="NegBackward0"),
+    Elementwise("negative", op="-", numba=_INLINE, cheap=True, sympy=lambda sp, x: -x,
+                torch="NegBackward0"),
     # Python's `%` and `//` (NumPy's remainder has the divisor's sign, as Python's `%`); the
     # quotient is piecewise constant: no gradient.
-    Elementwise("remainder", 2, op="%"),
-    Elementwise("floor_divide", 2, differentiable=False, op="//"),
+    Elementwise("remainder", 2, op="%",
+                # by Python's definition (sympy.Mod's sign rule has changed between versions)
+                sympy=lambda sp, x, y: x - y * sp.floor(x / y)),
+    Elementwise("floor_divide", 2, differentiable=False, op="//",
+                sympy=lambda sp, x, y: sp.floor(x / y)),
     Elementwise("greater", 2, op=">", **_CMP),
     Elementwise("greater_equal", 2, op=">=", **_CMP),
     Elementwise("less", 2, op="<", **_CMP),
@@ -94,11 +98,14 @@ ELEMENTWISE = [
                 torch="ExpBackward0"),
     Elementwise("log", libm="log", math=True, numba="math.log", sympy="log",
                 torch="LogBackward0"),
-    Elementwise("log1p", libm="log1p", math=True, numba="math.log1p", torch="Log1PBackward0"),
-    Elementwise("expm1", libm="expm1", math=True, numba="math.expm1", torch="Expm1Backward0"),
+    Elementwise("log1p", libm="log1p", math=True, numba="math.log1p",
+                sympy=lambda sp, x: sp.log(1 + x), torch="Log1PBackward0"),
+    Elementwise("expm1", libm="expm1", math=True, numba="math.expm1",
+                sympy=lambda sp, x: sp.exp(x) - 1, torch="Expm1Backward0"),
     Elementwise("sqrt", libm="sqrt", math=True, numba="math.sqrt", cheap=True, sympy="sqrt",
                 torch="SqrtBackward0"),
-    Elementwise("square", numba=_INLINE, cheap=True, torch="PowBackward0"),
+    Elementwise("square", numba=_INLINE, cheap=True, sympy=lambda sp, x: x ** 2,
+                torch="PowBackward0"),
     Elementwise("sin", libm="sin", math=True, numba="math.sin", sympy="sin",
                 torch="SinBackward0"),
     Elementwise("cos", libm="cos", math=True, numba="math.cos", sympy="cos",
@@ -120,17 +127,20 @@ ELEMENTWISE = [
     # math.fabs(x) lowers to abs; on Python floats generated code writes the builtin abs(x)
     Elementwise("abs", libm="fabs", math=True, numba="abs", cheap=True, sympy="Abs",
                 torch="AbsBackward0"),
-    Elementwise("reciprocal", numba=_INLINE, cheap=True, torch="ReciprocalBackward0"),
+    Elementwise("reciprocal", numba=_INLINE, cheap=True, sympy=lambda sp, x: 1 / x,
+                torch="ReciprocalBackward0"),
     Elementwise("arcsinh", libm="asinh", numba="math.asinh", sympy="asinh",
                 torch="AsinhBackward0"),
     Elementwise("arccosh", libm="acosh", numba="math.acosh", sympy="acosh",
                 torch="AcoshBackward0"),
     Elementwise("arctanh", libm="atanh", numba="math.atanh", sympy="atanh",
                 torch="AtanhBackward0"),
-    Elementwise("cbrt", libm="cbrt", numba="np.cbrt", torch="PowBackward0"),
-    Elementwise("log2", libm="log2", numba="math.log2"),
-    Elementwise("log10", libm="log10", numba="math.log10"),
-    Elementwise("exp2", libm="exp2", numba="np.exp2"),
+    Elementwise("cbrt", libm="cbrt", numba="np.cbrt",
+                sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3),
+                torch="PowBackward0"),
+    Elementwise("log2", libm="log2", numba="math.log2", sympy=lambda sp, x: sp.log(x, 2)),
+    Elementwise("log10", libm="log10", numba="math.log10", sympy=lambda sp, x: sp.log(x, 10)),
+    Elementwise("exp2", libm="exp2", numba="np.exp2", sympy=lambda sp, x: 2 ** x),
     Elementwise("sign", differentiable=False, numba="np.sign", cheap=True, sympy="sign"),
     # Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
     # decimals) or rint of a scaled value (adcompiler.frontend.compositions).
@@ -139,9 +149,11 @@ ELEMENTWISE = [
     Elementwise("ceil", differentiable=False, libm="ceil", numba="np.ceil", cheap=True,
                 sympy="ceiling"),
     Elementwise("rint", differentiable=False, libm="rint", numba="np.rint", cheap=True,
-                torch="RoundBackward0"),
-    Elementwise("trunc", differentiable=False, libm="trunc", numba="np.trunc", cheap=True),
-    Elementwise("hypot", 2, libm="hypot", numba="np.hypot", cheap=True),
+                sympy=lambda sp, x: sp.Function("rint")(x), torch="RoundBackward0"),
+    Elementwise("trunc", differentiable=False, libm="trunc", numba="np.trunc", cheap=True,
+                sympy=lambda sp, x: sp.Function("trunc")(x)),
+    Elementwise("hypot", 2, libm="hypot", numba="np.hypot", cheap=True,
+                sympy=lambda sp, x, y: sp.sqrt(x ** 2 + y ** 2)),
     Elementwise("arctan2", 2, libm="atan2", numba="np.arctan2", cheap=True, sympy="atan2",
                 torch="Atan2Backward0"),
     Elementwise("maximum", 2, numba="np.maximum", cheap=True, sympy="Max",
