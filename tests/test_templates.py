@@ -17,6 +17,7 @@ import pytest
 import sympy
 
 from adcompiler import templates
+from adcompiler.ir.primitives import ELEMENTWISE as ELEMENTWISE_ROWS
 from adcompiler.ir.primitives import MATH_PRIMS, PRIMS, evaluate
 from adcompiler.templates.ops import ArrayOps, SymbolicOps
 
@@ -106,28 +107,10 @@ def distinct(*shapes, lo=-2.0, hi=2.0):
     return out
 
 
-# The domain of each unary elementwise primitive: (lo, hi, signed).
-UNARY_DOMAINS = {
-    "negative": (-2, 2, False), "square": (-2, 2, False), "exp": (-2, 2, False),
-    "expm1": (-2, 2, False), "sin": (-2, 2, False), "cos": (-2, 2, False),
-    "tanh": (-2, 2, False), "sinh": (-2, 2, False), "cosh": (-2, 2, False),
-    "arctan": (-2, 2, False), "tan": (-1.2, 1.2, False), "log": (0.2, 3, False),
-    "sqrt": (0.2, 3, False), "log1p": (-0.8, 3, False), "arcsin": (-0.9, 0.9, False),
-    "arccos": (-0.9, 0.9, False), "abs": (0.2, 2, True), "reciprocal": (0.2, 2, True),
-    "arcsinh": (-2, 2, False), "arccosh": (1.2, 3, False), "arctanh": (-0.9, 0.9, False),
-    "cbrt": (0.2, 2, True), "log2": (0.2, 3, False), "log10": (0.2, 3, False),
-    "exp2": (-2, 2, False),
-}
-# Binary elementwise primitives: the domain of each argument (away from poles and kinks).
-BINARY_DOMAINS = {
-    "add": ((-2, 2, False), (-2, 2, False)),
-    "subtract": ((-2, 2, False), (-2, 2, False)),
-    "multiply": ((-2, 2, False), (-2, 2, False)),
-    "divide": ((-2, 2, False), (0.5, 2, True)),
-    "power": ((0.5, 2, False), (-2, 2, False)),
-    "hypot": ((0.2, 2, True), (0.2, 2, True)),
-    "arctan2": ((0.2, 2, True), (-2, 2, False)),   # y away from 0: the jump at y = 0, x < 0
-}
+# Where each elementwise rule is checked: its row's domain (ir.primitives.ELEMENTWISE), each
+# argument's (lo, hi, signed) range away from poles, kinks and jumps.
+UNARY_DOMAINS = {r.name: r.domain[0] for r in ELEMENTWISE_ROWS if len(r.domain) == 1}
+BINARY_DOMAINS = {r.name: r.domain for r in ELEMENTWISE_ROWS if len(r.domain) == 2}
 PIECEWISE_BINARY = ("maximum", "minimum")  # sampled with `distinct`, away from ties
 
 # Broadcasting pairs: equal shapes, a 0-d array or a Python float (None) on either side,
@@ -148,8 +131,9 @@ def _elementwise_cases():
     for prim, (lo, hi, signed) in UNARY_DOMAINS.items():
         for shape in [(2, 3), (), None]:
             yield _case(prim, [sample(shape, lo, hi, signed)], id=f"{prim}-{_shape_id([shape])}")
+    math_prims = {r.libm: r.name for r in ELEMENTWISE_ROWS if r.math}
     for name in MATH_PRIMS:  # math.exp and friends on Python floats: the same rules
-        prim = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "fabs": "abs"}.get(name, name)
+        prim = math_prims[name]
         lo, hi, signed = UNARY_DOMAINS[prim]
         yield _case(prim, [sample(None, lo, hi, signed)], {"py": name}, id=f"math.{name}")
     for prim, domains in BINARY_DOMAINS.items():

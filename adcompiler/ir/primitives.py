@@ -59,6 +59,9 @@ class Elementwise:
     out: Optional[bool] = None    # takes ``out=`` (planned buffers); None: where NumPy's is a ufunc
     np_call: bool = True          # ``np.<name>(...)`` in user code lowers to it
     tape: bool = True             # the tape records NumPy's function as this primitive
+    domain: tuple = ()            # where the rule is checked numerically: each argument's
+                                  # (lo, hi, signed) range, away from poles, kinks and jumps
+                                  # (signed: -hi..-lo and lo..hi); () for piecewise ones
 
     @property
     def fn(self):
@@ -70,16 +73,21 @@ class Elementwise:
 
 
 _INLINE = "inline"
+_ANY = (-2, 2, False)     # a domain: anywhere in [-2, 2]
 _CMP = dict(differentiable=False, numba=_INLINE, cheap=True)
 ELEMENTWISE = [
     # operators
-    Elementwise("add", 2, op="+", numba=_INLINE, cheap=True, torch="AddBackward0"),
-    Elementwise("subtract", 2, op="-", numba=_INLINE, cheap=True, torch="SubBackward0"),
-    Elementwise("multiply", 2, op="*", numba=_INLINE, cheap=True, torch="MulBackward0"),
-    Elementwise("divide", 2, op="/", numba=_INLINE, cheap=True, torch="DivBackward0"),
-    Elementwise("power", 2, op="**", numba=_INLINE, cheap=True),
+    Elementwise("add", 2, op="+", numba=_INLINE, cheap=True, torch="AddBackward0",
+                domain=(_ANY, _ANY)),
+    Elementwise("subtract", 2, op="-", numba=_INLINE, cheap=True, torch="SubBackward0",
+                domain=(_ANY, _ANY)),
+    Elementwise("multiply", 2, op="*", numba=_INLINE, cheap=True, torch="MulBackward0",
+                domain=(_ANY, _ANY)),
+    Elementwise("divide", 2, op="/", numba=_INLINE, cheap=True, torch="DivBackward0",
+                domain=(_ANY, (0.5, 2, True))),
+    Elementwise("power", 2, op="**", numba=_INLINE, cheap=True, domain=((0.5, 2, False), _ANY)),
     Elementwise("negative", op="-", numba=_INLINE, cheap=True, sympy=lambda sp, x: -x,
-                torch="NegBackward0"),
+                torch="NegBackward0", domain=(_ANY,)),
     # Python's `%` and `//` (NumPy's remainder has the divisor's sign, as Python's `%`); the
     # quotient is piecewise constant: no gradient.
     Elementwise("remainder", 2, op="%",
@@ -95,52 +103,55 @@ ELEMENTWISE = [
     Elementwise("not_equal", 2, op="!=", **_CMP),
     # functions
     Elementwise("exp", libm="exp", math=True, numba="math.exp", sympy="exp",
-                torch="ExpBackward0"),
+                torch="ExpBackward0", domain=(_ANY,)),
     Elementwise("log", libm="log", math=True, numba="math.log", sympy="log",
-                torch="LogBackward0"),
+                torch="LogBackward0", domain=((0.2, 3, False),)),
     Elementwise("log1p", libm="log1p", math=True, numba="math.log1p",
-                sympy=lambda sp, x: sp.log(1 + x), torch="Log1PBackward0"),
+                sympy=lambda sp, x: sp.log(1 + x), torch="Log1PBackward0",
+                domain=((-0.8, 3, False),)),
     Elementwise("expm1", libm="expm1", math=True, numba="math.expm1",
-                sympy=lambda sp, x: sp.exp(x) - 1, torch="Expm1Backward0"),
+                sympy=lambda sp, x: sp.exp(x) - 1, torch="Expm1Backward0", domain=(_ANY,)),
     Elementwise("sqrt", libm="sqrt", math=True, numba="math.sqrt", cheap=True, sympy="sqrt",
-                torch="SqrtBackward0"),
+                torch="SqrtBackward0", domain=((0.2, 3, False),)),
     Elementwise("square", numba=_INLINE, cheap=True, sympy=lambda sp, x: x ** 2,
-                torch="PowBackward0"),
+                torch="PowBackward0", domain=(_ANY,)),
     Elementwise("sin", libm="sin", math=True, numba="math.sin", sympy="sin",
-                torch="SinBackward0"),
+                torch="SinBackward0", domain=(_ANY,)),
     Elementwise("cos", libm="cos", math=True, numba="math.cos", sympy="cos",
-                torch="CosBackward0"),
+                torch="CosBackward0", domain=(_ANY,)),
     Elementwise("tan", libm="tan", math=True, numba="math.tan", sympy="tan",
-                torch="TanBackward0"),
+                torch="TanBackward0", domain=((-1.2, 1.2, False),)),
     Elementwise("tanh", libm="tanh", math=True, numba="math.tanh", sympy="tanh",
-                torch="TanhBackward0"),
+                torch="TanhBackward0", domain=(_ANY,)),
     Elementwise("arctan", libm="atan", math=True, numba="math.atan", sympy="atan",
-                torch="AtanBackward0"),
+                torch="AtanBackward0", domain=(_ANY,)),
     Elementwise("arcsin", libm="asin", math=True, numba="math.asin", sympy="asin",
-                torch="AsinBackward0"),
+                torch="AsinBackward0", domain=((-0.9, 0.9, False),)),
     Elementwise("arccos", libm="acos", math=True, numba="math.acos", sympy="acos",
-                torch="AcosBackward0"),
+                torch="AcosBackward0", domain=((-0.9, 0.9, False),)),
     Elementwise("sinh", libm="sinh", math=True, numba="math.sinh", sympy="sinh",
-                torch="SinhBackward0"),
+                torch="SinhBackward0", domain=(_ANY,)),
     Elementwise("cosh", libm="cosh", math=True, numba="math.cosh", sympy="cosh",
-                torch="CoshBackward0"),
+                torch="CoshBackward0", domain=(_ANY,)),
     # math.fabs(x) lowers to abs; on Python floats generated code writes the builtin abs(x)
     Elementwise("abs", libm="fabs", math=True, numba="abs", cheap=True, sympy="Abs",
-                torch="AbsBackward0"),
+                torch="AbsBackward0", domain=((0.2, 2, True),)),
     Elementwise("reciprocal", numba=_INLINE, cheap=True, sympy=lambda sp, x: 1 / x,
-                torch="ReciprocalBackward0"),
+                torch="ReciprocalBackward0", domain=((0.2, 2, True),)),
     Elementwise("arcsinh", libm="asinh", numba="math.asinh", sympy="asinh",
-                torch="AsinhBackward0"),
+                torch="AsinhBackward0", domain=(_ANY,)),
     Elementwise("arccosh", libm="acosh", numba="math.acosh", sympy="acosh",
-                torch="AcoshBackward0"),
+                torch="AcoshBackward0", domain=((1.2, 3, False),)),
     Elementwise("arctanh", libm="atanh", numba="math.atanh", sympy="atanh",
-                torch="AtanhBackward0"),
+                torch="AtanhBackward0", domain=((-0.9, 0.9, False),)),
     Elementwise("cbrt", libm="cbrt", numba="np.cbrt",
                 sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3),
-                torch="PowBackward0"),
-    Elementwise("log2", libm="log2", numba="math.log2", sympy=lambda sp, x: sp.log(x, 2)),
-    Elementwise("log10", libm="log10", numba="math.log10", sympy=lambda sp, x: sp.log(x, 10)),
-    Elementwise("exp2", libm="exp2", numba="np.exp2", sympy=lambda sp, x: 2 ** x),
+                torch="PowBackward0", domain=((0.2, 2, True),)),
+    Elementwise("log2", libm="log2", numba="math.log2", sympy=lambda sp, x: sp.log(x, 2),
+                domain=((0.2, 3, False),)),
+    Elementwise("log10", libm="log10", numba="math.log10", sympy=lambda sp, x: sp.log(x, 10),
+                domain=((0.2, 3, False),)),
+    Elementwise("exp2", libm="exp2", numba="np.exp2", sympy=lambda sp, x: 2 ** x, domain=(_ANY,)),
     Elementwise("sign", differentiable=False, numba="np.sign", cheap=True, sympy="sign"),
     # Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
     # decimals) or rint of a scaled value (adcompiler.frontend.compositions).
@@ -153,9 +164,11 @@ ELEMENTWISE = [
     Elementwise("trunc", differentiable=False, libm="trunc", numba="np.trunc", cheap=True,
                 sympy=lambda sp, x: sp.Function("trunc")(x)),
     Elementwise("hypot", 2, libm="hypot", numba="np.hypot", cheap=True,
-                sympy=lambda sp, x, y: sp.sqrt(x ** 2 + y ** 2)),
+                sympy=lambda sp, x, y: sp.sqrt(x ** 2 + y ** 2),
+                domain=((0.2, 2, True), (0.2, 2, True))),
     Elementwise("arctan2", 2, libm="atan2", numba="np.arctan2", cheap=True, sympy="atan2",
-                torch="Atan2Backward0"),
+                torch="Atan2Backward0",  # y off 0: the jump at y = 0, x < 0
+                domain=((0.2, 2, True), _ANY)),
     Elementwise("maximum", 2, numba="np.maximum", cheap=True, sympy="Max",
                 torch="MaximumBackward0"),
     Elementwise("minimum", 2, numba="np.minimum", cheap=True, sympy="Min",
