@@ -68,6 +68,10 @@ _ew("log2",     lambda ops, g, ans, x: g / (x * LN2))
 _ew("log10",    lambda ops, g, ans, x: g / (x * LN10))
 _ew("exp2",     lambda ops, g, ans, x: g * ans * LN2)
 
+# ---- angles: linear maps ----------------------------------------------------------------------
+RADIAN = math.pi / 180.0    # NumPy's deg2rad(1.0), to the last bit
+_ew("deg2rad",  lambda ops, g, ans, x: g * RADIAN)
+
 
 # ---- the distance and the angle of (x, y): at the origin, 0 ----------------------------------
 def _over(ops, x, r):

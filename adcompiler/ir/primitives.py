@@ -152,6 +152,8 @@ ELEMENTWISE = [
     Elementwise("log10", libm="log10", numba="math.log10", sympy=lambda sp, x: sp.log(x, 10),
                 domain=((0.2, 3, False),)),
     Elementwise("exp2", libm="exp2", numba="np.exp2", sympy=lambda sp, x: 2 ** x, domain=(_ANY,)),
+    Elementwise("deg2rad", numba="np.deg2rad", cheap=True,
+                sympy=lambda sp, x: x * sp.pi / 180, torch="Deg2RadBackward0", domain=(_ANY,)),
     Elementwise("sign", differentiable=False, numba="np.sign", cheap=True, sympy="sign"),
     # Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
     # decimals) or rint of a scaled value (adcompiler.frontend.compositions).

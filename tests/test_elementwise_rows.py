@@ -1,0 +1,88 @@
+"""Elementwise primitives added as a row (``ir.primitives.ELEMENTWISE``) and a rule
+(``templates/elementwise.py``) alone: every path that derives its tables from the rows takes them.
+
+For each: the compiled gradient against central differences, the tape's gradient and
+``grad_fn`` name, the numba backend's loops, the buffered code at a size past the planner's
+threshold against the unoptimised gradient, the tangent (jvp) against the gradient, and the
+CuPy code (run on NumPy playing CuPy, tests/cupy_helpers.py). The rule itself is checked against
+finite differences and ``sympy.diff`` with every other rule (tests/test_templates.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler import tape
+from adcompiler.backends.check_modes import unoptimised
+
+from .cupy_helpers import assert_close, compile_both, emulate
+
+
+def deg2rad(x, y):
+    return np.sum(np.sin(np.deg2rad(x)) * y)
+
+
+# (function, example x, example y, the primitive's call on a tensor and its grad_fn name)
+CASES = {
+    "deg2rad": (deg2rad, np.linspace(-170.0, 170.0, 9), np.linspace(0.5, 1.5, 9),
+                (lambda t, y: np.deg2rad(t), "Deg2RadBackward0")),
+}
+PARAMS = [pytest.param(*case, id=name) for name, case in CASES.items()]
+
+
+def central_differences(f, x, y, eps=1e-6):
+    out = np.zeros_like(x)
+    for j in range(x.size):
+        e = np.zeros_like(x)
+        e[j] = eps
+        out[j] = (f(x + e, y) - f(x - e, y)) / (2 * eps)
+    return out
+
+
+@pytest.mark.parametrize("f, x, y, node", PARAMS)
+def test_gradient_agrees_with_differences_and_the_tape(f, x, y, node):
+    got = ad.grad(f)(x, y)
+    np.testing.assert_allclose(got, central_differences(f, x, y), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got, tape.dynamic_grad(f)(x, y), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("f, x, y, node", PARAMS)
+def test_the_tape_names_the_node_as_pytorch(f, x, y, node):
+    call, name = node
+    t = tape.tensor(x, requires_grad=True)
+    out = call(t, y)
+    assert type(out.grad_fn).__name__ == name
+
+
+@pytest.mark.parametrize("f, x, y, node", PARAMS)
+def test_numba_loops_compute_the_same_gradient(f, x, y, node):
+    g = ad.grad(f, backend="numba")
+    got = g(x, y)
+    assert "@numba.njit" in g.source
+    np.testing.assert_allclose(got, ad.grad(f)(x, y), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("f, x, y, node", PARAMS)
+def test_buffered_code_past_the_threshold(f, x, y, node):
+    big_x = np.resize(x, 70 * 70).reshape(70, 70)
+    big_y = np.resize(y, 70 * 70).reshape(70, 70)
+    g = ad.grad(f)
+    got = g(big_x, big_y)
+    assert "out=_buf" in g.source
+    with unoptimised():
+        np.testing.assert_allclose(got, ad.grad(f)(big_x, big_y), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("f, x, y, node", PARAMS)
+def test_the_tangent_is_the_gradient_along_a_direction(f, x, y, node):
+    v = np.linspace(-1.0, 1.0, x.size)
+    _, tangent = ad.jvp(f)(x, y, tangents=v)
+    assert float(tangent) == pytest.approx(float(ad.grad(f)(x, y) @ v), rel=1e-12, abs=1e-14)
+
+
+@pytest.mark.parametrize("f, x, y, node", PARAMS)
+def test_cupy_code(f, x, y, node):
+    cupy_code, numpy_code = compile_both(f, (x, y))
+    assert_close(emulate(cupy_code)(x, y), numpy_code.function(x, y), 1e-12)
