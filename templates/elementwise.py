@@ -70,7 +70,9 @@ _ew("exp2",     lambda ops, g, ans, x: g * ans * LN2)
 
 # ---- angles: linear maps ----------------------------------------------------------------------
 RADIAN = math.pi / 180.0    # NumPy's deg2rad(1.0), to the last bit
+DEGREE = 180.0 / math.pi    # NumPy's rad2deg(1.0)
 _ew("deg2rad",  lambda ops, g, ans, x: g * RADIAN)
+_ew("rad2deg",  lambda ops, g, ans, x: g * DEGREE)
 
 
 # ---- the distance and the angle of (x, y): at the origin, 0 ----------------------------------

@@ -154,6 +154,8 @@ ELEMENTWISE = [
     Elementwise("exp2", libm="exp2", numba="np.exp2", sympy=lambda sp, x: 2 ** x, domain=(_ANY,)),
     Elementwise("deg2rad", numba="np.deg2rad", cheap=True,
                 sympy=lambda sp, x: x * sp.pi / 180, torch="Deg2RadBackward0", domain=(_ANY,)),
+    Elementwise("rad2deg", numba="np.rad2deg", cheap=True,
+                sympy=lambda sp, x: x * 180 / sp.pi, torch="Rad2DegBackward0", domain=(_ANY,)),
     Elementwise("sign", differentiable=False, numba="np.sign", cheap=True, sympy="sign"),
     # Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
     # decimals) or rint of a scaled value (adcompiler.frontend.compositions).
