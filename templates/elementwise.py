@@ -132,6 +132,7 @@ def _max_min(which):
 
 
 _ew("abs",      lambda ops, g, ans, x: g * ops.sign(x))
+_ew("fabs",     lambda ops, g, ans, x: g * ops.sign(x))
 _ew("maximum",  *_max_min("greater"))
 _ew("minimum",  *_max_min("less"))
 

@@ -28,12 +28,18 @@ def rad2deg(x, y):
     return np.sum(np.cos(np.rad2deg(x) / 90.0) * y)
 
 
+def fabs(x, y):
+    return np.sum(np.fabs(x) * y)
+
+
 # (function, example x, example y, the primitive's call on a tensor and its grad_fn name)
 CASES = {
     "deg2rad": (deg2rad, np.linspace(-170.0, 170.0, 9), np.linspace(0.5, 1.5, 9),
                 (lambda t, y: np.deg2rad(t), "Deg2RadBackward0")),
     "rad2deg": (rad2deg, np.linspace(-3.0, 3.0, 9), np.linspace(0.5, 1.5, 9),
                 (lambda t, y: np.rad2deg(t), "Rad2DegBackward0")),
+    "fabs": (fabs, np.linspace(-2.05, 1.95, 9), np.linspace(0.5, 1.5, 9),
+             (lambda t, y: np.fabs(t), "AbsBackward0")),
 }
 PARAMS = [pytest.param(*case, id=name) for name, case in CASES.items()]
 

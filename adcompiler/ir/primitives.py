@@ -136,6 +136,9 @@ ELEMENTWISE = [
     # math.fabs(x) lowers to abs; on Python floats generated code writes the builtin abs(x)
     Elementwise("abs", libm="fabs", math=True, numba="abs", cheap=True, sympy="Abs",
                 torch="AbsBackward0", domain=((0.2, 2, True),)),
+    # np.fabs: abs of real numbers only (PyTorch's abs)
+    Elementwise("fabs", libm="fabs", numba="math.fabs", cheap=True, sympy="Abs",
+                torch="AbsBackward0", domain=((0.2, 2, True),)),
     Elementwise("reciprocal", numba=_INLINE, cheap=True, sympy=lambda sp, x: 1 / x,
                 torch="ReciprocalBackward0", domain=((0.2, 2, True),)),
     Elementwise("arcsinh", libm="asinh", numba="math.asinh", sympy="asinh",
