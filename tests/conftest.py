@@ -18,3 +18,17 @@ def _private_cache_dir(tmp_path_factory):
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _verify_plans():
+    """Every gradient the suite compiles (here and in the subprocesses it starts) goes through
+    :func:`adcompiler.backends.verify_plan.verify_plan` before it loads: a plan that writes a
+    buffer a live name still holds, or returns a pool buffer, fails the test that compiled it."""
+    saved = os.environ.get("ADCOMPILER_VERIFY_PLANS")
+    os.environ["ADCOMPILER_VERIFY_PLANS"] = "1"
+    yield
+    if saved is None:
+        os.environ.pop("ADCOMPILER_VERIFY_PLANS", None)
+    else:
+        os.environ["ADCOMPILER_VERIFY_PLANS"] = saved
