@@ -320,7 +320,7 @@ class _Writer:
         if prim == "power":
             (a, pa), (b, pb) = self._text(args[0]), self._text(args[1])
             return f"{a if pa > 4 else f'({a})'} ** {b if pb >= 4 else f'({b})'}", 4
-        a = self.text(args[0])
+        a = ", ".join(self.text(x) for x in args)   # one argument, or two (logaddexp2)
         if self.buffers is not None:  # NumPy's function, for NumPy's inf/NaN and warnings
             return f"np.{prim}({a})", _ATOM
         if prim in self.own:
