@@ -67,6 +67,9 @@ _ew("cbrt",     lambda ops, g, ans, x: g / (3 * ans * ans))   # inf at 0, as PyT
 _ew("log2",     lambda ops, g, ans, x: g / (x * LN2))
 _ew("log10",    lambda ops, g, ans, x: g / (x * LN10))
 _ew("exp2",     lambda ops, g, ans, x: g * ans * LN2)
+# 2**x / (2**x + 2**y) is 2**(x - ans): at most 1, never an overflow
+_ew("logaddexp2", lambda ops, g, ans, x, y: g * ops.exp2(x - ans),
+                  lambda ops, g, ans, x, y: g * ops.exp2(y - ans))
 
 # ---- angles: linear maps ----------------------------------------------------------------------
 RADIAN = math.pi / 180.0    # NumPy's deg2rad(1.0), to the last bit

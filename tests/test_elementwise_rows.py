@@ -32,6 +32,10 @@ def fabs(x, y):
     return np.sum(np.fabs(x) * y)
 
 
+def logaddexp2(x, y):
+    return np.sum(np.logaddexp2(x, y * 3.0) * y)
+
+
 # (function, example x, example y, the primitive's call on a tensor and its grad_fn name)
 CASES = {
     "deg2rad": (deg2rad, np.linspace(-170.0, 170.0, 9), np.linspace(0.5, 1.5, 9),
@@ -40,6 +44,8 @@ CASES = {
                 (lambda t, y: np.rad2deg(t), "Rad2DegBackward0")),
     "fabs": (fabs, np.linspace(-2.05, 1.95, 9), np.linspace(0.5, 1.5, 9),
              (lambda t, y: np.fabs(t), "AbsBackward0")),
+    "logaddexp2": (logaddexp2, np.linspace(-3.0, 3.0, 9), np.linspace(-1.0, 1.5, 9),
+                   (lambda t, y: np.logaddexp2(t, y), "Logaddexp2Backward0")),
 }
 PARAMS = [pytest.param(*case, id=name) for name, case in CASES.items()]
 

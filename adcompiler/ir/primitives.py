@@ -176,6 +176,10 @@ ELEMENTWISE = [
     Elementwise("arctan2", 2, libm="atan2", numba="np.arctan2", cheap=True, sympy="atan2",
                 torch="Atan2Backward0",  # y off 0: the jump at y = 0, x < 0
                 domain=((0.2, 2, True), _ANY)),
+    # log2(2**x + 2**y), without the overflow
+    Elementwise("logaddexp2", 2, numba="np.logaddexp2",
+                sympy=lambda sp, x, y: sp.log(2 ** x + 2 ** y, 2), torch="Logaddexp2Backward0",
+                domain=(_ANY, _ANY)),
     Elementwise("maximum", 2, numba="np.maximum", cheap=True, sympy="Max",
                 torch="MaximumBackward0"),
     Elementwise("minimum", 2, numba="np.minimum", cheap=True, sympy="Min",
