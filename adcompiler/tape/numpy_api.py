@@ -20,7 +20,8 @@ from .record import apply
 from .xp import common_module
 
 # NumPy's function -> the primitive the tape records (np.absolute: abs, np.true_divide: divide)
-_UFUNCS = {**{r.fn: r.name for r in ELEMENTWISE if r.tape},
+_UFUNCS = {**{r.fn: r.name for r in ELEMENTWISE
+              if r.tape and isinstance(r.fn, np.ufunc)},
            np.matmul: "matmul", np.positive: "copy"}
 
 
@@ -252,6 +253,17 @@ FUNCTIONS = {
         "reshape", a, {"shape": (-1,)}),
     np.zeros_like: _creation(np.zeros_like), np.ones_like: _creation(np.ones_like),
 }
+
+
+def _elementwise(prim):
+    def call(*args):
+        return apply(prim, args)
+    return call
+
+
+# an elementwise row whose NumPy function is not a ufunc (np.sinc) comes as __array_function__
+FUNCTIONS.update({r.fn: _elementwise(r.name) for r in ELEMENTWISE
+                  if r.tape and not isinstance(r.fn, np.ufunc)})
 
 
 # ufunc calls spelled in primitives, {(ufunc, method): fn}: np.logaddexp, np.add.at (filled
