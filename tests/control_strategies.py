@@ -40,6 +40,11 @@ in-place update inside a block of an array another name holds (aliases only outs
 ``while`` loops whose condition does not depend on the loop, early ``return`` inside a loop,
 reading with a boolean mask.
 
+``control_programs(sizes=...)`` draws at large shapes (:mod:`tests.program_sizes`; every line's
+intermediates bounded before it runs, loops over rows and traced ranges kept to a few trips),
+``controls=`` draws only some of the constructs (``["for_range", "for_array", "jump"]``: loops),
+``calls=True`` adds the helper functions of ``tests.strategies.CALL_HEADER``.
+
 :func:`tape_program` rewrites a program for the dynamic tape (``np.zeros(...)`` buffers become
 ``tape.zeros(...)``, as in PyTorch, where a plain array cannot hold recorded values).
 """
@@ -56,7 +61,9 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from .strategies import FAMILIES, HEADER, MAX_ABS, PARAMS, Program, _Drawing, _copy, _py, _safe
+from . import program_sizes
+from .strategies import (CALL_HEADER, FAMILIES, HEADER, MAX_ABS, MAX_SIZE, PARAMS, Program,
+                         _Drawing, _copy, _py, drawn_sizes)
 
 INPUT_SHAPES = [(), (3,), (2, 3), (1, 3), (2, 1), (4,), (3, 2)]
 MAX_LEVEL = 2          # constructs nest at most this deep (a loop in a branch in ...)
@@ -166,9 +173,12 @@ class _Shared:
 class _ControlDrawing(_Drawing):
     """A block being drawn: the function body, or the body of a branch or a loop."""
 
-    def __init__(self, draw, args):
-        super().__init__(draw, args)
+    def __init__(self, draw, args, sizes=None, calls=False, controls=CONTROL):
+        super().__init__(draw, args, sizes, calls)
         exec(EXTRA_HEADER, self.env)
+        self.controls = list(controls)
+        # the largest |value| of a result: sums of large arrays are larger
+        self.result_bound = 64 * MAX_ABS * max(1, self.max_size // MAX_SIZE)
         self.shared = _Shared()
         self.mixed: set = set()     # names the compiler may see as a 0-d array, NumPy as a float
         self.loopvars: set = set()  # loop targets in scope: read, never rebound
@@ -222,7 +232,8 @@ class _ControlDrawing(_Drawing):
         for _ in range(12):
             control = self.level < MAX_LEVEL and self.draw(st.booleans())
             family = self.draw(st.sampled_from(
-                CONTROL if control else STRAIGHT if self.math else STRAIGHT_NO_MATH))
+                self.controls if control else self.families if self.math else
+                [f for f in self.families if f != "math"]))
             if getattr(self, "stmt_" + family.replace("-", "_"), self.stmt_template)(family):
                 return
         self.assign(f"np.tanh({self.names[-1]})")
@@ -235,7 +246,7 @@ class _ControlDrawing(_Drawing):
 
         def chk(*pairs):
             for name, value in zip(pairs[::2], pairs[1::2]):
-                if not _safe(value):
+                if not self.safe(value):
                     raise ValueError(name)
                 seen.setdefault(name, set()).add(_category(value))
 
@@ -280,7 +291,7 @@ class _ControlDrawing(_Drawing):
         mixed = set()
         for name in outputs:
             v = env.get(name)
-            if v is None or not _safe(v):
+            if v is None or not self.safe(v):
                 return False
             cats = seen.get(name, set()) | {_category(v)}
             if name in self.env and name not in self.loopvars:
@@ -319,7 +330,7 @@ class _ControlDrawing(_Drawing):
         out = []
         for s in statements:
             env = self.run([s])
-            if env is None or not _safe(env[target]):
+            if env is None or not self.safe(env[target]):
                 continue
             if like is None or _join({_category(like), _category(env[target])}) is not None:
                 out.append(s)
@@ -480,6 +491,13 @@ class _ControlDrawing(_Drawing):
         return [n for n in self.names if isinstance(self.env[n], np.ndarray) and self.env[n].ndim
                 and (rows is None or self.env[n].shape[0] == rows)]
 
+    def few(self, arrays, trips=lambda a: a.shape[0]):
+        """At large sizes, the ``arrays`` a loop may run over in at most ``max_trips`` trips
+        (``trips``: a loop's trip count over an array); at the small sizes all of them."""
+        if self.sizes is None:
+            return arrays
+        return [n for n in arrays if trips(self.env[n]) <= self.sizes.max_trips]
+
     def header(self, kind, rows=None):
         """(header Line, lines binding the first iteration, float loop variables, counter and
         its largest value or None, the trip count's bound, jumps allowed) or None."""
@@ -490,7 +508,8 @@ class _ControlDrawing(_Drawing):
             form = self.draw(st.sampled_from(forms if rows is None else ["static", "reversed"]))
             K = rows or self.draw(st.integers(1, 4))
             if form in ("len", "traced"):
-                arrays = self.arrays()
+                arrays = self.few(self.arrays(), (lambda a: a.shape[0]) if form == "len" else
+                                  (lambda a: a.size))
                 if not arrays:
                     return None
                 a = self.draw(st.sampled_from(arrays))
@@ -514,7 +533,7 @@ class _ControlDrawing(_Drawing):
             values = list(range(K)) if form == "len" else list(eval(r))
             return (Line(0, f"for {i} in {r}:"), [f"{i} = {values[0]}"], [],
                     (i, max(values), min(values)), max(values) + 1, "both")
-        arrays = self.arrays(rows)
+        arrays = self.few(self.arrays(rows))
         if not arrays:
             return None
         a, b = self.draw(st.sampled_from(arrays)), self.draw(st.sampled_from(self.arrays()))
@@ -549,6 +568,8 @@ class _ControlDrawing(_Drawing):
         recording into a fresh buffer ``b[i] = ...``; or, given ``buffer``, filling it."""
         pre = []
         rows = self.env[buffer].shape[0] if buffer else None
+        if rows and not self.few([buffer]):
+            return False
         if kind == "while":
             counter = f"n{self.shared.count + 1}"
             self.shared.count += 1
@@ -663,7 +684,7 @@ class _ControlDrawing(_Drawing):
         if lowest >= 1:   # a recurrence on the row before
             stmts += [f"{buffer}[{counter}] = 0.5 * {buffer}[{counter} - 1] + {e}" for e in exprs]
         fits = [s for s in stmts if (env := self.run([s])) is not None
-                and _safe(env[buffer])]
+                and self.safe(env[buffer])]
         if not fits:
             return False
         return self.commit([Line(0, self.draw(st.sampled_from(fits)), "", (buffer,))], [buffer])
@@ -751,7 +772,7 @@ class _ControlDrawing(_Drawing):
             plain = f"{b}[{m} {op} {thr!r}] {value}"
             checked = f"{b}[_q({key}, {m}) {op} {thr!r}] {value}"
             env = self.run([plain])
-            return (plain, checked) if env is not None and _safe(env[b]) else None
+            return (plain, checked) if env is not None and self.safe(env[b]) else None
         fits = [i for i in indices if self.run([f"_ = {b}[{i}]"]) is not None]
         index = self.draw(st.sampled_from(fits))
         exprs = ["0.5", "-1.0"]
@@ -759,7 +780,7 @@ class _ControlDrawing(_Drawing):
             exprs += [t, f"np.tanh({t})", f"{t} * 2.0", f"np.sum({t})", f"np.mean({t}) * 0.5"]
         stmts = [f"{b}[{index}] {op} {e}" for e in exprs for op in ("=", "+=", "-=", "*=")]
         fits = [s for s in stmts if (env := self.run([s])) is not None
-                and _safe(env[b])]
+                and self.safe(env[b])]
         if not fits:
             return None
         return self.draw(st.sampled_from(fits)), ""
@@ -783,7 +804,7 @@ class _ControlDrawing(_Drawing):
         returning.body()
         expr = bare or returning.result()
         value = returning.evaluate(expr)
-        if value is None or np.ndim(value) != 0 or not abs(float(value)) < 64 * MAX_ABS:
+        if value is None or np.ndim(value) != 0 or not abs(float(value)) < self.result_bound:
             return False
         other = None
         if self.draw(st.booleans()):
@@ -815,8 +836,11 @@ class _ControlDrawing(_Drawing):
 
 
 @st.composite
-def arguments(draw):
-    """Example arguments, as in tests/strategies.py, with a few more shapes to loop over."""
+def arguments(draw, sizes=None):
+    """Example arguments, as in tests/strategies.py, with a few more shapes to loop over
+    (``sizes``: at large shapes, :func:`tests.program_sizes.draw_arguments`)."""
+    if sizes is not None:
+        return program_sizes.draw_arguments(draw, sizes)
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
     args = []
     for _ in PARAMS:
@@ -826,17 +850,21 @@ def arguments(draw):
     return tuple(args)
 
 
-def _source(lines, result):
+def _source(lines, result, calls=False):
     body = render(lines) + [f"return {result}"]
-    return CONTROL_HEADER + "\ndef f(x, y, z):\n" + "".join(f"    {ln}\n" for ln in body)
+    return CONTROL_HEADER + (CALL_HEADER if calls else "") + "\ndef f(x, y, z):\n" + "".join(f"    {ln}\n" for ln in body)
 
 
 @st.composite
-def control_programs(draw, min_statements=2, max_statements=6, math=True):
+def control_programs(draw, min_statements=2, max_statements=6, math=True, sizes=None,
+                     calls=False, controls=CONTROL):
     """A :class:`Program` with control flow over ``x, y, z``, returning a float scalar;
-    ``math=False``: without the math module's functions (which the tape refuses on tensors)."""
-    args = draw(arguments())
-    d = _ControlDrawing(draw, args)
+    ``math=False``: without the math module's functions (which the tape refuses on tensors);
+    ``sizes``: at large shapes (a :class:`tests.program_sizes.Sizes` or a strategy of them);
+    ``calls``: with the helpers of ``CALL_HEADER``; ``controls``: the constructs drawn."""
+    sizes = drawn_sizes(draw, sizes)
+    args = draw(arguments(sizes))
+    d = _ControlDrawing(draw, args, sizes, calls, controls)
     d.math = math
     for _ in range(draw(st.integers(min_statements, max_statements))):
         d.statement()
@@ -844,13 +872,13 @@ def control_programs(draw, min_statements=2, max_statements=6, math=True):
     returned = [n for n in d.shared.returned if n in d.names]
     if returned and draw(st.booleans()):   # an early return's name, maybe its value too
         result = draw(st.sampled_from(returned))
-    source = _source(d.lines, result)
+    source = _source(d.lines, result, calls)
     namespace: dict = {}
     exec(compile(source, "<control program>", "exec"), namespace)
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")
         value = namespace["f"](*(_copy(a) for a in args))
-    assume(np.ndim(value) == 0 and abs(float(value)) < 64 * MAX_ABS)
+    assume(np.ndim(value) == 0 and abs(float(value)) < d.result_bound)
     return Program(source, args)
 
 

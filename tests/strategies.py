@@ -7,6 +7,12 @@ Python float or a 0-d array). Each statement is executed on the example argument
 drawn, and kept only if NumPy accepts it and its value stays finite and small, so every program
 runs and stays in the domains of its functions (``np.log(np.abs(a) + 1.0)``, ``a / (b*b + 1)``).
 
+``programs(sizes=...)`` draws a program at large shapes instead (:mod:`tests.program_sizes`:
+above the fusion, ``out=`` buffer and numexpr thresholds), where each statement's intermediates
+are bounded before it runs; ``programs(calls=True)`` adds the helper functions of
+``CALL_HEADER`` (a loop, an in-place update, a helper calling a helper, a tuple result) and a
+``call`` family of statements calling them. The defaults draw as before.
+
 :func:`load` writes a program to a file and imports it (``inspect`` must read the source) and
 returns ``(source_text, function, example_args)``; :func:`random_programs` draws those triples.
 """
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
+from tests import program_sizes
 from tests.helpers import import_source
 
 PARAMS = ("x", "y", "z")
@@ -40,6 +47,32 @@ I2 = np.array([1, 0, 1, 1])
 def helper(a, b):
     c = np.tanh(a) * b
     return c + a
+
+'''
+
+
+# Helper functions the ``call`` family calls (``programs(calls=True)``): a loop with a default
+# bound, an in-place update of a fresh array and a call of another helper, a reduction, a tuple.
+CALL_HEADER = '''
+def smooth(a, k=2):
+    for _ in range(k):
+        a = 0.5 * a + 0.25 * np.tanh(a)
+    return a
+
+
+def mix(a, b):
+    t = np.tanh(a)
+    t += b * 0.5
+    return helper(t, a)
+
+
+def scaled(a, b):
+    s = np.mean(a * a)
+    return a / np.sqrt(s + 1.0) + np.sin(b)
+
+
+def pair(a, b):
+    return np.sin(a) * b, a - np.cos(b)
 
 '''
 
@@ -121,6 +154,12 @@ JOIN = [Template(t, 2) for t in [
     "np.stack([{a}, {b}])", "np.stack([{a}, {b}], axis=1)", "np.stack([{a}, {b}, {a}], axis=-1)",
 ]]
 
+CALLS = [Template(t, 2) for t in [
+    "smooth({a})", "smooth({a}, 3)", "mix({a}, {b})", "scaled({a}, {b})",
+    "helper(smooth({a}), {b})", "pair({a}, {b})[0]", "pair({a}, {b})[1] * 0.5",
+    "mix(smooth({a}, 1), {b})",
+]]
+
 # A name rebound to a gather of itself (``a = a[::-1]``): the old value's cotangent and the new
 # one's both want the user's name (session 17 found the scatter back wiping it).
 # Only gathers that keep the shape: a value a loop carries must keep its shape (a located error
@@ -143,12 +182,12 @@ class Program:
     args: tuple
 
 
-def _safe(v) -> bool:
+def _safe(v, max_size=MAX_SIZE) -> bool:
     if _py(v):
         return math.isfinite(v) and abs(v) <= MAX_ABS
     if not isinstance(v, (np.ndarray, np.generic)) or v.dtype != np.float64:
         return False
-    return 0 < v.size <= MAX_SIZE and v.ndim <= MAX_NDIM and bool(np.all(np.abs(v) <= MAX_ABS))
+    return 0 < v.size <= max_size and v.ndim <= MAX_NDIM and bool(np.all(np.abs(v) <= MAX_ABS))
 
 
 def _passes_cotangent_on(expr) -> bool:
@@ -167,10 +206,13 @@ def _passes_cotangent_on(expr) -> bool:
 class _Drawing:
     """The program being drawn: its statements, and their values on the example arguments."""
 
-    def __init__(self, draw, args):
+    def __init__(self, draw, args, sizes=None, calls=False):
         self.draw = draw
+        self.sizes = sizes          # a program_sizes.Sizes; None: the small shapes
+        self.max_size = sizes.max_size if sizes else MAX_SIZE
+        self.families = sorted(FAMILIES) + ["call"] * int(calls)   # calls: its weight
         self.env = {"np": np, "math": math}
-        exec(compile(HEADER, "<header>", "exec"), self.env)
+        exec(compile(HEADER + (CALL_HEADER if calls else ""), "<header>", "exec"), self.env)
         self.env.update((p, _copy(a)) for p, a in zip(PARAMS, args))
         self.names = list(PARAMS)   # the values statements may use, in definition order
         self.used: set = set()
@@ -187,13 +229,23 @@ class _Drawing:
         names = [m for m in self.names if when is None or when(self.env[m])]
         return [self.draw(st.sampled_from(names)) for _ in range(n)] if names else None
 
+    def safe(self, v) -> bool:
+        return _safe(v, self.max_size)
+
     def run(self, lines):
-        """The environment after running ``lines``, or None if NumPy rejects them."""
+        """The environment after running ``lines``, or None if NumPy rejects them (or, at large
+        sizes, one of their intermediates would be too large to compute)."""
         env = dict(self.env)
+        bounded = self.sizes is not None and self.sizes.bounded
         try:
             with warnings.catch_warnings(), np.errstate(all="raise"):
                 warnings.simplefilter("error")
-                exec("\n".join(lines), env)
+                if not bounded:
+                    exec("\n".join(lines), env)
+                for line in lines if bounded else ():
+                    if not program_sizes.fits(line, env, self.max_size):
+                        return None
+                    exec(line, env)
         except Exception:
             return None
         return env
@@ -201,7 +253,7 @@ class _Drawing:
     def attempt(self, lines, targets, passing=()) -> bool:
         """Run ``lines``; keep them if NumPy accepts them and every new value is safe."""
         env, pending, self.pending = self.run(lines), self.pending, 0
-        if env is None or not all(_safe(env[t]) for t in targets):
+        if env is None or not all(self.safe(env[t]) for t in targets):
             return False
         text = "\n".join(lines)
         self.used |= set(re.findall(r"\b[xyz]\b|\bv\d+\b", text)) - set(targets)
@@ -217,13 +269,13 @@ class _Drawing:
     def pick(self, exprs, shape=None):
         """One of the expressions that run here with a safe value (of ``shape`` where given),
         or None if none does."""
-        fits = [e for e in exprs if (env := self.run([f"_ = {e}"])) and _safe(env["_"])
+        fits = [e for e in exprs if (env := self.run([f"_ = {e}"])) and self.safe(env["_"])
                 and (shape is None or np.shape(env["_"]) == shape)]
         return self.draw(st.sampled_from(fits)) if fits else None
 
     def statement(self):
         for _ in range(12):
-            family = self.draw(st.sampled_from(sorted(FAMILIES)))
+            family = self.draw(st.sampled_from(self.families))
             if getattr(self, "stmt_" + family, self.stmt_template)(family):
                 return
         self.assign(f"np.tanh({self.names[-1]})")
@@ -235,7 +287,8 @@ class _Drawing:
         if names is None:
             return None
         values = [self.env[n] for n in names]
-        return self.pick([t.text.format(a=names[0], b=names[-1]) for t in FAMILIES[family]
+        templates = CALLS if family == "call" else FAMILIES[family]
+        return self.pick([t.text.format(a=names[0], b=names[-1]) for t in templates
                           if t.when is None or t.when(*values[:t.operands])])
 
     def stmt_template(self, family):
@@ -317,15 +370,24 @@ def arguments(draw):
     return tuple(args)
 
 
+def drawn_sizes(draw, sizes):
+    """``sizes`` (a :class:`tests.program_sizes.Sizes`, or a strategy of them: drawn), or None."""
+    return draw(sizes) if isinstance(sizes, st.SearchStrategy) else sizes
+
+
 @st.composite
-def programs(draw, min_statements=1, max_statements=7):
-    """A :class:`Program`: random statements over ``x, y, z``, returning a float scalar."""
-    args = draw(arguments())
-    d = _Drawing(draw, args)
+def programs(draw, min_statements=1, max_statements=7, sizes=None, calls=False):
+    """A :class:`Program`: random statements over ``x, y, z``, returning a float scalar;
+    ``sizes``: at large shapes (see :mod:`tests.program_sizes`), ``calls``: with the helpers of
+    ``CALL_HEADER`` and statements calling them."""
+    sizes = drawn_sizes(draw, sizes)
+    args = program_sizes.draw_arguments(draw, sizes) if sizes else draw(arguments())
+    d = _Drawing(draw, args, sizes, calls)
     for _ in range(draw(st.integers(min_statements, max_statements))):
         d.statement()
     body = d.lines + [f"return {d.result()}"]
-    source = HEADER + "\ndef f(x, y, z):\n" + "".join(f"    {line}\n" for line in body)
+    header = HEADER + (CALL_HEADER if calls else "")
+    source = header + "\ndef f(x, y, z):\n" + "".join(f"    {line}\n" for line in body)
     return Program(source, args)
 
 
