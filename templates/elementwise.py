@@ -78,6 +78,18 @@ _ew("deg2rad",  lambda ops, g, ans, x: g * RADIAN)
 _ew("rad2deg",  lambda ops, g, ans, x: g * DEGREE)
 
 
+def _sinc_slope(ops, ans, x):
+    """sinc'(x) = (cos(pi x) - sinc(x)) / x; near 0, where that difference cancels, its series
+    -(pi^2 / 3) x (1 - (pi x)^2 / 10): 0 at x = 0, as in PyTorch and JAX."""
+    small = ops.less(ops.abs(x), 1e-4)
+    safe = ops.where(small, 1.0, x)
+    series = x * (-math.pi ** 2 / 3) * (1 - x * x * (math.pi ** 2 / 10))
+    return ops.where(small, series, (ops.cos(safe * math.pi) - ans) / safe)
+
+
+_ew("sinc",     lambda ops, g, ans, x: g * _sinc_slope(ops, ans, x))
+
+
 # ---- the distance and the angle of (x, y): at the origin, 0 ----------------------------------
 def _over(ops, x, r):
     """``x / r``, and 0 where ``r`` is 0 (there ``x`` is 0 too): the origin, where hypot has

@@ -159,6 +159,10 @@ ELEMENTWISE = [
                 sympy=lambda sp, x: x * sp.pi / 180, torch="Deg2RadBackward0", domain=(_ANY,)),
     Elementwise("rad2deg", numba="np.rad2deg", cheap=True,
                 sympy=lambda sp, x: x * 180 / sp.pi, torch="Rad2DegBackward0", domain=(_ANY,)),
+    # sin(pi x) / (pi x), 1 at 0 (NumPy's function, not a ufunc: no out=)
+    Elementwise("sinc", numba="np.sinc",
+                sympy=lambda sp, x: sp.sin(sp.pi * x) / (sp.pi * x), torch="SincBackward0",
+                domain=((0.2, 2, True),)),
     Elementwise("sign", differentiable=False, numba="np.sign", cheap=True, sympy="sign"),
     # Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
     # decimals) or rint of a scaled value (adcompiler.frontend.compositions).
