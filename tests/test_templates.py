@@ -111,7 +111,10 @@ def distinct(*shapes, lo=-2.0, hi=2.0):
 # argument's (lo, hi, signed) range away from poles, kinks and jumps.
 UNARY_DOMAINS = {r.name: r.domain[0] for r in ELEMENTWISE_ROWS if len(r.domain) == 1}
 BINARY_DOMAINS = {r.name: r.domain for r in ELEMENTWISE_ROWS if len(r.domain) == 2}
-PIECEWISE_BINARY = ("maximum", "minimum")  # sampled with `distinct`, away from ties
+# sampled with `distinct`, away from ties: the binary rows without a domain (remainder, whose
+# jumps need their own points, has _remainder_cases)
+PIECEWISE_BINARY = tuple(r.name for r in ELEMENTWISE_ROWS if r.arity == 2 and r.differentiable
+                         and not r.domain and r.name != "remainder")
 
 # Broadcasting pairs: equal shapes, a 0-d array or a Python float (None) on either side,
 # a (1, n) row, a (n,) vector against a matrix, and a column against a row.
