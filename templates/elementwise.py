@@ -146,10 +146,27 @@ def _max_min(which):
             lambda ops, g, ans, x, y: share(ops, g, y, x))
 
 
+def _fmax_fmin(which):
+    """The rules of fmax ("greater") and fmin ("less"): those of maximum and minimum where
+    neither argument is NaN; where one is, the other is the result and takes ``g``; where both
+    are, ``x`` takes it (as PyTorch's fmax)."""
+    def rule_x(ops, g, ans, x, y):
+        wins = ops.logical_or(getattr(ops, which)(x, y), ops.isnan(y))
+        return ops.where(ops.equal(x, y), g * 0.5, g * wins)
+
+    def rule_y(ops, g, ans, x, y):
+        wins = ops.logical_and(ops.logical_or(getattr(ops, which)(y, x), ops.isnan(x)),
+                               ops.logical_not(ops.isnan(y)))
+        return ops.where(ops.equal(x, y), g * 0.5, g * wins)
+    return rule_x, rule_y
+
+
 _ew("abs",      lambda ops, g, ans, x: g * ops.sign(x))
 _ew("fabs",     lambda ops, g, ans, x: g * ops.sign(x))
 _ew("maximum",  *_max_min("greater"))
 _ew("minimum",  *_max_min("less"))
+_ew("fmax",     *_fmax_fmin("greater"))
+_ew("fmin",     *_fmax_fmin("less"))
 
 
 # ---- log-add-exp seen whole (softplus): adjoints only, tangents keep the rules above ---------

@@ -188,14 +188,21 @@ ELEMENTWISE = [
                 torch="MaximumBackward0"),
     Elementwise("minimum", 2, numba="np.minimum", cheap=True, sympy="Min",
                 torch="MinimumBackward0"),
-    Elementwise("logical_and", 2, differentiable=False),
-    Elementwise("logical_or", 2, differentiable=False),
-    Elementwise("logical_not", differentiable=False),
+    # NaN-ignoring maximum and minimum: C's fmax and fmin
+    Elementwise("fmax", 2, libm="fmax", numba="np.fmax", cheap=True, sympy="Max",
+                torch="FmaxBackward0"),
+    Elementwise("fmin", 2, libm="fmin", numba="np.fmin", cheap=True, sympy="Min",
+                torch="FminBackward0"),
+    # on 0/1 truth values in SymPy (the rules of fmax and fmin use them)
+    Elementwise("logical_and", 2, differentiable=False, sympy="Min"),
+    Elementwise("logical_or", 2, differentiable=False, sympy="Max"),
+    Elementwise("logical_not", differentiable=False, sympy=lambda sp, x: 1 - x),
     Elementwise("where", 3, numba=_INLINE, cheap=True, torch="WhereBackward0", tape=False),
     Elementwise("clip", 3, out=True, np_call=False, tape=False),  # np.clip: frontend.compositions
     # predicates: bool results, no gradient (it flows through the values they select)
     Elementwise("isfinite", differentiable=False, tape=False),
-    Elementwise("isnan", differentiable=False, tape=False),
+    Elementwise("isnan", differentiable=False, tape=False,
+                sympy=lambda sp, x: sp.Integer(0)),   # a real symbol is never NaN
     Elementwise("isinf", differentiable=False, tape=False),
 ]
 ELEMENTWISE_BY_NAME = {row.name: row for row in ELEMENTWISE}
