@@ -172,7 +172,7 @@ def test_a_directory_compiles_each_module_and_reports_the_failures(tmp_path):
     write(tmp_path, "plain.py", "def helper(x):\n    return x\n")
     done = adcompiler("compile", tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "broken.py:7:9: error: `np.sinc` has no derivative rule" in done.stderr
+    assert "broken.py:7:9: error: `np.i0` has no derivative rule" in done.stderr
     assert "compiled 1 of 3 modules (1 failed, 1 without marked functions)" in done.stderr
     first = (tmp_path / "seed_graph_grad.py").read_bytes()
     assert not (tmp_path / "broken_grad.py").exists() and not (tmp_path / "plain_grad.py").exists()
@@ -318,14 +318,14 @@ ERRORS = {
 
         @ad.grad
         def f(x):
-            y = np.sinc(x) * 2.0
+            y = np.i0(x) * 2.0
             return y.sum()
 
 
         def example_f():
             return (np.ones(3),)
-        ''', "compile", 7, 9, "`np.sinc` has no derivative rule", "y = np.sinc(x) * 2.0",
-        "    ^^^^^^^"),
+        ''', "compile", 7, 9, "`np.i0` has no derivative rule", "y = np.i0(x) * 2.0",
+        "    ^^^^^"),
     "unresolved.py": ('''
         import numpy as np
         import scipy.special as sp

@@ -46,23 +46,23 @@ def use_cumsum(x):
 
 
 @ad.custom_vjp
-def sinc_box(x):
-    return np.sinc(x)
+def i0_box(x):
+    return np.i0(x)
 
 
-def sinc_box_fwd(x):
-    return np.sinc(x), x
+def i0_box_fwd(x):
+    return np.i0(x), x
 
 
-def sinc_box_bwd(x, g):
-    return (g * (np.cos(np.pi * x) - np.sinc(x)) / x,)   # np.sinc: no rule of its own
+def i0_box_bwd(x, g):
+    return (g * (np.i0(x + 1e-6) - np.i0(x - 1e-6)) / 2e-6,)   # np.i0: no rule of its own
 
 
-sinc_box.defvjp(sinc_box_fwd, sinc_box_bwd)
+i0_box.defvjp(i0_box_fwd, i0_box_bwd)
 
 
-def use_sinc_box(x):
-    return np.sum(sinc_box(x) ** 2)
+def use_i0_box(x):
+    return np.sum(i0_box(x) ** 2)
 
 
 def constant_lse(x, c):
@@ -126,9 +126,9 @@ def test_forward_over_reverse_refuses_the_rule_calls_instead_of_zeros():
 
 
 def test_a_black_box_rule_is_a_located_error_not_zeros():
-    with pytest.raises(ad.CompileError, match="np.sinc` has no derivative rule") as info:
-        ad.hessian(use_sinc_box)(X)
-    assert info.value.filename == __file__   # where sinc_box_bwd calls np.sinc
+    with pytest.raises(ad.CompileError, match="np.i0` has no derivative rule") as info:
+        ad.hessian(use_i0_box)(X)
+    assert info.value.filename == __file__   # where i0_box_bwd calls np.i0
 
 
 def test_a_rule_that_calls_a_supported_function_is_differentiated_again():
