@@ -112,7 +112,7 @@ defjvp("setitem",      lambda ops, dx, ans, x, v, *arrays, index: ops.setitem(dx
 # ---- copies and conversions -----------------------------------------------------------------
 defvjp("copy",         lambda ops, g, ans, x: g)
 defvjp("asarray",      lambda ops, g, ans, x: g)
-defjvp("asarray",      lambda ops, dx, ans, x: dx)
+defjvp("asarray",      lambda ops, dx, ans, x: ops.asarray(dx))  # an array, as its primal
 defjvp("copy",         lambda ops, dx, ans, x: dx)
 defvjp("astype",       lambda ops, g, ans, x, dtype: ops.astype(g, dtype=ops.dtype(x)))
 defjvp("astype",       lambda ops, dx, ans, x, dtype: ops.astype(dx, dtype=dtype))

@@ -53,6 +53,12 @@ def _backward_needs(nodes, needed):
                 needed.update(block.params)
                 needed.update(x for x in block.outputs if isinstance(x, Value))
                 _backward_needs(block.nodes, needed)
+        elif node.prim == "cond":
+            # a branch's values may be read after the if by code under the same test (a
+            # gradient's adjoint reads its residual ``v_3 = tanh(v_2)`` in its own ``if``)
+            # even where the if yields nothing anyone needs: what they read is needed too
+            for block in node.regions:
+                _backward_needs(block.nodes, needed)
 
 
 def add_adjoint(graph: Graph, wrt: list, seed) -> list:
