@@ -727,3 +727,53 @@ def grad_f(x):
 def test_plan_error_is_an_assertion_error():
     assert issubclass(PlanError, AssertionError)
     verify_plan("x = 1\n")  # no function: nothing to check
+
+
+def test_poison_writes_its_buffers_and_reads_none():
+    """Poisoned code's ``_poison(_buf1)`` fills a released buffer: a write, not a read (the
+    stack's rows written before it stay fine), and a conflict where a live name still holds
+    the buffer."""
+    head = "from adcompiler.runtime.poison import poison as _poison\n\n\n"
+    verify_plan(head + _fn("""
+        _poison(_buf0, _buf1)
+        cs = _buf1
+        c = x
+        for i in range(2):
+            c = np.tanh(c, out=cs[i])
+        s = 0.0
+        for k in reversed(range(2)):
+            s = s + float(cs[k].sum())
+        _poison(_buf1)
+        d = np.sin(x, out=_buf0)
+        y = d * 2.0
+        _poison(_buf0)
+        _poison(_buf0, _buf1)
+        _grad_f_buffers.append((_buf0, _buf1))
+        return float(y.sum()) + s
+    """))
+    src = head + _fn("""
+        d = np.sin(x, out=_buf0)
+        _poison(_buf0)
+        return float(d.sum())
+    """)
+    _rejects(src, "_poison(_buf0)", "d", "return float(d.sum())")
+
+
+def test_cupy_kernels_return_new_arrays():
+    """``_k0 = cp.ElementwiseKernel(...)`` at module level: its calls' results are arrays of
+    their own, which the code may update in place (an unknown call might return ``y``)."""
+    src = '''\
+_k0 = cp.ElementwiseKernel(
+    "float64 x0, float64 x1", "float64 out",
+    "out = x0 * x1;",
+    "grad_f_k0")
+
+
+def grad_f(x, y):
+    dv = _k0(x, y)
+    dv[1:] += 1.0
+    return dv
+'''
+    verify_plan(src)
+    msg = _rejects(src.replace("dv = _k0(x, y)", "dv = unknown(x, y)"), "dv[1:] += 1.0")
+    assert "parameter x's array" in msg

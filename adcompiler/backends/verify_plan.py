@@ -2,31 +2,31 @@
 
 The model: a forward may-points-to analysis maps each name of a generated function to the
 abstract objects it may hold: each pool buffer (from the pool's tuple unpacking
-``_buf0, ... = _f_buffers.pop() if ...``), each parameter, each module-level name the function
-reads without binding (a constant), and each list it makes (``saved = []``; what
-``saved.append(h)`` adds is the list's contents, and ``saved[k]`` / ``saved.pop()`` give them
-back). Views keep the object (``a[...]``, ``.T``, ``.reshape``, ``np.asarray``,
-``np.broadcast_to``...); a call known to return a new array (a ufunc or arithmetic without
-``out=``, ``np.zeros``, ``.copy()``, a reduction, ``float()``, ``math.*``, a helper of the
-module whose result holds none of its parameters) holds nothing; another call may hold any of
-its arguments; an ``out=`` call holds its ``out`` target. ``cs = _buf2`` starts a stack, and
-``cs[i]`` is a row of it. A backward liveness analysis says, after each statement, which names
-are read again before being rebound (and where): ``out=NAME`` (re)defines NAME's contents, the
-identifiers in an ``ne.evaluate('...')`` string are reads, and the pool's give-back
-(``_f_buffers.append((_buf0, ...))``) is not one. Both run to a fixpoint over ``for``/``while``
-(with ``break``/``continue``), ``if``/``else`` and ``with``. A :class:`PlanError` reports: a
-write (``out=`` of any call, ``n += v``, ``n[...] = v``, ``np.add.at(n, ...)``, ``np.copyto``,
-``n.fill``...) into a pool buffer while another name that may hold it is live after the
-statement (the names the statement writes through or binds are not conflicts; a row write
-through a stack conflicts only with holders of the buffer as a whole or of another stack in
-it); a ``return`` of a value that may hold a pool buffer; a write into a parameter's or a
-constant's array. What it cannot see: rows of one stack are not told apart (a row written
-while a name holds the same row from an earlier fill of that stack is missed), nor a buffer
-written inside a callee (an unknown call's writes, a numba kernel's: decorated functions are
-not checked), nor aliasing through objects other than lists and tuples (dicts are lists
-here, attributes keep their object), nor ``exec``/``eval``'d names; an exception path in
-``try`` is approximated; and a may-analysis flags a write that would conflict only on a path
-that never runs (a loop known to run at least once is still taken as maybe running none).
+``_buf0, ... = _f_buffers.pop() if ...``), each parameter, each module-level name it reads
+without binding (a constant) and each list it makes (``saved = []``: what ``saved.append(h)``
+adds is the list's contents, which ``saved[k]`` and ``saved.pop()`` give back). Views keep the
+object (``a[...]``, ``.T``, ``.reshape``, ``np.asarray``, ``np.broadcast_to``...); a call known
+to return a new array (a ufunc or arithmetic without ``out=``, ``np.zeros``, ``.copy()``, a
+reduction, ``float()``, ``math.*``, a CuPy kernel the module defines, a helper of the module
+whose result holds none of its parameters) holds nothing; another call may hold any of its
+arguments; an ``out=`` call holds its ``out`` target. ``cs = _buf2`` starts a stack, whose
+``cs[i]`` are its rows. A backward liveness analysis says which names are read after each
+statement before being rebound, and where: ``out=NAME`` (re)defines NAME's contents, the
+identifiers of an ``ne.evaluate('...')`` string are reads, the pool's give-back
+(``_f_buffers.append((_buf0, ...))``) and a stack's start are not. Both run to a fixpoint over
+``for``/``while`` (with ``break``/``continue``), ``if``/``else`` and ``with``. A
+:class:`PlanError` reports a write (``out=`` of any call, ``n += v``, ``n[...] = v``,
+``np.add.at(n, ...)``, ``np.copyto``, ``n.fill``, poisoned code's ``_poison(_buf1)``, which
+reads nothing) into a pool buffer that another name live after the statement may hold (the
+names the statement writes through or binds are no conflict; a row written through a stack
+conflicts only with holders of the buffer as a whole or of another stack's rows in it); a
+``return`` of a value that may hold a pool buffer; a write into a parameter's or a constant's
+array. What it cannot see: the rows of one stack are not told apart (a row written while a
+name holds that row from an earlier fill of the same stack passes); writes inside a callee (an
+unknown call's, a numba kernel's: decorated functions are not checked); aliasing through
+objects other than lists and tuples (a dict is a list here, an attribute keeps its object);
+names bound by ``exec``. An exception path in ``try`` is approximated, and a may-analysis
+flags a conflict on a path that never runs (a loop sure to run is taken as maybe running none).
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ _WRITE_FUNCS = {"copyto", "put", "putmask", "place", "fill_diagonal", "scatter_a
                 "scatter_max", "scatter_min"}  # (module functions) write their first argument
 _WRITE_METHODS = {"fill", "put", "sort", "itemset", "partition", "resize"}  # of an array
 _LIST_ADDS = {"append", "extend", "insert"}
+_KERNELS = {"ElementwiseKernel", "ReductionKernel", "RawKernel"}
+_POISON = "_poison"  # poisoned code's fill (adcompiler.runtime.poison): writes, never reads
+_BUILTINS = frozenset(dir(builtins))
 _IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
@@ -112,15 +115,20 @@ class _ModuleInfo:
     each helper's summary: the positions of the parameters its result may hold."""
 
     def __init__(self, tree):
-        self.names = set(_MODULES) | set(dir(builtins))
+        self.names = set(_MODULES) | _BUILTINS
         self.summaries: dict = {}
         self.functions: list = []  # the undecorated ones, as _Fn
+        self.kernels: set = set()  # CuPy's kernels (_k0 = cp.ElementwiseKernel(...)): new arrays
         for node in tree.body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.names.update((a.asname or a.name).split(".")[0] for a in node.names)
             elif isinstance(node, ast.Assign):
-                self.names.update(t.id for t in node.targets if isinstance(t, ast.Name)
-                                  and t.id.endswith("_buffers"))
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                self.names.update(n for n in names if n.endswith("_buffers"))
+                if isinstance(node.value, ast.Call) and \
+                        (_dotted(node.value.func) or ("",))[-1] in _KERNELS:
+                    self.kernels |= names
+                    self.names |= names
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
                 self.names.add(node.name)
@@ -366,7 +374,7 @@ class _Exprs:
         """A call of a name: a builtin, a helper of this module (its summary), or unknown."""
         if name in self.fn.bound:
             return every
-        if name in _FRESH_BUILTINS:
+        if name in _FRESH_BUILTINS or name in self.fn.module.kernels:
             return _EMPTY
         summary = self.fn.module.summaries.get(name)
         if summary is not None:
@@ -609,6 +617,8 @@ def _effect(exprs) -> tuple:
             if isinstance(sub, ast.Call):
                 outs = [k.value for k in sub.keywords
                         if k.arg == "out" and isinstance(k.value, ast.Name)]
+                if isinstance(sub.func, ast.Name) and sub.func.id == _POISON:
+                    outs += [a for a in sub.args if isinstance(a, ast.Name)]
                 skip.update(id(v) for v in outs)
                 if not any(k.arg == "where" for k in sub.keywords):
                     defined.update(v.id for v in outs)
@@ -847,6 +857,8 @@ def _writes(s, parts) -> list:
                     for t in (k.value.elts if isinstance(k.value, ast.Tuple) else [k.value])]
             if _writes_first(call) and call.args:
                 out.append((call.args[0], "element"))
+            elif isinstance(call.func, ast.Name) and call.func.id == _POISON:
+                out += [(a, "element") for a in call.args]
             elif _writes_self(call):
                 out.append((call.func.value, "element"))
     return out
