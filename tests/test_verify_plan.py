@@ -351,7 +351,7 @@ def test_pool_name_read_after_its_out_is_that_value():
     """))
     src = _fn("""
         np.cos(x, out=_buf1)
-        keep = _buf1
+        keep = _buf1[:]
         np.sin(x, out=_buf1)
         return float((keep * _buf1).sum())
     """)
@@ -384,7 +384,7 @@ def test_fresh_results_hold_nothing(fresh):
         a = np.sin(x, out=_buf0)
         v = {fresh}
         np.cos(x, out=_buf0)
-        return float(np.sum(v))
+        return float(np.sum(v * _buf0))
     """))
 
 
@@ -718,9 +718,9 @@ def grad_f(x):
     a = np.sin(x, out=_buf0)
     v = _view_of(a)
     np.cos(x, out=_buf0)
-    return float(v.sum())
+    return float((v * _buf0).sum())
 '''
-    _rejects(src, "np.cos(x, out=_buf0)", "v", "return float(v.sum())")
+    _rejects(src, "np.cos(x, out=_buf0)", "v", "return float((v * _buf0).sum())")
     verify_plan(src.replace("return a.T", "return a.copy()"))
 
 
@@ -777,3 +777,145 @@ def grad_f(x, y):
     verify_plan(src)
     msg = _rejects(src.replace("dv = _k0(x, y)", "dv = unknown(x, y)"), "dv[1:] += 1.0")
     assert "parameter x's array" in msg
+
+
+# ---- reads of values never written, steps nobody reads ------------------------------------------
+
+def test_a_pool_name_read_before_anything_is_written_into_it():
+    src = _fn("""
+        if p:
+            np.cos(x, out=_buf0)
+        dx = _buf0 * 2.0
+        return dx
+    """, params="x, p")
+    with pytest.raises(PlanError) as err:
+        verify_plan(src)
+    line = _line(src, "dx = _buf0 * 2.0")
+    assert str(err.value).startswith(
+        f"line {line}: `dx = _buf0 * 2.0` reads pool buffer _buf0 before this call writes "
+        f"anything into it (taken at line 5), on some path"), str(err.value)
+
+
+def test_a_chain_step_nobody_reads():
+    """A step written into another buffer than the one the next step reads: the next step
+    reads an older value (here ``t3``'s), and the step's own value is lost."""
+    src = _fn("""
+        t3 = np.exp(x, out=_buf1)
+        y = t3 * 2.0
+        np.cos(x, out=_buf0)
+        np.multiply(x, _buf1, out=_buf1)
+        return float((y * _buf1).sum())
+    """)
+    with pytest.raises(PlanError, match=r"line 8: `np.cos\(x, out=_buf0\)` computes into "
+                       r"pool buffer _buf0 a value no name reads afterwards"):
+        verify_plan(src)
+    verify_plan(src.replace("np.cos(x, out=_buf0)", "np.cos(x, out=_buf1)"))
+
+
+def test_a_read_after_a_poison_is_a_conflict_even_through_the_pool_name():
+    head = "from adcompiler.runtime.poison import poison as _poison\n\n\n"
+    src = head + _fn("""
+        c = np.cos(x, out=_buf0)
+        y = c * 2.0
+        _poison(_buf0)
+        return float((y + _buf0).sum())
+    """)
+    _rejects(src, "_poison(_buf0)", "_buf0", "return float((y + _buf0).sum())")
+
+
+@pytest.mark.parametrize("loop, rejected", [
+    ("for i in range(3):", False), ("for i in reversed(range(1, 4)):", False),
+    ("for i in range(n):", True), ("for i in range(0):", True)])
+def test_a_constant_range_runs_its_body(loop, rejected):
+    """After ``for i in range(3)`` the slot holds what the body made, not its entry value:
+    only a loop that may run no iteration leaves ``d`` holding ``_buf0``."""
+    src = _fn(f"""
+        d = np.sin(x, out=_buf0)
+        {loop}
+            d = d * 2.0
+        np.cos(x, out=_buf0)
+        return float((d * _buf0).sum())
+    """, params="x, n")
+    if rejected:
+        _rejects(src, "np.cos(x, out=_buf0)", "d", "return float((d * _buf0).sum())")
+    else:
+        verify_plan(src)
+
+
+# ---- mutations of real plans: each one that changes the gradient is rejected ------------------
+
+def rnn(x, w):
+    h = np.tanh(x[0])
+    for t in range(1, 4):
+        h = np.tanh(x[t] * w + h * 0.5)
+    return np.sum(h * h)
+
+
+def layers(x, w):
+    a = np.tanh(x * w)
+    b = np.sin(a) * a
+    c = np.exp(-b * b) + a
+    return np.sum(c * b)
+
+
+def branch_result(x):
+    h = np.cos(x) * 2.0
+    if np.sum(x) > 0.0:
+        g = h
+    else:
+        g = h * 3.0
+    u = np.sin(x) * 0.5
+    return np.mean(g * g) + np.mean(u * h)
+
+
+def _run(source, fname, constants, args):
+    """The gradient the module ``source`` computes, called twice (the second call takes the
+    buffers the first gave back)."""
+    scope = {"np": np, "math": __import__("math"), **constants}
+    exec(compile(source, "<mutated>", "exec"), scope)
+    results = []
+    for _ in range(2):
+        with np.errstate(all="ignore"):
+            out = scope[fname](*[np.array(a) for a in args])
+        results.append(np.array(out, copy=True))
+    return results
+
+
+def _mutations(source):
+    """Each plan with one use of a buffer name (a read, an ``out=``, a stack's start) turned
+    into another buffer of the same shape."""
+    import re
+    shapes = re.findall(r"np\.empty\((\([^)]*\)), dtype=np\.(\w+)\)", source)
+    for m in re.finditer(r"\b_buf(\d+)\b", source):
+        line = source[source.rfind("\n", 0, m.start()) + 1:source.find("\n", m.start())]
+        if "_buffers.append" in line or "_buffers.pop()" in line:
+            continue
+        k = int(m.group(1))
+        for j, shape in enumerate(shapes):
+            if j != k and shape == shapes[k]:
+                yield source[:m.start()] + f"_buf{j}" + source[m.end():]
+
+
+@pytest.mark.parametrize("f, args", [
+    (reproducer, (np.random.default_rng(2).standard_normal((70, 70)),)),
+    (while_saved, (np.random.default_rng(3).standard_normal((70, 70)),)),
+    (rnn, (np.random.default_rng(4).standard_normal((4, 70, 70)), 0.3)),
+    (layers, (np.random.default_rng(5).standard_normal((70, 70)), 0.7)),
+    (branch_result, (np.random.default_rng(6).standard_normal((70, 70)),)),
+    (branch_result, (-np.abs(np.random.default_rng(6).standard_normal((70, 70))),)),
+])
+def test_every_mutation_that_changes_the_gradient_is_rejected(f, args):
+    g = ad.grad(f)
+    g(*args)
+    fname = "grad_" + f.__name__
+    verify_plan(g.source)
+    right = _run(g.source, fname, g.constants, args)
+    changed = 0
+    for mutated in _mutations(g.source):
+        got = _run(mutated, fname, g.constants, args)
+        if all(np.allclose(a, b, rtol=1e-12, atol=1e-14) for a in got for b in right[:1]):
+            continue  # the same gradient: the checker may pass it or not
+        changed += 1
+        with pytest.raises(PlanError):
+            verify_plan(mutated)
+    assert changed > 0

@@ -1,32 +1,35 @@
 """Check an emitted plan: no write into a pool buffer another live name holds, none returned.
 
 The model: a forward may-points-to analysis maps each name of a generated function to the
-abstract objects it may hold: each pool buffer (from the pool's tuple unpacking
-``_buf0, ... = _f_buffers.pop() if ...``), each parameter, each module-level name it reads
-without binding (a constant) and each list it makes (``saved = []``: what ``saved.append(h)``
-adds is the list's contents, which ``saved[k]`` and ``saved.pop()`` give back). Views keep the
-object (``a[...]``, ``.T``, ``.reshape``, ``np.asarray``, ``np.broadcast_to``...); a call known
-to return a new array (a ufunc or arithmetic without ``out=``, ``np.zeros``, ``.copy()``, a
-reduction, ``float()``, ``math.*``, a CuPy kernel the module defines, a helper of the module
-whose result holds none of its parameters) holds nothing; another call may hold any of its
-arguments; an ``out=`` call holds its ``out`` target. ``cs = _buf2`` starts a stack, whose
-``cs[i]`` are its rows. A backward liveness analysis says which names are read after each
-statement before being rebound, and where: ``out=NAME`` (re)defines NAME's contents, the
-identifiers of an ``ne.evaluate('...')`` string are reads, the pool's give-back
-(``_f_buffers.append((_buf0, ...))``) and a stack's start are not. Both run to a fixpoint over
-``for``/``while`` (with ``break``/``continue``), ``if``/``else`` and ``with``. A
-:class:`PlanError` reports a write (``out=`` of any call, ``n += v``, ``n[...] = v``,
-``np.add.at(n, ...)``, ``np.copyto``, ``n.fill``, poisoned code's ``_poison(_buf1)``, which
-reads nothing) into a pool buffer that another name live after the statement may hold (the
-names the statement writes through or binds are no conflict; a row written through a stack
-conflicts only with holders of the buffer as a whole or of another stack's rows in it); a
-``return`` of a value that may hold a pool buffer; a write into a parameter's or a constant's
-array. What it cannot see: the rows of one stack are not told apart (a row written while a
+abstract objects it may hold: each pool buffer (from the pool's tuple unpacking ``_buf0, ... =
+_f_buffers.pop() if ...``), each parameter, each module-level name it reads without binding (a
+constant) and each list it makes (``saved = []``: what ``saved.append(h)`` adds is the list's
+contents, which ``saved[k]`` and ``saved.pop()`` give back). Views keep the object (``a[...]``,
+``.T``, ``.reshape``, ``np.asarray``, ``np.broadcast_to``...); a call known to return a new
+array (a ufunc or arithmetic without ``out=``, ``np.zeros``, ``.copy()``, a reduction,
+``float()``, ``math.*``, a CuPy kernel the module defines, a helper of the module whose result
+holds none of its parameters) holds nothing; another call may hold any of its arguments; an
+``out=`` call holds its ``out`` target. ``cs = _buf2`` starts a stack, whose ``cs[i]`` are its
+rows. A backward liveness analysis says which names are read after each statement before being
+rebound, and where: ``out=NAME`` (re)defines NAME's contents, the identifiers of an
+``ne.evaluate('...')`` string are reads, the pool's give-back (``_f_buffers.append((_buf0,
+...))``) and a stack's start are not. Both run to a fixpoint over ``for``/``while`` (with
+``break``/``continue``), ``if``/``else`` and ``with``. A :class:`PlanError` reports a write
+(``out=`` of any call, ``n += v``, ``n[...] = v``, ``np.add.at(n, ...)``, ``np.copyto``,
+``n.fill``, poisoned code's ``_poison(_buf1)``, which reads nothing) into a pool buffer that
+another name live after the statement may hold (the names the statement writes through or binds
+are no conflict; a row written through a stack conflicts only with holders of the buffer as a
+whole or of another stack's rows in it; a poison conflicts with every holder); a ``return`` of
+a value that may hold a pool buffer; a write into a parameter's or a constant's array; a read
+of a pool name before anything is written into its buffer, and a chain step (``np.cos(x,
+out=_buf4)``) whose value no name reads (the chain's next step reads another buffer: an older
+value). What it cannot see: the rows of one stack are not told apart (a row written while a
 name holds that row from an earlier fill of the same stack passes); writes inside a callee (an
 unknown call's, a numba kernel's: decorated functions are not checked); aliasing through
 objects other than lists and tuples (a dict is a list here, an attribute keeps its object);
-names bound by ``exec``. An exception path in ``try`` is approximated, and a may-analysis
-flags a conflict on a path that never runs (a loop sure to run is taken as maybe running none).
+names bound by ``exec``. An exception path in ``try`` is approximated, and a may-analysis flags
+a conflict on a path that never runs (a ``while`` loop, or a ``for`` loop over a traced range,
+may run no iteration; a ``for`` over a constant non-empty range runs one).
 """
 
 from __future__ import annotations
@@ -555,11 +558,13 @@ class _PointsTo:
             self.bind(s.target, _element(objs, entry), entry)
             end = self.block(s.body, entry)
             breaks, continues = self.loops.pop()
-            new = _join_all([head, end, *continues])
+            after = _join_all([end, *continues])  # back at the header after an iteration
+            new = _join(head, after)
             if new == head:
                 break
             head = new
-        return _join_all([self.block(s.orelse, dict(head)), *breaks])
+        leaving = after if _runs(s) else head
+        return _join_all([self.block(s.orelse, dict(leaving)) if leaving else None, *breaks])
 
     def _While(self, s, st):
         head = st
@@ -575,6 +580,21 @@ class _PointsTo:
             head = new
         exit_ = None if _always_true(s.test) else self.block(s.orelse, tested)
         return _join_all([exit_, *breaks])
+
+
+def _runs(loop) -> bool:
+    """Whether a ``for`` loop surely runs an iteration: ``range(3)``, ``reversed(range(1, 4))``
+    (constant bounds); a traced ``range(k)`` may run none."""
+    it = loop.iter
+    if isinstance(it, ast.Call) and _dotted(it.func) == ("reversed",) and len(it.args) == 1:
+        it = it.args[0]
+    if not (isinstance(it, ast.Call) and _dotted(it.func) == ("range",) and not it.keywords
+            and 1 <= len(it.args) <= 3):
+        return False
+    bounds = [a.value if isinstance(a, ast.Constant) else None for a in it.args]
+    if not all(type(b) is int for b in bounds):
+        return False
+    return len(range(*bounds)) > 0
 
 
 def _pairwise(targets, value):
@@ -747,12 +767,13 @@ class _Liveness:
             body = self.block(s.body, head)
             self.loops.pop()
             targets = _reads([s.target]) if not isinstance(s.target, ast.Name) else set()
-            new = _union(exit_, _used(_kill(body, bound), targets, s.lineno))
+            entry = _used(_kill(body, bound), targets, s.lineno)  # live as an iteration starts
+            new = _union(exit_, entry)
             if new == head:
                 break
             head = new
         self.after[id(s)] = head
-        return self.through(head, s, [s.iter])
+        return self.through(entry if _runs(s) else head, s, [s.iter])
 
     def _While(self, s, live):
         head = {}
@@ -793,20 +814,51 @@ def _check_function(fn):
         writes = _writes(s, parts)
         if writes or isinstance(s, ast.Return) and s.value is not None:
             checked.append((s, bound, writes))
-    if not checked:
+    if not checked and not fn.pool:
         return
     flow, live = _PointsTo(fn, {id(s) for s, _, _ in checked}), _Liveness(fn)
     flow.block(fn.node.body, fn.entry_state())
     live.block(fn.node.body, {})
+    _check_takes(fn, live)
     for s, bound, writes in checked:
         st = flow.before.get(id(s))
         if st is None:  # never reached
             continue
         if isinstance(s, ast.Return):
             _check_return(fn, s, st, flow.exprs)
-        through = {_root(t) for t, _ in writes} | bound
+        # poison means no name reads the buffer again, not even the one it is written through
+        through = {_root(t) for t, mode in writes if mode != "poison"} | bound
         for target, mode in writes:
             _check_write(fn, s, target, mode, st, live.after[id(s)], through, flow.exprs)
+        _check_step(fn, s, st, live.after[id(s)])
+
+
+def _check_step(fn, s, st, live):
+    """Raise where a chain step ``np.cos(x, out=_buf4)`` computes a value no name reads: the
+    step wrote a buffer the chain's next steps do not read (they read an older value)."""
+    if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)):
+        return
+    out = next((k.value for k in s.value.keywords if k.arg == "out"), None)
+    if not (isinstance(out, ast.Name) and out.id in fn.pool):
+        return
+    if any(h[0] == "buf" and h[1] == out.id for name in live if name in fn.bound
+           for h in held(st.get(name, _EMPTY) | ({fn.pool[out.id]} if name == out.id
+                                               else _EMPTY), st)):
+        return
+    raise PlanError(f"line {s.lineno}: `{fn.text(s.lineno)}` computes into pool buffer "
+                    f"{out.id} a value no name reads afterwards")
+
+
+def _check_takes(fn, live):
+    """Raise where a pool buffer's name is read, on some path, before anything this call
+    writes is in it (``dx = _buf0 * t`` with no ``out=_buf0`` before it)."""
+    for s in _statements(fn.node.body):
+        if isinstance(s, ast.Assign) and _pool_take(s):
+            for name in sorted(set(live.after[id(s)]) & set(fn.pool)):
+                line = _next_read(live.after[id(s)][name], s.lineno)
+                raise PlanError(f"line {line}: `{fn.text(line)}` reads pool buffer {name} "
+                                f"before this call writes anything into it (taken at line "
+                                f"{s.lineno}), on some path")
 
 
 def _statements(stmts):
@@ -858,7 +910,7 @@ def _writes(s, parts) -> list:
             if _writes_first(call) and call.args:
                 out.append((call.args[0], "element"))
             elif isinstance(call.func, ast.Name) and call.func.id == _POISON:
-                out += [(a, "element") for a in call.args]
+                out += [(a, "poison") for a in call.args]
             elif _writes_self(call):
                 out.append((call.func.value, "element"))
     return out
@@ -893,12 +945,13 @@ def _written(target, mode, st, exprs) -> list:
     it writes one row of that stack (``out=cs[i]``, ``cs[i] = v``)."""
     st = dict(st)
     if not isinstance(target, ast.Subscript):
-        return [(o, None) for o in exprs.pts(target, st) if o[0] != "list"]
+        return [(o, None) for o in sorted(exprs.pts(target, st), key=repr) if o[0] != "list"]
     out = []
-    for o in exprs.pts(target.value, st):
+    for o in sorted(exprs.pts(target.value, st), key=repr):  # the same report in any process
         if o[0] == "list":
-            if mode == "element":  # l[k] += g, out=l[k]: the item's array itself
-                out += [(c, None) for c in st.get(("c", o[1]), ()) if c[0] != "list"]
+            if mode != "store":  # l[k] += g, out=l[k]: the item's array itself
+                out += [(c, None) for c in sorted(st.get(("c", o[1]), ()), key=repr)
+                        if c[0] != "list"]
         elif o[0] == "buf" and o[2] == "stack":
             out.append((o, o[3]))
         else:
