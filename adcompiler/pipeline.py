@@ -18,7 +18,6 @@ from .backends.naming import reserved as reserved_names
 from .backends.naming import BUILTINS
 from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
-from .backends.verify_plan import verify_plan
 from .custom import runtime_names
 from .errors import ArgumentError, CompileError
 from .frontend.lower import lower_function
@@ -98,8 +97,7 @@ def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
     emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], doc=doc,
                           plain=plain)                                        # source
     _check_shadowed_builtins(graph, arg_names, emitted.source)
-    if os.environ.get("ADCOMPILER_VERIFY_PLANS") == "1":  # the tests: no buffer written live
-        verify_plan(emitted.source)
+    _verify_plan(emitted.source)
     constants = {**names, **emitted.constants}
     function = load_backend(emitted.source, fname, constants, backend)
     return Compiled(graph, emitted.source, function, fname, backend, emitted.kernels,
@@ -110,18 +108,25 @@ def _numba_loops(plan, graph, fname, arg_names, names) -> Compiled:
     """numba code, its kernel cached on disk by numba where adcompiler's cache is on."""
     if numba_cache.enabled():
         source = emit_numba(plan, graph, fname, arg_names, cache=True)
-        if os.environ.get("ADCOMPILER_VERIFY_PLANS") == "1":  # the wrapper (not the kernel)
-            verify_plan(source)
+        _verify_plan(source)  # the wrapper (a decorated kernel is not checked)
         try:
             function = numba_cache.load(source, fname, names)
             return Compiled(graph, source, function, fname, "numba", (), names)
         except OSError:  # an unwritable cache directory: compile in this process only
             pass
     source = emit_numba(plan, graph, fname, arg_names)
-    if os.environ.get("ADCOMPILER_VERIFY_PLANS") == "1":
-        verify_plan(source)
+    _verify_plan(source)
     function = load_backend(source, fname, names, "numba")
     return Compiled(graph, source, function, fname, "numba", (), names)
+
+
+def _verify_plan(source):
+    """Where ``ADCOMPILER_VERIFY_PLANS=1`` (the test suite sets it), check the emitted source
+    before it loads: a plan writing a buffer that a live name holds, or returning a pool
+    buffer, raises :class:`~adcompiler.backends.verify_plan.PlanError` here."""
+    if os.environ.get("ADCOMPILER_VERIFY_PLANS") == "1":
+        from .backends.verify_plan import verify_plan  # imported only then: import adcompiler
+        verify_plan(source)                              # takes no longer
 
 
 def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,

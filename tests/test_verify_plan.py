@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-import adcompiler.pipeline as pipeline
+import adcompiler.backends.verify_plan as checker
 from adcompiler.backends.verify_plan import PlanError, verify_plan
 
 
@@ -253,7 +253,7 @@ def test_the_suite_checks_every_compiled_plan(monkeypatch):
     """conftest turns the hook on; the pipeline then checks each emitted source."""
     assert os.environ.get("ADCOMPILER_VERIFY_PLANS") == "1"
     seen = []
-    monkeypatch.setattr(pipeline, "verify_plan", seen.append)
+    monkeypatch.setattr(checker, "verify_plan", seen.append)
 
     def f(x):
         return np.sum(np.sin(x) * 3.0)
@@ -267,7 +267,7 @@ def test_hook_rejects_before_loading(monkeypatch):
     def refuse(source):
         raise PlanError("refused")
 
-    monkeypatch.setattr(pipeline, "verify_plan", refuse)
+    monkeypatch.setattr(checker, "verify_plan", refuse)
 
     def f2(x):
         return np.sum(np.cos(x) * 2.0)
