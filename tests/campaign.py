@@ -7,12 +7,14 @@ optimised code against the unoptimised code and the tape, counted rather than st
 
 For each family (straight, branches, for, while, mutation, helpers, mixed), transform (grad,
 value_and_grad, vjp, jvp, hvp, module) and tier (buffers, numexpr, numexpr-off) it draws
-``--programs`` programs (hypothesis, random, from ``--seed``: printed, and the same seed draws
-the same programs again) and runs :func:`tests.test_large_programs.check` on each. A program
-either agrees, or *disagrees* (the optimised result, or the tape's, differs from the unoptimised
-one), or is *refused* (a CompileError), or *fails* otherwise (another exception, a hang past
-``--time-limit`` seconds). Each program that does not agree is written to ``--out`` (its
-source, shapes, transform and message; the arguments in an ``.npz`` beside it). At the end it
+``--programs`` programs (hypothesis, random, from ``--seed``: printed; the same seed draws the
+same programs of a cell again, whichever other cells run) and runs
+:func:`tests.test_large_programs.check` on each. A program either agrees, or *disagrees* (the
+optimised result, or the tape's, differs from the unoptimised one), or is *refused* (a
+CompileError), or *fails* otherwise (another exception, a hang past ``--time-limit`` seconds).
+Each program that does not agree is written to ``--out``: its source, shapes, transform and
+message, and for a disagreement a *referee*, central differences along a direction, saying
+which of the results is right; the arguments in an ``.npz`` beside it. At the end it
 prints, per family and transform (the tiers added up), the programs run, how many of the
 optimised codes had ``out=`` buffers and ``ne.evaluate``, and how many disagreed, were refused
 or failed; then per tier. The exit status is 1 if any disagreed or failed.
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +42,10 @@ from hypothesis import strategies as st
 
 import adcompiler
 
-from .test_large_programs import FAMILIES, TIERS, TRANSFORMS, Disagreement, check, large_programs
+from adcompiler.backends.check_modes import unoptimised
+
+from .test_large_programs import (FAMILIES, TIERS, TRANSFORMS, Disagreement, check, fresh,
+                                  large_programs, tangents_for)
 
 COLUMNS = ("programs", "buffers", "numexpr", "disagreed", "refused", "failed")
 
@@ -72,12 +78,18 @@ def run_cell(family, transform, tier, programs, seed, out, limit, directory):
     def one(drawn, program_seed):
         program, sizes = drawn
         tally["programs"] += 1
+        found = {}
         try:
             with time_limit(limit):
                 paths = check(family, transform, program, tier != "numexpr-off", directory,
-                              program_seed)
+                              program_seed, found)
         except Disagreement as exc:
             kind, message = "disagreed", str(exc)
+            try:
+                with time_limit(limit):
+                    message += "\n" + referee(found, program_seed)
+            except (Exception, Hang) as err:  # noqa: BLE001
+                message += f"\nno referee: {type(err).__name__}: {err}"
         except adcompiler.CompileError as exc:
             kind, message = "refused", str(exc)
         except (Exception, Hang) as exc:  # noqa: BLE001 - counted, written out, reported
@@ -92,6 +104,40 @@ def run_cell(family, transform, tier, programs, seed, out, limit, directory):
     return tally
 
 
+def _shifted(args, direction, step):
+    return tuple(a + step * t if type(a) is float else np.asarray(a + step * t)
+                 for a, t in zip(args, direction))
+
+
+def referee(found, seed, eps=1e-6):
+    """Who is right where results disagree: central differences along a direction (the
+    tangents of a jvp or hvp; a random one for a gradient) of the function (the unoptimised
+    gradient, for an hvp), against each result's directional derivative. A line of text."""
+    args, results = found["args"], found["results"]
+    direction = found.get("direction") or tangents_for(args, np.random.default_rng(seed + 1))
+    with unoptimised(), np.errstate(all="ignore"):
+        up = found["of"](*fresh(_shifted(args, direction, eps)))
+        down = found["of"](*fresh(_shifted(args, direction, -eps)))
+    if found["kind"] == "hvp":
+        want = [(np.asarray(a) - np.asarray(b)) / (2 * eps) for a, b in zip(up, down)]
+        scale = 1 + max(float(np.max(np.abs(w), initial=0)) for w in want)
+        errors = {who: max(float(np.max(np.abs(np.asarray(r) - w), initial=0))
+                           for r, w in zip(hv, want)) / scale for who, hv in results.items()}
+        what = "H v against differences of the unoptimised gradient along v"
+    else:
+        want = (float(up) - float(down)) / (2 * eps)
+        if found["kind"] == "gradient":
+            got = {who: float(sum(np.sum(np.multiply(g, t)) for g, t in zip(r, direction)))
+                   for who, r in results.items()}
+            what = "<gradient, u> against differences of f along a random u"
+        else:
+            got, what = {who: float(r) for who, r in results.items()}, \
+                "the tangent against differences of f along it"
+        errors = {who: abs(g - want) / (1 + abs(want)) for who, g in got.items()}
+    return f"referee ({what}; relative errors, about 1e-7 is agreement): " + ", ".join(
+        f"{who} {e:.1e}" for who, e in errors.items())
+
+
 def write(out, family, transform, tier, program, sizes, program_seed, kind, message):
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{kind}-{family}-{transform}-{tier}-{len(list(out.glob('*.py')))}"
@@ -103,6 +149,11 @@ def write(out, family, transform, tier, program, sizes, program_seed, kind, mess
         *message.splitlines()])
     (out / f"{stem}.py").write_text(header + "\n" + program.source)
     np.savez(out / f"{stem}.npz", **{k: np.asarray(a) for k, a in zip("xyz", program.args)})
+
+
+def cell_seed(seed, family, transform, tier):
+    """The seed of one cell: the same for the same cell whatever the other cells run."""
+    return (seed + zlib.crc32(f"{family} {transform} {tier}".encode())) % 2 ** 32
 
 
 def table(rows, label):
@@ -146,7 +197,7 @@ def main(argv=None):
         for i, (family, transform, tier) in enumerate(mine):
             t0 = time.time()
             tally = run_cell(family, transform, tier, args.programs,
-                             seed + cells.index((family, transform, tier)), out,
+                             cell_seed(seed, family, transform, tier), out,
                              args.time_limit, directory)
             tallies[family, transform, tier] = tally
             print(f"[{i + 1}/{len(mine)}] {family:>8} {transform:>14} {tier:>11}: " +

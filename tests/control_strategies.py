@@ -852,7 +852,8 @@ def arguments(draw, sizes=None):
 
 def _source(lines, result, calls=False):
     body = render(lines) + [f"return {result}"]
-    return CONTROL_HEADER + (CALL_HEADER if calls else "") + "\ndef f(x, y, z):\n" + "".join(f"    {ln}\n" for ln in body)
+    return CONTROL_HEADER + (CALL_HEADER if calls else "") + "\ndef f(x, y, z):\n" + \
+        "".join(f"    {ln}\n" for ln in body)
 
 
 @st.composite

@@ -167,28 +167,32 @@ def vjp_program(program: Program) -> Program:
 
 
 # ---- the transforms ------------------------------------------------------------------------------
-def check_grad(f, f_tape, args, numexpr, rng, directory, program):
+def check_grad(f, f_tape, args, numexpr, rng, directory, program, found):
     want = reference(lambda: adcompiler.grad(f, wrt=WRT), lambda t: t(*fresh(args)))
     got, t = optimised(lambda: adcompiler.grad(f, wrt=WRT), lambda t: t(*fresh(args)), numexpr)
+    dynamic = tape.dynamic_grad(f_tape, wrt=WRT)(*fresh(args))
+    found.update(kind="gradient", of=f, results=dict(unoptimised=want, optimised=got,
+                                                     tape=dynamic))
     assert_close(got, want, "grad: optimised against unoptimised")
-    assert_close(tape.dynamic_grad(f_tape, wrt=WRT)(*fresh(args)), want,
-                 "grad: the tape against unoptimised")
+    assert_close(dynamic, want, "grad: the tape against unoptimised")
     return t.source
 
 
-def check_value_and_grad(f, f_tape, args, numexpr, rng, directory, program):
+def check_value_and_grad(f, f_tape, args, numexpr, rng, directory, program, found):
     make = lambda: adcompiler.value_and_grad(f, wrt=WRT)   # noqa: E731
     want = reference(make, lambda t: t(*fresh(args)))
     got, t = optimised(make, lambda t: t(*fresh(args)), numexpr)
+    value, grads = tape.dynamic_value_and_grad(f_tape, wrt=WRT)(*fresh(args))
+    found.update(kind="gradient", of=f, results=dict(unoptimised=want[1], optimised=got[1],
+                                                     tape=grads))
     assert_close(got, want, "value_and_grad: optimised against unoptimised")
     assert_close(float(got[0]), float(f(*fresh(args))), "value_and_grad: value against f")
-    value, grads = tape.dynamic_value_and_grad(f_tape, wrt=WRT)(*fresh(args))
     assert_close(float(value), float(want[0]), "value_and_grad: the tape's value")
     assert_close(grads, want[1], "value_and_grad: the tape against unoptimised")
     return t.source
 
 
-def check_vjp(f, f_tape, args, numexpr, rng, directory, program):
+def check_vjp(f, f_tape, args, numexpr, rng, directory, program, found):
     vjp = vjp_program(program)
     _, g, _ = load(vjp, directory)
     _, g_tape, _ = load(tape_program(vjp), directory)
@@ -196,13 +200,16 @@ def check_vjp(f, f_tape, args, numexpr, rng, directory, program):
     make = lambda: adcompiler.vjp(g, wrt=WRT)   # noqa: E731
     want = reference(make, lambda t: t(*fresh(args), cotangent=c))
     got, t = optimised(make, lambda t: t(*fresh(args), cotangent=c), numexpr)
+    dynamic = tape.dynamic_grad(lambda x, y, z: (g_tape(x, y, z) * c).sum(), wrt=WRT)(
+        *fresh(args))
+    found.update(kind="gradient", of=lambda *a: float(np.sum(g(*a) * c)),
+                 results=dict(unoptimised=want, optimised=got, tape=dynamic))
     assert_close(got, want, "vjp: optimised against unoptimised")
-    dynamic = tape.dynamic_grad(lambda x, y, z: (g_tape(x, y, z) * c).sum(), wrt=WRT)
-    assert_close(dynamic(*fresh(args)), want, "vjp: the tape against unoptimised")
+    assert_close(dynamic, want, "vjp: the tape against unoptimised")
     return t.source
 
 
-def check_jvp(f, f_tape, args, numexpr, rng, directory, program):
+def check_jvp(f, f_tape, args, numexpr, rng, directory, program, found):
     u = tangents_for(args, rng)
     make = lambda: adcompiler.jvp(f, wrt=WRT)   # noqa: E731
     want = reference(make, lambda t: t(*fresh(args), tangents=u))
@@ -210,6 +217,8 @@ def check_jvp(f, f_tape, args, numexpr, rng, directory, program):
     grads = tape.dynamic_grad(f_tape, wrt=WRT)(*fresh(args))
     terms = [np.multiply(gi, ui) for gi, ui in zip(grads, u)]
     scale = float(sum(np.sum(np.abs(p)) for p in terms))
+    found.update(kind="tangent", of=f, direction=u, results=dict(
+        unoptimised=want[1], optimised=got[1], tape=float(sum(np.sum(p) for p in terms))))
     assert_close(float(got[0]), float(want[0]), "jvp: the value, optimised against unoptimised")
     assert_close(float(got[1]), float(want[1]), "jvp: the tangent, optimised against "
                  "unoptimised", scale)
@@ -218,20 +227,20 @@ def check_jvp(f, f_tape, args, numexpr, rng, directory, program):
     return t.source
 
 
-def check_hvp(f, f_tape, args, numexpr, rng, directory, program):
+def check_hvp(f, f_tape, args, numexpr, rng, directory, program, found):
     v = tangents_for(args, rng)
     make = lambda: adcompiler.hessian(f, wrt=WRT).hvp   # noqa: E731
     want = reference(make, lambda t: t(*fresh(args), tangents=v))
     got, t = optimised(make, lambda t: t(*fresh(args), tangents=v), numexpr)
-    assert_close(got, want, "hvp: optimised against unoptimised")
     inner = tape.dynamic_grad(f_tape, wrt=WRT)
 
     def along_v(x, y, z):
         return sum((gi * vi).sum() for gi, vi in zip(inner(x, y, z), v))
-    # types=False: the compiled H v of a 0-d array is a NumPy float64 (its gradient a 0-d
-    # array, as the tape's H v): test_hvp_of_a_0d_array_is_a_0d_array
-    assert_close(tape.dynamic_grad(along_v, wrt=WRT)(*fresh(args)), want[1],
-                 "hvp: the tape's (grad of grad . v) against unoptimised", types=False)
+    dynamic = tape.dynamic_grad(along_v, wrt=WRT)(*fresh(args))
+    found.update(kind="hvp", of=adcompiler.grad(f, wrt=WRT), direction=v, results=dict(
+        unoptimised=want[1], optimised=got[1], tape=dynamic))
+    assert_close(got, want, "hvp: optimised against unoptimised")
+    assert_close(dynamic, want[1], "hvp: the tape's (grad of grad . v) against unoptimised")
     return t.source
 
 
@@ -248,7 +257,7 @@ def module_source(program: Program, data: Path) -> str:
             + "\n@adcompiler.grad(wrt=(0, 1, 2))\ndef f(x, y, z):\n" + body + example)
 
 
-def check_module(f, f_tape, args, numexpr, rng, directory, program):
+def check_module(f, f_tape, args, numexpr, rng, directory, program, found):
     want = reference(lambda: adcompiler.grad(f, wrt=WRT), lambda t: t(*fresh(args)))
     name = f"large_{abs(hash(program.source)) % 10 ** 12}"
     data = Path(directory) / f"{name}.npz"
@@ -264,6 +273,7 @@ def check_module(f, f_tape, args, numexpr, rng, directory, program):
         raise adcompiler.CompileError(f"adcompiler compile exited {status}:\n{err.getvalue()}")
     module = import_source(out.read_text(), directory, "largemod")
     got = module.grad_f(*fresh(args))
+    found.update(kind="gradient", of=f, results=dict(unoptimised=want, module=got))
     assert_close(got, want, "adcompiler compile module: its grad_f against unoptimised")
     return out.read_text()
 
@@ -271,15 +281,20 @@ def check_module(f, f_tape, args, numexpr, rng, directory, program):
 CHECKS = {name: globals()[f"check_{name}"] for name in TRANSFORMS}
 
 
-def check(family, transform, program, numexpr, directory, seed=0):
+def check(family, transform, program, numexpr, directory, seed=0, found=None):
     """Run one program through one transform; raises :class:`Disagreement` where the optimised
     result (or the tape's) differs from the unoptimised one. Returns :func:`reached` of the
-    optimised code."""
+    optimised code. ``found`` (a dict) receives what was compared: ``kind`` ("gradient",
+    "tangent" or "hvp"), ``of`` (the function differentiated), ``args``, ``direction`` (for a
+    tangent or an hvp) and ``results`` (by who computed them), for
+    :func:`tests.campaign.referee`."""
+    found = {} if found is None else found
     source, f, args = load(program, directory)
     _, f_tape, _ = load(tape_program(program), directory)
     rng = np.random.default_rng(seed)
+    found["args"] = args
     with np.errstate(all="ignore"):   # as NumPy's default: the strategy keeps values finite
-        generated = CHECKS[transform](f, f_tape, args, numexpr, rng, directory, program)
+        generated = CHECKS[transform](f, f_tape, args, numexpr, rng, directory, program, found)
     np.testing.assert_equal(args, program.args)   # the inputs are left alone
     return reached(generated)
 
@@ -302,11 +317,10 @@ DEFAULT_RUN = {
     "value_and_grad": (["for", "mutation"], TIERS[:2]),
     "vjp": (["while", "straight"], TIERS[:2]),
     "jvp": (["for", "helpers"], TIERS[:2]),
-    # not "branches" until hvp after two ifs is fixed: test_hvp_after_two_ifs
-    "hvp": (["while", "straight"], TIERS[:2]),
+    "hvp": (["while", "branches"], TIERS[:2]),
     "module": (["for", "straight"], TIERS[:2]),
 }
-GRAD_EXAMPLES, OTHER_EXAMPLES = CAMPAIGN or 3, CAMPAIGN or 2   # per family, tier, transform
+GRAD_EXAMPLES, OTHER_EXAMPLES = CAMPAIGN or 5, CAMPAIGN or 3   # per family, tier, transform
 
 
 def _cases(grad):
@@ -374,11 +388,11 @@ def hvp_of_a_0d_array(y):
     return np.sum(np.tanh(y) * y)
 
 
-@pytest.mark.xfail(strict=True, reason="compiler: hvp's H v of a 0-d array input is a NumPy "
-                   "float64, its gradient a 0-d array (the large hvp checks met it)")
+# ---- what the large programs found, at their smallest --------------------------------------------
 def test_hvp_of_a_0d_array_is_a_0d_array():
     """``hvp`` gives ``(gradient, H v)``, each like its input: for a 0-d array, 0-d arrays
-    (as the tape's, and as the gradient of the same call)."""
+    (as the tape's, and as the gradient of the same call). H v was a NumPy float64 until
+    bd76a71."""
     y = np.array(0.5)
     g, hv = adcompiler.hessian(hvp_of_a_0d_array).hvp(y, tangents=np.array(1.0))
     assert type(g) is np.ndarray
@@ -395,13 +409,33 @@ def hvp_after_two_ifs(x):
     return v.sum()
 
 
-@pytest.mark.xfail(strict=True, reason="compiler: the hvp of a value an if rebinds after "
-                   "another if merged it drops its tangent (the large hvp checks met it, at "
-                   "(64, 64); it is wrong at 3 elements too)")
+def hvp_of_a_branch(x, y):
+    if np.sum(x) > 0.0:
+        v = np.tanh(x * y)
+    else:
+        v = x
+    return np.sum(v)
+
+
+def test_hvp_of_a_branch_value_of_two_arguments():
+    """One ``if`` computing ``np.tanh(x * y)``: before bd76a71 neither ``v_dot`` nor the
+    tangent of its residual ``1 - v * v`` was computed, and H v was wrong for x and y alike (in
+    the large hvp checks, 5 of 630 programs, branches and mixed)."""
+    x, y = np.array([0.5, -1.0, 1.2]), np.array([0.7, 0.2, -0.4])
+    vx, vy = np.array([1.0, 0.5, -2.0]), np.array([0.3, -0.1, 0.2])
+    _, hv = adcompiler.hessian(hvp_of_a_branch, wrt=(0, 1)).hvp(x, y, tangents=(vx, vy))
+    eps = 1e-6
+    g = adcompiler.grad(hvp_of_a_branch, wrt=(0, 1))
+    up, down = g(x + eps * vx, y + eps * vy), g(x - eps * vx, y - eps * vy)
+    for h, a, b in zip(hv, up, down):
+        np.testing.assert_allclose(h, (a - b) / (2 * eps), rtol=1e-6, atol=1e-8)
+
+
 def test_hvp_after_two_ifs():
     """``hessian(f).hvp`` where a second ``if`` rebinds ``v = np.tanh(v)`` after a first
-    ``if``/``else`` bound it: the generated forward pass computes no tangent for the new ``v``
-    (``if t3: v_1 = np.tanh(v)``, no ``v_1_dot``), so ``dv_dot`` is zeros in that branch."""
+    ``if``/``else`` bound it: the forward pass computed no tangent for the new ``v`` (``if t3:
+    v_1 = np.tanh(v)``, no ``v_1_dot``), so H v missed that term until bd76a71 (-0.59 for
+    -1.03; the large hvp checks met it at (64, 64))."""
     x, v = np.array([0.5, -1.0, 1.2]), np.array([1.0, 0.5, -2.0])
     _, hv = adcompiler.hessian(hvp_after_two_ifs).hvp(x, tangents=v)
     eps = 1e-6
