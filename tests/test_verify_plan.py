@@ -919,3 +919,14 @@ def test_every_mutation_that_changes_the_gradient_is_rejected(f, args):
         with pytest.raises(PlanError):
             verify_plan(mutated)
     assert changed > 0
+
+
+def test_a_list_extended_in_place_keeps_the_buffer():
+    src = _fn("""
+        h = np.sin(x, out=_buf0)
+        saved = []
+        saved += [h]
+        np.cos(x, out=_buf0)
+        return float((saved[0] * _buf0).sum())
+    """)
+    _rejects(src, "np.cos(x, out=_buf0)", "saved", "return float((saved[0] * _buf0).sum())")

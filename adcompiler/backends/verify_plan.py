@@ -351,8 +351,8 @@ class _Exprs:
         _add_contents([obj], items, st)
         return frozenset({obj})
 
-    def args(self, call, st) -> list:
-        """Each argument's objects, positional ones first (keywords but ``out`` after)."""
+    def args(self, call, st) -> tuple:
+        """([each positional argument's objects], {keyword: its objects}), ``out`` aside."""
         pos = [self.pts(a, st) for a in call.args]
         kws = {k.arg: self.pts(k.value, st) for k in call.keywords if k.arg != "out"}
         return pos, kws
@@ -400,6 +400,7 @@ class _Exprs:
         if m in _LIST_ADDS:
             return out
         return out | (base - lists) | every  # a view (reshape, .T, transpose...) or unknown
+
 
 def _dotted(e):
     """``("np", "add", "at")`` for ``np.add.at``; None where ``e`` is not such a chain."""
@@ -487,9 +488,10 @@ class _PointsTo:
         return st
 
     def _AugAssign(self, s, st):
-        self.exprs.pts(s.value, st)  # in place: the target keeps its arrays
-        if isinstance(s.target, ast.Name) and s.target.id not in st:
-            st[s.target.id] = _EMPTY
+        objs = self.exprs.pts(s.value, st)  # in place: the target keeps its arrays
+        if isinstance(s.target, ast.Name):
+            target = st.setdefault(s.target.id, _EMPTY)
+            _add_contents(target, _element(objs, st), st)  # saved += [h]: a list grows
         return st
 
     def _Delete(self, s, st):
@@ -588,13 +590,15 @@ def _runs(loop) -> bool:
     it = loop.iter
     if isinstance(it, ast.Call) and _dotted(it.func) == ("reversed",) and len(it.args) == 1:
         it = it.args[0]
-    if not (isinstance(it, ast.Call) and _dotted(it.func) == ("range",) and not it.keywords
-            and 1 <= len(it.args) <= 3):
+    if not (isinstance(it, ast.Call) and _dotted(it.func) == ("range",) and not it.keywords):
         return False
     bounds = [a.value if isinstance(a, ast.Constant) else None for a in it.args]
     if not all(type(b) is int for b in bounds):
         return False
-    return len(range(*bounds)) > 0
+    try:
+        return bool(range(*bounds))
+    except (TypeError, ValueError):  # range() of no or of four arguments, a zero step
+        return False
 
 
 def _pairwise(targets, value):
@@ -841,10 +845,10 @@ def _check_step(fn, s, st, live):
     out = next((k.value for k in s.value.keywords if k.arg == "out"), None)
     if not (isinstance(out, ast.Name) and out.id in fn.pool):
         return
-    if any(h[0] == "buf" and h[1] == out.id for name in live if name in fn.bound
-           for h in held(st.get(name, _EMPTY) | ({fn.pool[out.id]} if name == out.id
-                                               else _EMPTY), st)):
-        return
+    for name in live:  # the pool name itself (read by the next step) among them
+        if name in fn.bound and any(h[0] == "buf" and h[1] == out.id
+                                    for h in held(st.get(name, _EMPTY), st)):
+            return
     raise PlanError(f"line {s.lineno}: `{fn.text(s.lineno)}` computes into pool buffer "
                     f"{out.id} a value no name reads afterwards")
 
