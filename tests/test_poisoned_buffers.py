@@ -16,6 +16,7 @@ import pytest
 import adcompiler as ad
 from adcompiler.backends import emit, planner
 from adcompiler.backends.check_modes import poisoned, unoptimised
+from adcompiler.backends.verify_plan import PlanError
 from adcompiler.runtime.poison import poison
 
 from .test_buffer_aliases import (accumulator, branch_result, nested_slots, while_residuals,
@@ -67,6 +68,9 @@ def _names_only_liveness(self, v, end):
 def test_a_read_of_a_released_buffer_shows_as_nan(monkeypatch):
     monkeypatch.setenv("ADCOMPILER_CACHE", "0")   # the disk cache holds today's right plan
     monkeypatch.setattr(emit.Emitter, "_dead", _names_only_liveness)
+    with pytest.raises(PlanError, match="writes into pool buffer _buf1 while `dacc_1`"):
+        ad.grad(accumulator)(X)     # the plan checker (on in the suite) refuses the old plan
+    monkeypatch.setenv("ADCOMPILER_VERIFY_PLANS", "0")   # and without it, poison shows it
     wrong = ad.grad(accumulator)(X)                       # the old plan: a plausible number
     assert np.isfinite(wrong).all()
     with unoptimised():
@@ -86,6 +90,7 @@ def test_a_returned_pool_buffer_shows_as_nan(monkeypatch):
                 return [v]
         return planner.plannable_nodes(graph, NoAliases(), rows)
     monkeypatch.setenv("ADCOMPILER_CACHE", "0")
+    monkeypatch.setenv("ADCOMPILER_VERIFY_PLANS", "0")   # it refuses that plan too
     monkeypatch.setattr(emit, "plannable_nodes", old_rules)
     with poisoned():
         g = ad.grad(zero_trip_while)
