@@ -2,7 +2,9 @@
 (a buffer overwritten while another name still reads it, a pool buffer returned) and passes
 their fixed forms; each rule and each limit of its model on small hand-written functions."""
 
+import math
 import os
+import re
 import textwrap
 
 import numpy as np
@@ -871,7 +873,7 @@ def branch_result(x):
 def _run(source, fname, constants, args):
     """The gradient the module ``source`` computes, called twice (the second call takes the
     buffers the first gave back)."""
-    scope = {"np": np, "math": __import__("math"), **constants}
+    scope = {"np": np, "math": math, **constants}
     exec(compile(source, "<mutated>", "exec"), scope)
     results = []
     for _ in range(2):
@@ -884,7 +886,6 @@ def _run(source, fname, constants, args):
 def _mutations(source):
     """Each plan with one use of a buffer name (a read, an ``out=``, a stack's start) turned
     into another buffer of the same shape."""
-    import re
     shapes = re.findall(r"np\.empty\((\([^)]*\)), dtype=np\.(\w+)\)", source)
     for m in re.finditer(r"\b_buf(\d+)\b", source):
         line = source[source.rfind("\n", 0, m.start()) + 1:source.find("\n", m.start())]
