@@ -449,3 +449,16 @@ def test_two_transposes_that_cancel_are_gone():
     g = ad.grad(transposes_that_do_not_cancel)
     assert_matches_numerical(transposes_that_do_not_cancel, (x3, w2), (0,), (g(x3, w2),))
     assert str(g.ir).count("= transpose") == 2
+
+
+def scalar_transposed(x):
+    v = np.sum(np.sin(x))
+    v = v.T
+    return v
+
+
+def test_a_scalar_transposed_has_the_gradient_of_the_scalar():
+    """``v.T`` of a sum: the adjoint transposes the seed 1.0, which was written ``(1.0).T`` (a
+    Python float has no ``.T``: an AttributeError). Found by the large random programs."""
+    x = np.array([0.3, -1.2, 2.0])
+    np.testing.assert_allclose(ad.grad(scalar_transposed)(x), np.cos(x), rtol=1e-15)
