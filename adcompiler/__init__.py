@@ -9,16 +9,16 @@ _checkout = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), _os.pard
 if _os.path.isfile(_os.path.join(_checkout, "templates", "elementwise.py")):
     __path__.append(_os.path.normpath(_checkout))  # noqa: F821  (the package's own __path__)
 
-from .api import GradientFunction, grad, jvp, value_and_grad, vjp  # noqa: E402
-from .check import GradientCheckError, check_grad  # noqa: E402
-from .custom import custom_vjp, stop_gradient  # noqa: E402
+from .api.gradients import GradientFunction, grad, jvp, value_and_grad, vjp  # noqa: E402
+from .checking.check_grad import GradientCheckError, check_grad  # noqa: E402
+from .custom.vjp import custom_vjp, stop_gradient  # noqa: E402
 from .errors import AssertionFailed, CompileError  # noqa: E402
-from .higher import hessian, jacobian  # noqa: E402
-from .symbolic import symbolic  # noqa: E402
+from .api.higher import hessian, jacobian  # noqa: E402
+from .checking.symbolic import symbolic  # noqa: E402
 
 # Modules every compilation reads, which the modules above import only inside functions (to
 # break import cycles): loaded with the package rather than during the first compilation.
-from . import regradient as _regradient  # noqa: E402,F401
+from .api import regradient as _regradient  # noqa: E402,F401
 from .transforms import control as _control  # noqa: E402,F401
 
 __version__ = "0.1.0"

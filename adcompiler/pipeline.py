@@ -18,7 +18,7 @@ from .backends.naming import reserved as reserved_names
 from .backends.naming import BUILTINS
 from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
-from .custom import runtime_names
+from .custom.vjp import runtime_names
 from .errors import ArgumentError, CompileError
 from .frontend.lower import lower_function
 from .ir import Aval, Literal, Value
@@ -161,10 +161,10 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
 
 def lower(fn, arguments: dict):
     """The graph of ``fn``: a plain function's source, a custom_vjp function's call, or the
-    generated source of a compiled gradient (grad of grad: see :mod:`adcompiler.higher`)."""
-    from .api import GradientFunction
-    from .custom import custom_vjp, lower_call
-    from .regradient import lower_gradient
+    generated source of a compiled gradient (grad of grad: see :mod:`adcompiler.api.higher`)."""
+    from .api.gradients import GradientFunction
+    from .custom.vjp import custom_vjp, lower_call
+    from .api.regradient import lower_gradient
     if isinstance(fn, custom_vjp):
         return lower_call(fn, arguments)
     if isinstance(fn, GradientFunction):
@@ -235,7 +235,7 @@ def _check_output(graph, out: Value, mode):
         raise graph.source.error(node, f"the result has dtype {out.aval.dtype}; only floating "
                                  "results can be differentiated", "return a float array")
     if mode != "vjp" and out.aval.known_shape != () and graph.inner_gradient is not None:
-        from .regradient import function_name as _name, regradient_error
+        from .api.regradient import function_name as _name, regradient_error
         gf = graph.inner_gradient
         raise regradient_error(
             gf, f"grad(grad({_name(gf)})): the inner gradient is an array of shape "

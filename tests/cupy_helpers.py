@@ -17,7 +17,7 @@ from adcompiler.backends.cuda_kernels import C_TYPES
 from adcompiler.ir import Aval, Block, Literal, Node, Value
 from adcompiler.pipeline import compile_gradient, compile_jvp
 from adcompiler.runtime.compile import load_function
-from adcompiler.signature import classify
+from adcompiler.api.signature import classify
 
 def _has_gpu() -> bool:
     try:

@@ -10,7 +10,7 @@ import pytest
 import sympy
 
 import adcompiler as ad
-from adcompiler.check import GradCheckReport
+from adcompiler.checking.check_grad import GradCheckReport
 
 
 # ---- check_grad ----------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler import cli, gradcheck
-from adcompiler.standalone_user import MAX_LITERAL, literal as _literal
+from adcompiler import cli
+from adcompiler.checking import gradcheck
+from adcompiler.aot.user_code import MAX_LITERAL, literal as _literal
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"

@@ -9,10 +9,12 @@ import os
 import numpy as np
 import pytest
 
-from adcompiler import cli, cli_check, gradcheck
+from adcompiler import cli
+from adcompiler.cli import check as cli_check
+from adcompiler.checking import gradcheck
 from adcompiler.frontend.module import load_module
-from adcompiler.gradcheck import Row
-from adcompiler.sizedeps import least_size
+from adcompiler.checking.gradcheck import Row
+from adcompiler.aot.sizedeps import least_size
 
 from .test_cli import SAMPLES, import_path, write
 

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from adcompiler import cli_output
+from adcompiler.cli import output as cli_output
 from adcompiler.errors import CompileError
 
 from .test_cli import SAMPLES, adcompiler

@@ -1,5 +1,5 @@
 """``adcompiler compile --mode forward``: the decorator's gradients assembled from one compiled jvp
-per input entry (adcompiler/standalone_forward.py). The module, imported where adcompiler cannot
+per input entry (adcompiler/aot/forward.py). The module, imported where adcompiler cannot
 be imported, must give the decorator's (reverse-mode) values, for every mode a sample marks
 (grad, value_and_grad, vjp), on floats and arrays, at the example's sizes and at others."""
 

@@ -17,7 +17,7 @@ import pytest
 
 import adcompiler
 from adcompiler.frontend.module import load_module
-from adcompiler.signature import bind_arguments
+from adcompiler.api.signature import bind_arguments
 
 SCALE = 2.0
 WEIGHTS = np.ones(3)

@@ -1,4 +1,4 @@
-"""The fast call path (adcompiler/fastpath.py): after a signature is compiled, a generated guard
+"""The fast call path (adcompiler/api/fastpath.py): after a signature is compiled, a generated guard
 chain sends calls of that signature straight to the generated code. A miss must never be wrong:
 each case below compares with the gradient written by hand."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler import fastpath
+from adcompiler.api import fastpath
 
 
 def f(x, y, n):

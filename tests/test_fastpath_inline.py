@@ -1,4 +1,4 @@
-"""The guard chain's two savings (adcompiler/fastpath.py, fastpath_inline.py): the user's own
+"""The guard chain's two savings (adcompiler/api/fastpath.py, fastpath_inline.py): the user's own
 signature (keywords and defaults bound by Python) and the generated body pasted under its guard.
 Every case compares values with the generated function itself, or with the gradient by hand."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler import fastpath
-from adcompiler.fastpath_inline import body_of
+from adcompiler.api import fastpath
+from adcompiler.api.inlining import body_of
 from adcompiler.runtime.compile import load_function
 
 
@@ -96,7 +96,7 @@ def test_a_wrong_call_raises_pythons_type_error_with_the_functions_name(args, kw
 def test_an_error_inside_the_inlined_body_is_the_users_functions_error():
     """The bare generated function divides by zero at x1 = 0.0; through the gradient object
     (inlined body or not) the call raises what seed_f itself raises there: math.log's
-    ValueError (adcompiler.poles)."""
+    ValueError (adcompiler.api.poles)."""
     g = ad.grad(seed_f, wrt=(0, 1))
     g(2.0, 5.0)
     assert chain_of(g).__inlined__ == (0,)

@@ -3,14 +3,14 @@
 A lambda written in the call (``g(x, lambda t: t * t)``) is a new object each time; it used to
 compile again on every call and stay in the cache. And what a passed function read from its
 globals or closure was never checked: rebinding ``k`` left ``lambda t: t * k`` at the old
-``k``, silently. See :mod:`adcompiler.function_keys` and :mod:`adcompiler.state`."""
+``k``, silently. See :mod:`adcompiler.api.function_keys` and :mod:`adcompiler.api.state`."""
 
 import functools
 
 import numpy as np
 
 import adcompiler as ad
-from adcompiler.function_keys import FunctionKey
+from adcompiler.api.function_keys import FunctionKey
 
 X = np.array([0.5, 1.0, 2.0])
 k = 1.0

@@ -1,5 +1,5 @@
-"""``adcompiler check`` (adcompiler/gradcheck.py) compares with the dynamic tape as well as with
-finite differences, as ``ad.check_grad`` does; both use adcompiler/differences.py."""
+"""``adcompiler check`` (adcompiler/checking/gradcheck.py) compares with the dynamic tape as well as with
+finite differences, as ``ad.check_grad`` does; both use adcompiler/checking/differences.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 import adcompiler as ad
-from adcompiler import cli, differences
+from adcompiler import cli
+from adcompiler.checking import differences
 from adcompiler.tape import functional
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

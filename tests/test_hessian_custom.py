@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler.api import TangentFunction
+from adcompiler.api.gradients import TangentFunction
 from adcompiler.transforms.forward import ForwardModeError
 from tests.test_custom import cumsum  # a black-box call, with its rule
 

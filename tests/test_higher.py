@@ -10,7 +10,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler import tape
-from adcompiler.higher import FORWARD, REVERSE
+from adcompiler.api.higher import FORWARD, REVERSE
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from adcompiler.backends.inplace import Sharing
 from adcompiler.backends.planner import row_arrays
 from adcompiler.ir import Aval, Node, Value
 from adcompiler.pipeline import compile_gradient
-from adcompiler.signature import classify
+from adcompiler.api.signature import classify
 from tests.helpers import check_grads
 from tests.test_batch import rnn, rnn_inputs
 

@@ -13,7 +13,7 @@ import pytest
 
 from adcompiler.frontend.module import load_module
 from adcompiler.runtime.dispatch import _Signatures, _dispatch, _fits
-from adcompiler.sizedeps import least_size, least_sizes
+from adcompiler.aot.sizedeps import least_size, least_sizes
 from tests import test_standalone_guards as guards
 from tests.helpers import numerical_grad
 from tests.test_cli import adcompiler, import_path, write

@@ -18,7 +18,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler.pipeline import compile_gradient
-from adcompiler.signature import classify
+from adcompiler.api.signature import classify
 from tests.helpers import assert_matches_numerical
 
 

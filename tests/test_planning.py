@@ -10,7 +10,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler.pipeline import compile_gradient
-from adcompiler.signature import classify
+from adcompiler.api.signature import classify
 
 N = 200_000   # 1.6 MB per float64 array: well above the planner's 32 KiB threshold
 RNG = np.random.default_rng(3)

@@ -2,7 +2,7 @@
 PyTorch and JAX give: the generated code for Python floats divides Python floats, and at
 ``s = 0.0`` the gradient of ``np.log(s)`` (the function itself is -inf there) raised
 ``ZeroDivisionError`` from inside it. Where the user's own function raises, so does the call
-(``adcompiler/poles.py``)."""
+(``adcompiler/api/poles.py``)."""
 
 import math
 

@@ -66,7 +66,7 @@ def test_source_and_constants_run_without_adcompiler():
 
 
 def test_standalone_module_leaves_the_comment_out(tmp_path):
-    from adcompiler.cli import main
+    from adcompiler.cli.main import main
     module = tmp_path / "consts_mod.py"
     module.write_text("import numpy as np\nimport adcompiler as ad\n\n"
                       "@ad.grad\ndef f(x):\n    return np.sum(x * np.array([1.0, 2.0]))\n")

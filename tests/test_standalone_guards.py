@@ -15,7 +15,7 @@ import types
 import numpy as np
 import pytest
 
-from adcompiler import standalone_guards
+from adcompiler.aot import guards as standalone_guards
 from adcompiler.runtime.dispatch import _Signatures, _dispatch, _fits
 from tests import fake_cupy
 from tests.test_cli import COUNT_SLOW, MODES, SAMPLES, adcompiler, run_isolated, write

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler import antiunify
+from adcompiler.aot import antiunify
 from adcompiler.frontend.module import load_module
-from adcompiler.sizedeps import least_size, size_decision
+from adcompiler.aot.sizedeps import least_size, size_decision
 from tests.test_cli import COUNT_SLOW, SAMPLES, adcompiler, import_path, run_isolated, write
 
 RNG = np.random.default_rng(7)

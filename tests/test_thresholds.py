@@ -49,7 +49,7 @@ adcompiler/tape/format.py  THRESHOLD  1,000 elements (>)
 adcompiler/backends/constants.py  SHOWN_ELEMENTS  8 elements (<=)
     The comment atop ``.source`` lists a constant array's values (``c: float64[8] = [...]``);
     from 9 on only its dtype and shape. Test: test_constants_comment_shown_elements.
-adcompiler/standalone_user.py  MAX_LITERAL  10,000 elements (>)
+adcompiler/aot/user_code.py  MAX_LITERAL  10,000 elements (>)
     ``adcompiler compile`` writes a constant array that is not a module-level name as a
     literal up to 10,000 elements; from 10,001 the function is refused (CompileError, nothing
     written for it). Test: test_standalone_max_literal.
@@ -60,10 +60,10 @@ adcompiler/frontend/comprehensions.py  MAX_ITERATIONS  1,000 items (>)
 
 Size-dependent choices without a constant of their own:
 
-adcompiler/higher.py  choose_mode  input entries < output entries
+adcompiler/api/higher.py  choose_mode  input entries < output entries
     ``jacobian(mode="auto")`` takes forward mode (a jvp per input entry) below, reverse mode (a
     vjp per output entry) from equality on. Test: test_jacobian_mode_choice.
-adcompiler/polymorphic.py  _fresh, _Job.slots  sizes >= 2 become symbols (0 and 1 are kept)
+adcompiler/aot/polymorphic.py  _fresh, _Job.slots  sizes >= 2 become symbols (0 and 1 are kept)
     ``adcompiler compile`` merges variants compiled at the first primes above the example's
     sizes (and above 10): an example one element below a threshold (4,095) has variants above
     it whose code differs, so its body stays per shape; at the threshold the generalised body
@@ -109,7 +109,7 @@ from adcompiler.backends.check_modes import unoptimised
 from adcompiler.frontend import comprehensions
 from adcompiler.passes import fuse
 from adcompiler.tape import format as tape_format
-from adcompiler import standalone_user
+from adcompiler.aot import user_code as standalone_user
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_NUMEXPR = importlib.util.find_spec("numexpr") is not None
@@ -680,7 +680,7 @@ THRESHOLDS = {
     "adcompiler.backends.numba_emit.WIDE_MIN": (64, ("test_numba_wide_min",)),
     "adcompiler.tape.format.THRESHOLD": (1000, ("test_tape_repr_threshold",)),
     "adcompiler.backends.constants.SHOWN_ELEMENTS": (8, ("test_constants_comment_shown_elements",)),
-    "adcompiler.standalone_user.MAX_LITERAL": (10000, ("test_standalone_max_literal",)),
+    "adcompiler.aot.user_code.MAX_LITERAL": (10000, ("test_standalone_max_literal",)),
     "adcompiler.frontend.comprehensions.MAX_ITERATIONS": (
         1000, ("test_max_iterations_comprehension", "test_max_iterations_unpacking")),
 }
@@ -692,10 +692,10 @@ NOT_SIZE_THRESHOLDS = {
     "adcompiler.backends.loop_plan.MAX_PIECES":
         "pieces one output's slices cut it into (slice offsets, not sizes)",
     "adcompiler.backends.numba_emit._ATOM": "operator precedence of an atom when parenthesising",
-    "adcompiler.fastpath.MAX_GUARDS": "compiled signatures the generated guard chain tests",
+    "adcompiler.api.fastpath.MAX_GUARDS": "compiled signatures the generated guard chain tests",
     "adcompiler.frontend.loops._MAX_AVAL_ROUNDS": "rounds of a loop's carried-aval inference",
     "adcompiler.frontend.lower._MAX_INLINE_DEPTH": "nesting depth of inlined helper calls",
-    "adcompiler.function_keys._DEPTH": "how deep helpers inside helpers are compared",
+    "adcompiler.api.function_keys._DEPTH": "how deep helpers inside helpers are compared",
     "adcompiler.passes.algebra.MAX_NODES":
         "operations of a fused expression given to SymPy (graph size; fused blocks exist only "
         "from fuse.MIN_SIZE, which test_fuse_min_size crosses)",
@@ -710,10 +710,10 @@ NOT_SIZE_THRESHOLDS = {
     "adcompiler.passes.scales.BUDGET": "cuts weighed per chain (compile time)",
     "adcompiler.runtime.numba_math._X_MIN": "exp's argument clamp (a value, not a size)",
     "adcompiler.runtime.numba_math._X_MAX": "exp's argument clamp (a value, not a size)",
-    "adcompiler.sizedeps._SIZE_CALLS": "names of the size functions (len, shape, size)",
-    "adcompiler.standalone_guards.WIDTH": "line width of generated guard code",
-    "adcompiler.state._DEPTH": "depth of object attributes read (self.cfg.scale)",
-    "adcompiler.symbolic._SIMPLIFY_MAX_OPS": "operations given to sympy.simplify (check_symbolic)",
+    "adcompiler.aot.sizedeps._SIZE_CALLS": "names of the size functions (len, shape, size)",
+    "adcompiler.aot.guards.WIDTH": "line width of generated guard code",
+    "adcompiler.api.state._DEPTH": "depth of object attributes read (self.cfg.scale)",
+    "adcompiler.checking.symbolic._SIMPLIFY_MAX_OPS": "operations given to sympy.simplify (check_symbolic)",
     "adcompiler.tape.format.PRECISION": "decimals printed",
     "adcompiler.tape.format.EDGEITEMS": "items printed at each edge of a summarised tensor",
     "adcompiler.tape.format.LINEWIDTH": "columns of a printed tensor",
@@ -722,13 +722,13 @@ NOT_SIZE_THRESHOLDS = {
 
 # (module, comparison as ast.unparse writes it) -> why it is not an array-size threshold
 LITERAL_COMPARISONS = {
-    ("adcompiler.cli_inputs", "len(text) <= 30"): "characters of a value shown in a message",
-    ("adcompiler.gradcheck", "x.dtype.itemsize < 8"): "low precision dtypes get a looser tolerance",
+    ("adcompiler.cli.inputs", "len(text) <= 30"): "characters of a value shown in a message",
+    ("adcompiler.checking.gradcheck", "x.dtype.itemsize < 8"): "low precision dtypes get a looser tolerance",
     ("adcompiler.ir.shapes", "len(_DTYPES) >= 4096"): "entries of a dtype-inference cache",
-    ("adcompiler.signature", "len(text) <= 24"): "characters of a value shown in a signature",
-    ("adcompiler.standalone_forward",
+    ("adcompiler.api.signature", "len(text) <= 24"): "characters of a value shown in a signature",
+    ("adcompiler.aot.forward",
      "len(call) + sum((len(o) + 2 for o in options)) > 76"): "line length of generated code",
-    ("adcompiler.state", "len(objects) < 1000"): "objects whose attributes are scanned",
+    ("adcompiler.api.state", "len(objects) < 1000"): "objects whose attributes are scanned",
 }
 
 _SIZE_LIKE = re.compile(r"(^|_)(MIN|MAX|THRESHOLD|LIMIT|ELEMENTS|BYTES|SIZE|SIZES|CUTOFF)(_|$)",
@@ -878,6 +878,6 @@ def test_the_imported_values_are_the_tables():
                 "adcompiler.backends.numba_emit.WIDE_MIN": numba_emit.WIDE_MIN,
                 "adcompiler.tape.format.THRESHOLD": tape_format.THRESHOLD,
                 "adcompiler.backends.constants.SHOWN_ELEMENTS": constants_comment.SHOWN_ELEMENTS,
-                "adcompiler.standalone_user.MAX_LITERAL": standalone_user.MAX_LITERAL,
+                "adcompiler.aot.user_code.MAX_LITERAL": standalone_user.MAX_LITERAL,
                 "adcompiler.frontend.comprehensions.MAX_ITERATIONS": comprehensions.MAX_ITERATIONS}
     assert imported == {k: v for k, (v, _) in THRESHOLDS.items()}

@@ -25,7 +25,7 @@ class Aval:
     residual stack of a while loop; a list of such lists, which a loop around a while loop
     stacks, has dtype ``"object"`` and its items' aval as ``shape[0]``). ``shape`` is None
     where unknown. ``dtype`` is a NumPy dtype name (Python scalars use their NumPy equivalent).
-    A ``custom_vjp`` call (see :mod:`adcompiler.custom`) adds two kinds, of dtype ``"object"``:
+    A ``custom_vjp`` call (see :mod:`adcompiler.custom.vjp`) adds two kinds, of dtype ``"object"``:
     ``"tuple"``, a Python tuple whose ``shape`` holds its items' avals, and ``"opaque"``,
     residuals the compiler only passes along, whose ``shape`` records the avals of the call's
     inputs.

@@ -424,7 +424,7 @@ _def("fused", None, "control", "fused", None, differentiable=False)
 _def("raise_if", None, "check", "raise", 1, differentiable=False)
 # ---- family "custom": functions called by name, which the generated module binds under their
 # ``spell``: ``stop_gradient`` and the user's custom_vjp functions, registered by
-# adcompiler.custom (with an ``abstract`` rule, since NumPy's shape rules do not apply).
+# adcompiler.custom.vjp (with an ``abstract`` rule, since NumPy's shape rules do not apply).
 
 # A while loop's residuals go into Python lists (its trip count is unknown on entry).
 _def("list_get", lambda s, k: s[k], "internal", "[]", 2)

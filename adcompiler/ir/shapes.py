@@ -237,7 +237,7 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
         return Aval("float", "float64")
     if prim == "to_int":
         return Aval("int", "int64")
-    if PRIMS[prim].abstract is not None:  # a user function's (adcompiler.custom)
+    if PRIMS[prim].abstract is not None:  # a user function's (adcompiler.custom.vjp)
         return PRIMS[prim].abstract(avals, literals)
     if prim == "list_get" and avals[0].kind == "tuple":  # an item of a custom call's tuple
         return avals[0].shape[literals[1]]

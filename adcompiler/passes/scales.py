@@ -22,7 +22,7 @@ values (a *chain*) are decided together: from the whole chain, cut below a value
 materialised) or above it wherever that is cheaper, sinks first (so ``dW1 = x.T @ dt`` keeps the
 scale on ``dt`` or earlier when ``dW1`` is larger). A chain is rewritten only if it then saves
 cost, elements strictly, and array multiplications are not more than before. The choice depends
-on the sizes: a polymorphic body (adcompiler.polymorphic) needs it to agree across sizes.
+on the sizes: a polymorphic body (adcompiler.aot.polymorphic) needs it to agree across sizes.
 
 Invariants: only top-level nodes take part; a value read inside a block or by control flow is
 materialised, never rewritten across. Every value keeps its aval: a base has its value's aval (a

@@ -1,16 +1,16 @@
 """The run-time helpers of standalone modules: ``_dispatch`` runs the body compiled for a call.
 
 It is the slow path: each gradient first tests its arguments against each compiled signature with
-generated guards (:mod:`adcompiler.standalone_guards`), and calls ``_dispatch`` only when none
+generated guards (:mod:`adcompiler.aot.guards`), and calls ``_dispatch`` only when none
 takes them, to serve what the guards are stricter about (a NumPy scalar for a float, a list, an
 equal dtype that is not NumPy's own object) or to raise the TypeError naming what was compiled.
 
-Invariant: :mod:`adcompiler.standalone` copies these definitions verbatim (``inspect.getsource``)
+Invariant: :mod:`adcompiler.aot.standalone` copies these definitions verbatim (``inspect.getsource``)
 into every module ``adcompiler compile`` writes, so they use only NumPy and builtins and read no
 global but ``np`` and ``_HINT``, which each standalone module defines. A signature is what the
-compiler keys a specialisation on (:mod:`adcompiler.signature`): an array's dtype and shape, a
+compiler keys a specialisation on (:mod:`adcompiler.api.signature`): an array's dtype and shape, a
 Python float, or the value of a static argument. A shape-polymorphic body's key is a pattern
-(:mod:`adcompiler.polymorphic`): a size named by a symbol (``"d1"``) fits any size of at least
+(:mod:`adcompiler.aot.polymorphic`): a size named by a symbol (``"d1"``) fits any size of at least
 that symbol's least size (2 unless the pattern's ``least`` says more: ``{"d1": 3}``), the same
 symbol the same size; the other sizes (1, 0) must be equal. Exact keys are
 looked up first, then patterns in order. A module compiled for CuPy (``device``) refuses NumPy

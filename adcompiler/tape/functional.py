@@ -14,7 +14,7 @@ import inspect
 
 import numpy as np
 
-from adcompiler.signature import classify, resolve_wrt
+from adcompiler.api.signature import classify, resolve_wrt
 
 from . import mode
 from .engine import grad
@@ -130,7 +130,7 @@ def _device(values):
 def _input_tensor(value, name, device=None):
     """The tensor to differentiate with respect to: a fresh leaf, or (for a tensor that needs
     grad) a recorded copy that keeps it on the outer graph. Anything else is refused with the
-    compiler's own message (``adcompiler.signature.classify``). A Python float is a 0-d leaf
+    compiler's own message (``adcompiler.api.signature.classify``). A Python float is a 0-d leaf
     on ``device``: beside CuPy arrays, on the GPU."""
     if isinstance(value, Tensor):
         if value._data.dtype.kind not in "fc":

@@ -29,7 +29,7 @@ LINEAR_READS = {"list_get": lambda b, dx, ans, stack, k: b.emit("list_get", (dx,
 class ForwardModeError(CompileError):
     """Forward mode met a call it has no tangent rule for: a custom_vjp function, or the ``fwd``
     or ``bwd`` that a gradient graph calls for it (``hessian`` then differentiates the gradient's
-    own source instead, :mod:`adcompiler.higher`)."""
+    own source instead, :mod:`adcompiler.api.higher`)."""
 
 
 class TangentBuilder(Builder):

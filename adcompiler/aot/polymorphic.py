@@ -1,0 +1,353 @@
+"""Shape-polymorphic bodies for standalone modules: one gradient for every size of an example.
+
+How (anti-unification, chosen over emitting generic code so that the compiler and the decorator's
+fast path stay untouched): the function is compiled again for other sizes (each size of 2 or
+more of the example's arrays replaced by fresh primes; sizes of 1 and 0 kept, as broadcasting
+depends on them), and the sources are merged by :mod:`adcompiler.aot.antiunify`: every number that
+changes becomes a formula in size symbols ``d1, d2...`` read from the arguments at the top of the
+body (``d1, d2 = x.shape``). The example's equal sizes are untied where the code allows it
+(``x: (4, 4)`` becomes ``x: [d1, d2]`` when the code compiled for ``(11, 13)`` is the same);
+sizes that must stay equal keep one symbol, and the dispatcher checks them.
+
+Invariants: a polymorphic body, specialised back to every size it was compiled for, reproduces that
+code byte for byte; its pattern (dtype, rank, the sizes of 1, and the symbols) is what the
+dispatcher matches, each symbol with its own least size (``x[:3]`` bounds x's axis 0 only; a
+symbol several axes share takes the largest: :func:`adcompiler.aot.sizedeps.least_sizes`). A
+function that decides on a size while compiling (:mod:`adcompiler.aot.sizedeps`), or whose code
+changes beyond its numbers, keeps one body per example signature, and the reason is returned
+for the module's header.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+import numpy as np
+
+from . import antiunify
+from ..frontend.lower import lower_function
+from ..ir import Aval
+from ..pipeline import compile_gradient
+from ..runtime.cache import constants_of
+from ..api.signature import bind_arguments, classify
+from .sizedeps import least_sizes, size_decision
+from .user_code import rename
+
+
+@dataclasses.dataclass
+class Variant:
+    sizes: dict     # symbol (or group index) -> size
+    compiled: object
+    cotangent: object = None   # the vjp cotangent's Aval
+
+
+def generalise(module, gradient, args, spec):
+    """``(specialisation, reason)``: a Specialisation whose body holds for every size of the
+    example's pattern, or None and why not (None, None: no size to generalise)."""
+    fname = gradient.primal.__name__
+    found = size_decision(module, fname)
+    if found is not None:
+        node, where = found
+        text = module.lines[node.lineno - 1].strip()
+        inside = "" if where == fname else f" in {where}"
+        return None, f"`{text}` (line {node.lineno}{inside}) decides on a size while compiling"
+    job = _Job(gradient, args, spec, least_sizes(module, fname))
+    if not job.slots:
+        return None, None
+    try:
+        return job.run(), None
+    except _NotGeneric as exc:
+        return None, str(exc)
+
+
+class _NotGeneric(Exception):
+    """Why a body stays per shape."""
+
+
+class _Job:
+    """The example's sizes, the variants compiled for other sizes, and their merge."""
+
+    def __init__(self, gradient, args, spec, least):
+        self.gradient, self.spec, self.least = gradient, spec, least   # a sizedeps.Least
+        self.arguments = bind_arguments(gradient.primal, args, {})
+        self.avals = {n: classify(v, n, n in gradient.wrt) for n, v in self.arguments.items()}
+        self.slots = [(n, axis) for n, a in self.avals.items() if _is_array(a)
+                      for axis, d in enumerate(a.shape) if d >= 2]
+        self.skeleton = antiunify.scan(spec.compiled.source)[0]
+
+    def run(self):
+        groups = self._untie(self._free(self.groups))
+        symbols = _symbols(len(groups), self.spec.compiled.source)
+        base = self._sizes(groups, symbols)   # then each symbol moved alone, then all moved
+        taken = set(base.values())
+        sizes = [base] + [{**base, s: self._fresh(base[s], taken)} for s in symbols]
+        sizes.append(self._sizes(groups, symbols, {d for s in sizes for d in s.values()}))
+        example = {s: self._size(g) for s, g in zip(symbols, groups)}
+        variants = [Variant(example, self.spec.compiled)] + \
+            [self._compile(s, groups, symbols) for s in sizes]
+        merged = antiunify.merge([v.compiled.source for v in variants],
+                                 [v.sizes for v in variants], 1,
+                                 {s: i + 2 for i, s in enumerate(symbols)})
+        if isinstance(merged, str):
+            raise _NotGeneric(merged)
+        pattern = self._pattern(groups, symbols, variants)
+        reads = {s: self.slots[g[0]] for s, g in zip(symbols, groups)}
+        ranks = {n: len(a.shape) for n, a in self.avals.items() if _is_array(a)}
+        text = _with_sizes(merged, self.spec.compiled.fname, reads, ranks)
+        return dataclasses.replace(self.spec, signature=pattern,
+                                   least=self._minimums(groups, symbols, ranks),
+                                   compiled=dataclasses.replace(self.spec.compiled,
+                                                                source=text))
+
+    @property
+    def groups(self):
+        """The slots grouped by the example's sizes: equal sizes start tied."""
+        sizes = [self.avals[n].shape[axis] for n, axis in self.slots]
+        return [[i for i, s in enumerate(sizes) if s == v] for v in dict.fromkeys(sizes)]
+
+    def _minimums(self, groups, symbols, ranks) -> dict:
+        """``{symbol: the smallest size it stands for}``: the largest its slots need."""
+        slots, anywhere = self.least.resolve(ranks)
+        return {s: max([anywhere] + [slots.get(self.slots[i], 2) for i in g])
+                for s, g in zip(symbols, groups)}
+
+    def _size(self, group):
+        param, axis = self.slots[group[0]]
+        return self.avals[param].shape[axis]
+
+    # ---- variants ----------------------------------------------------------------------------
+    def _fresh(self, near, taken):
+        """The first prime above ``near`` and 10, at least every least size, and not ``taken``:
+        sizes near the example's keep the memory planner's choices."""
+        n = max(near, 10, self.least.largest() - 1) + 1
+        while n in taken or any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
+            n += 1
+        taken.add(n)
+        return n
+
+    def _sizes(self, groups, names, taken=None):
+        taken = set() if taken is None else set(taken)
+        return {name: self._fresh(self._size(g), taken) for name, g in zip(names, groups)}
+
+    def _variant(self, groups):
+        """The code compiled with fresh sizes for ``groups``, or None (and ``self.failure``)
+        unless it is the example's code but for numbers."""
+        names = list(range(len(groups)))
+        try:
+            variant = self._compile(self._sizes(groups, names), groups, names)
+        except _NotGeneric as exc:
+            self.failure = str(exc)
+            return None
+        if not self._same_code(variant):
+            self.failure = "the code compiled for other sizes differs in more than its numbers"
+            return None
+        return variant
+
+    def _compile(self, sizes, groups, names):
+        avals = dict(self.avals)
+        for name, group in zip(names, groups):
+            for i in group:
+                param, axis = self.slots[i]
+                shape = list(avals[param].shape)
+                shape[axis] = sizes[name]
+                avals[param] = Aval("array", avals[param].dtype, tuple(shape))
+        g = self.gradient
+        try:
+            cotangent = lower_function(g.primal, avals).outputs[0].aval if g.mode == "vjp" \
+                else None
+            compiled = compile_gradient(g.primal, avals, g.wrt, g.mode, cotangent,
+                                        backend=g.backend)
+        except Exception as exc:  # noqa: BLE001 - other sizes may fail anywhere: keep per shape
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if "shape mismatch" in first or "broadcast" in first:
+                raise _NotGeneric("its sizes are tied, to each other or to a number in the "
+                                  "code, so calls must use the example's shapes; varied one "
+                                  f"at a time, they do not broadcast: {first}") from None
+            raise _NotGeneric(f"compiling it for other sizes fails: {first}") from None
+        return Variant(sizes, compiled, cotangent)
+
+    def _same_code(self, variant) -> bool:
+        if antiunify.scan(variant.compiled.source)[0] != self.skeleton:
+            return False
+        ours, theirs = constants_of(self.spec.compiled), constants_of(variant.compiled)
+        return ours.keys() == theirs.keys() and all(_same(ours[k], theirs[k]) for k in ours)
+
+    def _free(self, groups):
+        """The groups whose sizes can change (all, usually; not a size a constant fixes)."""
+        if self._variant(groups):
+            return groups
+        why, free = self.failure, []
+        for group in groups:
+            if self._variant(free + [group]):
+                free.append(group)
+        if not free:
+            raise _NotGeneric(why)
+        return free
+
+    def _untie(self, groups):
+        """Split the example's equal sizes where the code compiled with them apart is the same:
+        each member alone, else with the members after it."""
+        done, queue = [], [list(g) for g in groups]
+        while queue:
+            group = queue.pop(0)
+            kept = [group[0]]
+            for i in range(1, len(group)):
+                others = done + queue
+                if self._variant(others + [kept + group[i + 1:], [group[i]]]):
+                    done.append([group[i]])
+                elif i + 1 < len(group) and self._variant(others + [kept, group[i:]]):
+                    queue.append(group[i:])
+                    break
+                else:
+                    kept.append(group[i])
+            done.append(kept)
+        return sorted(done, key=min)
+
+    # ---- the dispatcher's pattern and the body's size reads -----------------------------------
+    def _pattern(self, groups, symbols, variants):
+        """The example's signature with each grouped size replaced by its symbol."""
+        where = {self.slots[i]: s for s, g in zip(symbols, groups) for i in g}
+        params = list(self.arguments)
+        out = []
+        for k, entry in enumerate(self.spec.signature):
+            if k < len(params):
+                name = params[k]
+            elif self.gradient.mode == "jvp":
+                name = self.gradient.wrt[k - len(params)]
+            else:
+                out.append(_cotangent_entry(entry, variants))
+                continue
+            if entry[0] == "array":
+                dims = tuple(where.get((name, ax), d) for ax, d in enumerate(entry[2]))
+                entry = (entry[0], entry[1], dims)
+            out.append(entry)
+        return tuple(out)
+
+
+def _cotangent_entry(entry, variants):
+    """A vjp cotangent's entry: each of its sizes is one of the symbols, or fixed."""
+    dims = []
+    for axis, d in enumerate(entry[2]):
+        values = [v.cotangent.shape[axis] if v.cotangent else d for v in variants]
+        symbol = next((s for s in variants[1].sizes
+                       if all(v.sizes[s] == x for v, x in zip(variants, values))), None)
+        if symbol is None and len(set(values)) > 1:
+            raise _NotGeneric("the result's sizes are not sizes of the inputs")
+        dims.append(symbol or d)
+    return entry[:2] + (tuple(dims),)
+
+
+def _with_sizes(template, fname, reads, ranks) -> str:
+    """The merged source, with the sizes read at the top of the body (and the body's planned
+    work arrays kept per size: one pool of them per set of sizes)."""
+    text = template.render()
+    used = {n for _, fit in template.holes for n in _names(fit.expr)}
+    tree = ast.parse(text)
+    lines = text.splitlines(True)
+    body = next(s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == fname)
+    pools = _pools(tree, used)
+    factories = {factory for factory, _ in pools.values()}
+    for stmt in tree.body:
+        if stmt is not body and used & _names(ast.unparse(stmt)) and \
+                getattr(stmt, "name", None) not in factories:
+            raise _NotGeneric("a module-level helper of the code depends on the sizes")
+    at, indent = _top(body, lines)
+    prelude = _prelude(reads, ranks, used, indent)
+    for pool, (factory, sizes) in pools.items():
+        args = ", ".join(s for s in reads if s in sizes)
+        key = args + ("," if "," not in args else "")
+        prelude.append(f"{indent}{pool}_sized = {pool}.setdefault(({key}), [])\n")
+        lines = _edit_pool(lines, tree, pool, factory, args, fname)
+    lines[at:at] = prelude
+    return "".join(lines)
+
+
+def _top(body, lines):
+    """Where the body's code starts (after a docstring, above its opening comments), and its
+    indentation."""
+    head = body.body[0]
+    docstring = isinstance(head, ast.Expr) and isinstance(head.value, ast.Constant)
+    first = body.body[1] if docstring and len(body.body) > 1 else head
+    at, floor = first.lineno - 1, head.end_lineno if first is not head else body.lineno
+    while at > floor and lines[at - 1].strip().startswith("#"):
+        at -= 1
+    return at, " " * first.col_offset
+
+
+def _prelude(reads, ranks, used, indent) -> list:
+    """``d1, d2 = x.shape`` where x's sizes are all new, else ``d3 = w.shape[1]``."""
+    out, done = [], set()
+    for symbol, (param, axis) in reads.items():
+        if symbol not in used or symbol in done:
+            continue
+        same = [s for s, (p, _) in reads.items() if p == param]
+        axes = [a for s, (p, a) in reads.items() if p == param]
+        if len(same) > 1 and axes == list(range(ranks[param])) and \
+                all(s in used for s in same):
+            out.append(f"{indent}{', '.join(same)} = {param}.shape\n")
+            done |= set(same)
+        else:
+            out.append(f"{indent}{symbol} = {param}.shape[{axis}]\n")
+            done.add(symbol)
+    return out
+
+
+def _pools(tree, used) -> dict:
+    """``{pool list name: (factory name, sizes it reads)}`` for the memory planner's work
+    arrays whose sizes vary (:mod:`adcompiler.backends.buffered`: ``pool = []`` and
+    ``def _new<pool>(): return (np.empty(...), ...)``)."""
+    defs = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
+    out = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.List) \
+                and not stmt.value.elts and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            factory = defs.get(f"_new{name}")
+            reads = used & _names(ast.unparse(factory)) if factory else set()
+            if reads:
+                out[name] = (factory.name, reads)
+    return out
+
+
+def _edit_pool(lines, tree, pool, factory, args, fname):
+    """``pool = []`` becomes a dict of pools by sizes, the factory takes the sizes it reads,
+    and the body takes its buffers from ``pool_sized``, the pool of its sizes."""
+    lines = list(lines)
+    for stmt in tree.body:
+        row = stmt.lineno - 1
+        if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", None) == pool:
+            lines[row] = f"{pool} = {{}}  # {fname}'s work arrays by sizes: a set per call\n"
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name == factory:
+            lines[row] = lines[row].replace(f"{factory}()", f"{factory}({args})", 1)
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name == fname:
+            text = rename("".join(lines[row:stmt.end_lineno]), {pool: f"{pool}_sized"})
+            lines[row:stmt.end_lineno] = text.replace(f"{factory}()", f"{factory}({args})") \
+                .splitlines(True)
+    return lines
+
+
+def _names(text) -> set:
+    return {n.id for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Name)}
+
+
+def _symbols(count, source) -> list:
+    """``d1, d2...``, or another prefix where the code already uses one of those names."""
+    taken = _names(source)
+    for prefix in ("d", "n", "size", "_d"):
+        names = [f"{prefix}{i}" for i in range(1, count + 1)]
+        if not taken & set(names):
+            return names
+    raise _NotGeneric("every name for the sizes is taken")
+
+
+def _is_array(aval) -> bool:
+    return isinstance(aval, Aval) and aval.kind == "array" and aval.shape is not None
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
+            a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+    return a is b or a == b
+

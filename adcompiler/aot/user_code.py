@@ -1,0 +1,159 @@
+"""The user's side of a standalone module: their statements copied verbatim, the names the
+generated code must not clash with, and constants written as literals.
+
+Invariants: the copied statements are the user's own text, in file order, minus decorators and
+imports of adcompiler (where the copied code reads ``stop_gradient`` through one, a stand-in
+without adcompiler replaces it: the identity, as it is in a forward pass); a literal round-trips
+its array exactly (dtype, shape, NaN and infinities), and arrays above ``MAX_LITERAL`` elements
+are refused with a hint.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import tokenize
+
+import numpy as np
+
+from ..errors import CompileError
+
+MAX_LITERAL = 10_000
+
+
+def primal_section(module, roots, header_imports) -> str:
+    """The user's statements defining ``roots`` and what they read, verbatim, in file order."""
+    needed, todo = set(), list(roots)
+    while todo:
+        name = todo.pop()
+        stmt = module.definitions.get(name)
+        if name in needed or stmt is None:
+            continue
+        needed.add(name)
+        todo += [n.id for n in _nodes(stmt) if isinstance(n, ast.Name)]
+    stmts = {id(module.definitions[n]): module.definitions[n] for n in needed}
+    text = "".join(module.lines)
+    out = f"# ---- from {os.path.basename(module.path)}, as written (decorators removed) ----"
+    previous = None
+    for stmt in sorted(stmts.values(), key=lambda s: s.lineno):
+        is_def = isinstance(stmt, ast.FunctionDef)
+        if is_def:
+            piece = "".join(module.lines[stmt.lineno - 1:stmt.end_lineno]).rstrip()
+        else:
+            piece = ast.get_source_segment(text, stmt)
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and _imports_adcompiler(stmt):
+                piece, is_def = _stand_in(module, stmt, needed, stmts.values()), True
+            if not piece or piece in header_imports:
+                continue
+        out += ("\n\n\n" if is_def or previous in (None, True) else "\n") + piece
+        previous = is_def
+    return out
+
+
+def _stand_in(module, stmt, needed, copied) -> str:
+    """What replaces ``import adcompiler as ad`` (``from adcompiler import stop_gradient``) for
+    the copied code: the names it reads through it, where they are only stop_gradient."""
+    import adcompiler
+    out = []
+    for alias in stmt.names:
+        name = alias.asname or alias.name.split(".")[0]
+        if name not in needed or module.namespace.get(name) is None:
+            continue
+        if module.namespace[name] is adcompiler.stop_gradient:
+            out.append(f"def {name}(x):\n    {_IDENTITY}\n    return x")
+            continue
+        used = {n.attr for s in copied for n in _nodes(s) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id == name}
+        if module.namespace[name] is adcompiler and used == {"stop_gradient"}:
+            out.append(f"class {name}:\n    \"\"\"adcompiler, as far as the code here uses it: "
+                       f"this module runs without it.\"\"\"\n\n    @staticmethod\n"
+                       f"    def stop_gradient(x):\n        {_IDENTITY}\n        return x")
+    return "\n\n\n".join(out)
+
+
+def _nodes(stmt):
+    """The nodes of a statement as copied: a ``def``'s without its decorators."""
+    parts = [stmt.args, *stmt.body] if isinstance(stmt, ast.FunctionDef) else [stmt]
+    return [n for p in parts for n in ast.walk(p)]
+
+
+_IDENTITY = '"""adcompiler.stop_gradient: x itself (no gradient flows through it)."""'
+
+
+def _imports_adcompiler(stmt) -> bool:
+    names = [stmt.module or ""] if isinstance(stmt, ast.ImportFrom) else \
+        [a.name for a in stmt.names]
+    return any(n.split(".")[0] == "adcompiler" for n in names)
+
+
+def check_collisions(module, primal, ours, backend="numpy"):
+    """The user's copied names must not clash with the generated ones (np and math excepted,
+    when they are numpy and math; cp and cupyx for CuPy code, when they are cupy and cupyx)."""
+    defined = _names_bound(primal)
+    for name in sorted(defined & set(ours)):
+        stmt = module.definitions.get(name)
+        raise CompileError(f"the standalone module defines `{name}` for the generated code, and "
+                           "this module defines it too", module.location(stmt) if stmt else None,
+                           f"rename `{name}`")
+    wanted = [("np", "numpy"), ("math", "math")]
+    wanted += [("cp", "cupy"), ("cupyx", "cupyx")] if backend == "cupy" else []
+    for name, want in wanted:
+        bound = getattr(module.namespace.get(name), "__name__", None)
+        if name in defined and bound != want:
+            stmt = module.definitions.get(name)
+            raise CompileError(f"the generated code needs `{name}` to be {want}",
+                               module.location(stmt) if stmt else None, f"rename `{name}`")
+
+
+def _names_bound(source) -> set:
+    tree = ast.parse(source or "")
+    out = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in stmt.names}
+        else:
+            out |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                    and isinstance(n.ctx, ast.Store)}
+    return out
+
+
+def token_names(source) -> set:
+    return {t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type == tokenize.NAME}
+
+
+def rename(source: str, mapping: dict) -> str:
+    """``source`` with the identifiers in ``mapping`` renamed (attribute names left alone)."""
+    lines = source.splitlines(True)
+    edits, previous = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME and tok.string in mapping and previous != ".":
+            edits.append((tok.start, tok.end, mapping[tok.string]))
+        previous = tok.string if tok.type == tokenize.OP else None
+    for (row, col), (_, end), new in reversed(edits):
+        lines[row - 1] = lines[row - 1][:col] + new + lines[row - 1][end:]
+    return "".join(lines)
+
+
+def literal(value, owner) -> str:
+    """``np.array([...], dtype="...")`` for a constant array, exactly round-tripping."""
+    array = np.asarray(value)
+    if array.size > MAX_LITERAL or array.dtype.kind not in "biufc":
+        raise CompileError(f"{owner} reads a constant array of shape {array.shape} "
+                           f"({array.size:,} {array.dtype} elements) that is not a module-level "
+                           f"name; the standalone module writes such constants as literals, "
+                           f"up to {MAX_LITERAL:,} elements",
+                           hint="make it a module-level constant (np.zeros(...), np.array(...) "
+                                "of literals): the standalone module copies its definition")
+    return f"np.array({_nested(array.tolist())}, dtype={array.dtype.name!r})"
+
+
+def _nested(x) -> str:
+    if isinstance(x, list):
+        return "[" + ", ".join(_nested(i) for i in x) + "]"
+    if isinstance(x, float) and not np.isfinite(x):
+        return "np.nan" if np.isnan(x) else ("np.inf" if x > 0 else "-np.inf")
+    return repr(x)

@@ -1,0 +1,395 @@
+"""The public transforms: ``grad``, ``value_and_grad`` and ``vjp``.
+
+Each returns a :class:`GradientFunction`: a callable with the user's signature that compiles
+once per input signature (shapes, dtypes, and the values of static arguments such as ints)
+and afterwards only runs the generated code.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+
+import numpy as np
+
+from . import cotangents, fastpath, poles, state
+from ..custom import examples as custom_examples
+from .bound import bind
+from ..frontend import fence
+from .function_keys import FunctionKey
+from ..frontend.source import read_function
+from ..errors import ArgumentError, CompileError, as_user_error
+from ..pipeline import Compiled, compile_gradient
+from ..runtime import cache as disk_cache
+from ..runtime.compile import check_backend
+from .signature import (array_module, bind_arguments, check_backend_arguments,
+    check_transformable, classify, input_types, is_device_array, key_of, resolve_wrt)
+
+
+class GradientFunction:
+    """A compiled gradient of ``primal``; ``.source`` and ``.ir`` show the latest compilation.
+    ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (see README, CuPy backend);
+    ``backend="numba"`` compiles numba loops where it can (README, numba backend)."""
+
+    bound_attributes = ("specialize",)  # called with the instance first through one (bound.py)
+
+    def __init__(self, fn, wrt, mode, backend="numpy"):
+        check_transformable(fn, mode)  # a def, a custom_vjp function or grad(f)
+        self.primal = fn
+        self.mode = mode
+        self.backend = check_backend(backend)
+        self._wrt_given = wrt
+        self.wrt = resolve_wrt(fn, 0 if wrt is None else wrt)
+        self._single = wrt is None or not isinstance(wrt, (tuple, list))
+        self._signature = inspect.signature(fn)
+        self._variadic = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                             for p in self._signature.parameters.values())
+        self._cache: dict = {}
+        self._snapshots: dict = {}  # id(compiled) -> what it read outside its arguments
+        self._fast: dict = {}  # cheap key of positional arguments -> what to call
+        self._last: Compiled | None = None
+        functools.update_wrapper(self, fn, updated=())  # not fn.__dict__: grad(grad(f))
+        self._own_class()
+
+    def __get__(self, obj, objtype=None):
+        """A gradient decorated in a class binds its instance as a method does:
+        ``model.loss(x)`` calls it with ``model`` first (its attributes are read each call), and
+        so does ``model.loss.specialize(x)`` (:mod:`adcompiler.api.bound`)."""
+        return bind(self, obj)
+
+    def _bind(self, args, kwargs):
+        cotangent = kwargs.pop("cotangent", None) if self.mode == "vjp" else None
+        if self.mode == "vjp" and cotangent is None:
+            raise TypeError(f"vjp of {self.primal.__name__} needs the keyword cotangent= "
+                            "(an array shaped like the function's result)")
+        return bind_arguments(self.primal, args, kwargs), cotangent
+
+    def specialize(self, *args, **kwargs) -> Compiled:
+        """Compile (or fetch) the specialisation for these arguments, without running it."""
+        arguments, cotangent = self._bind(args, kwargs)
+        return self._compiled(arguments, cotangent)[0]
+
+    def _compiled(self, arguments, cotangent):
+        if self._variadic:  # the located error lowering gives, before **kwargs meets classify
+            try:
+                fence.check(read_function(self.primal))
+            except CompileError as exc:
+                raise as_user_error(exc)
+        avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
+        if self.mode == "vjp":   # a tuple for one result: what was expected, and given
+            self._check_structure(arguments, avals, cotangent)
+        ct_aval = classify(cotangent, "cotangent", True) if cotangent is not None else None
+        key = key_of(avals) + (ct_aval,)
+        compiled = self._cache.get(key)
+        if compiled is not None and not self._snapshots[id(compiled)].holds():
+            del self._snapshots[id(compiled)]  # a global, closure cell or attribute it read
+            compiled = None                    # was rebound: compile again
+        if compiled is None:
+            snapshot = state.take(self.primal, arguments)
+            try:
+                with custom_examples.compiling(self.primal, arguments):  # custom calls' shapes
+                    compiled = self._build(key, avals, ct_aval)
+            except (CompileError, ArgumentError) as exc:  # the user's mistake: shown without
+                if self.mode == "vjp" and isinstance(exc, CompileError):  # the compiler's frames
+                    exc = cotangents.explain(self, arguments, avals, cotangent, exc)
+                raise as_user_error(exc)
+            self._cache[key] = compiled
+            self._snapshots[id(compiled)] = snapshot
+        self._last = compiled
+        return compiled, _lists_as_arrays(arguments)
+
+    def _check_structure(self, arguments, avals, cotangent):
+        try:
+            cotangents.check_structure(self, arguments, avals, cotangent)
+        except (CompileError, ArgumentError) as exc:
+            raise as_user_error(exc)
+
+    def _build(self, key, avals, ct_aval) -> Compiled:
+        """Compile, or fetch from the disk cache (NumPy code only: adcompiler.runtime.cache)."""
+        return disk_cache.fetch(
+            disk_cache.key_for(self.primal, self.mode, self.wrt, key)
+            if self.backend == "numpy" else None,
+            lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval,
+                                     backend=self.backend))
+
+    def __call__(self, *args, **kwargs):
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        """The full path: classify the arguments, compile if needed, run (and remember)."""
+        key = None
+        if not kwargs:  # a dict lookup for the signatures the guard chain does not hold
+            key = _fast_key(args)
+            call = self._fast.get(key)
+            if call is not None:
+                try:
+                    return call(*args)
+                except ZeroDivisionError:
+                    pass  # at a pole of Python-float code: below (adcompiler.api.poles)
+        arguments, cotangent = self._bind(args, kwargs)
+        self._check_arrays({**arguments, "cotangent": cotangent})
+        compiled, arguments = self._compiled(arguments, cotangent)
+        extra = (cotangent,) if self.mode == "vjp" else ()
+        try:
+            result = compiled.function(*arguments.values(), *extra)
+        except ZeroDivisionError:
+            return self._package(poles.at_a_pole(compiled.function, self.primal, arguments,
+                                                 extra, (args, kwargs), self.wrt, self.mode),
+                                 arguments)
+        if not kwargs and key is not None and len(args) == len(self._signature.parameters):
+            self._remember(key, compiled)
+        return self._package(result, arguments)
+
+    def _remember(self, key, compiled):
+        """Send calls of this fast key straight to ``compiled``: through the ``_fast`` dict, and
+        the guard chain (which may inline the generated source where ``_direct`` adds nothing)."""
+        direct = self._direct(compiled.function)
+        snapshot = self._snapshots[id(compiled)]
+        if snapshot:  # it read globals, cells or attributes: check them first
+            direct = self._checked(key, direct, snapshot.holds)
+        self._fast[key] = direct
+        if direct is compiled.function:
+            self._inline[key] = fastpath.Source(compiled.source)
+        self._install_fast_path()
+
+    def _checked(self, key, run, holds):
+        """``run``, where what it read when compiled is unchanged; else the full path, which
+        compiles again (and remembers the new code in place of this)."""
+        def checked(*args):
+            if holds():
+                return run(*args)
+            self._fast.pop(key, None)
+            self._inline.pop(key, None)
+            self._install_fast_path()
+            return self._call(args, {})
+        return checked
+
+    def _own_class(self):
+        """Give this object a class of its own, whose ``__call__`` is the generated guard chain
+        of :mod:`adcompiler.api.fastpath` (one Python call between the user and the generated
+        code, instead of three; none where the chain inlines the generated body). Subclasses
+        with their own ``__call__`` keep it."""
+        self._inline: dict = {}  # fast key -> generated source the chain may inline
+        cls = type(self)
+        if cls.__call__ is not GradientFunction.__call__:
+            return
+        self.__class__ = type(cls.__name__, (cls,), {"__qualname__": cls.__qualname__,
+                                                     "__module__": cls.__module__,
+                                                     "_fast_class": True})
+        self._install_fast_path()
+
+    def _install_fast_path(self):
+        if type(self).__dict__.get("_fast_class"):
+            primal = self.primal
+            name = getattr(primal, "__name__", "call")
+            chain = fastpath.build(
+                len(self._signature.parameters), list(self._fast.items()), self._call,
+                # vjp's cotangent= is a keyword the user's function does not take
+                signature=None if self.mode == "vjp" else self._signature,
+                sources=self._inline, name=name,
+                qualname=getattr(primal, "__qualname__", name))
+            type(self).__call__ = staticmethod(chain)
+
+    def _check_arrays(self, values: dict):
+        check_backend_arguments(values, self.backend, f"{self.mode} of {self.primal.__name__}")
+
+    def _direct(self, function):
+        """What a fast call runs: the generated function, packaged only where needed."""
+        if self.mode == "grad" and (self._single or len(self.wrt) > 1):
+            return function  # it already returns one gradient, or the tuple
+        if self.mode == "value_and_grad" and self._single:
+            return function  # it already returns (value, gradient)
+        return lambda *args: self._package(function(*args))
+
+    def _package(self, result, arguments=None):
+        """The transform's result from the generated function's; with ``arguments`` (the slow
+        path, which NumPy scalars take), a NumPy scalar's gradient as a scalar of its type."""
+        value, grads = None, result if isinstance(result, tuple) else (result,)
+        if self.mode == "value_and_grad":
+            value, *grads = grads
+        if arguments is not None:
+            grads = input_types(grads, arguments, self.wrt)
+        grads = grads[0] if self._single else tuple(grads)
+        return (value, grads) if self.mode == "value_and_grad" else grads
+
+    # ---- inspection ---------------------------------------------------------------------------
+    def _latest(self) -> Compiled:
+        if self._last is None:
+            raise AttributeError(
+                f"{self.primal.__name__} has not been compiled yet: call it once, or use "
+                ".specialize(*example_args) to compile for example inputs")
+        return self._last
+
+    @property
+    def source(self) -> str:
+        """The generated Python source of the latest compilation."""
+        return self._latest().source
+
+    @property
+    def ir(self):
+        """The optimised SSA graph of the latest compilation (prints in the text form)."""
+        return self._latest().graph
+
+    @property
+    def constants(self) -> dict:
+        """The names ``.source`` reads but does not define, with their values: the user's
+        module-level arrays, arrays the function made while compiling (``const``...) and
+        custom rules. The comment at the top of ``.source`` lists them too."""
+        return disk_cache.constants_of(self._latest())
+
+    def __repr__(self):
+        return f"<adcompiler.{self.mode} of {self.primal.__qualname__} wrt {self.wrt}>"
+
+    def _repr_html_(self):
+        """In a notebook: the latest generated source, highlighted."""
+        from ..cli.highlight import html
+        return html(self._notebook_text(), self._last is not None)
+
+    def _repr_markdown_(self):
+        text = self._notebook_text()
+        return f"```python\n{text}\n```" if self._last is not None else text
+
+    def _notebook_text(self):
+        if self._last is None:
+            return (f"{self!r}: not compiled yet (call it, or .specialize(*example_args), "
+                    "to see its generated source)")
+        return self._last.source.rstrip("\n")
+
+
+_STATIC_TYPES = (int, bool, str, type(None))
+
+
+def _lists_as_arrays(arguments: dict) -> dict:
+    """A list argument (classified as ``np.asarray`` of it, never differentiated, refused for
+    CuPy code) as that array: the generated code computes NumPy's ``c * 2`` for it, where the
+    list itself would be repeated (``+`` concatenated, ``==`` compared whole). The caller's
+    list is not changed."""
+    if not any(type(v) is list for v in arguments.values()):
+        return arguments
+    return {k: np.asarray(v) if type(v) is list else v for k, v in arguments.items()}
+
+
+def _fast_key(args):
+    """A cheap key for positional arguments (arrays by shape and dtype, floats, the values of
+    static ints/bools/strings, and objects that compare by identity, such as a method's
+    ``self``), or None where only the full path can classify them."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            key.append((a.shape, a.dtype))
+        elif is_device_array(a):
+            key.append((a.shape, a.dtype, "device"))
+        elif t is float:
+            key.append(float)
+        elif t in _STATIC_TYPES:
+            key.append((t, a))
+        elif t is types.FunctionType or t is functools.partial:  # a lambda made in the call
+            key.append(("function", FunctionKey(a)))               # is the same key each time
+        elif t is list or t.__hash__ is None or t.__eq__ is not object.__eq__:
+            return None
+        else:  # an object compared by identity (a model as ``self``): the same object
+            key.append(("object", id(a), a))
+    return tuple(key)
+
+
+def _transform(mode):
+    def transform(f=None, *, wrt=None, backend="numpy"):
+        if f is None:
+            return lambda fn: GradientFunction(fn, wrt, mode, backend)
+        return GradientFunction(f, wrt, mode, backend)
+    transform.__name__ = mode
+    return transform
+
+
+grad = _transform("grad")
+grad.__doc__ = """The gradient of ``f``'s scalar result with respect to ``wrt``.
+
+``wrt`` names parameters by name or position; a single one gives a single gradient, a tuple
+gives a tuple in that order (default: the first parameter). Use as ``grad(f)``, ``@grad`` or
+``@grad(wrt=("w1", "w2"))``. A gradient has its input's shape and dtype (a float for a float,
+a NumPy scalar of its type for a NumPy scalar: ``np.float32`` for ``np.float32``).
+``backend="cupy"`` compiles CuPy code for CuPy arrays (every transform takes ``backend=``);
+``backend="numba"`` (opt-in, needs numba) compiles a gradient that is elementwise on float64
+arrays of one shape (1-D slices such as ``x[1:]`` included) into numba loops, and NumPy code
+otherwise.
+"""
+value_and_grad = _transform("value_and_grad")
+value_and_grad.__doc__ = "Like :func:`grad`, returning ``(value, gradient)``."
+vjp = _transform("vjp")
+vjp.__doc__ = """The vector-Jacobian product of ``f`` for a non-scalar result.
+
+Call it with the keyword ``cotangent=`` (an array shaped like ``f``'s one result; a tuple is an
+error saying what was expected, :mod:`adcompiler.api.cotangents`), as PyTorch's
+``backward(gradient)``; it returns what :func:`grad` would, for ``sum(f(...) * cotangent)``.
+"""
+
+
+
+class TangentFunction(GradientFunction):
+    """Forward mode of ``primal``, called with the keyword ``tangents=`` (one per wrt
+    parameter, shaped like it): ``jvp`` gives ``(value, tangent)``, ``hvp`` gives
+    ``(gradient, Hessian-vector product)`` (forward over reverse)."""
+
+    def specialize(self, *args, **kwargs) -> Compiled:
+        kwargs.pop("tangents", None)
+        return super().specialize(*args, **kwargs)
+
+    def __call__(self, *args, tangents=None, **kwargs):
+        arguments, _ = self._bind(args, kwargs)
+        given = tangents if isinstance(tangents, (tuple, list)) and not self._single else \
+            (tangents,)
+        self._check_arrays({**arguments, **{f"tangents[{i}]": t for i, t in enumerate(given)}})
+        compiled, arguments = self._compiled(arguments, None)
+        dots = self._tangents(tangents, arguments)
+        try:
+            result = compiled.function(*arguments.values(), *dots)
+        except ZeroDivisionError:   # at a pole of Python-float code (adcompiler.api.poles)
+            result = poles.at_a_pole(compiled.function, self.primal, arguments, tuple(dots),
+                                     (args, kwargs), self.wrt, self.mode)
+        k = len(self.wrt) if self.mode == "hvp" else 1
+        first, second = result[:k], result[k:]
+        if self.mode == "hvp":   # the gradient and H v, each like its input
+            first, second = (input_types(r, arguments, self.wrt) for r in (first, second))
+        if self._single or self.mode == "jvp":
+            return first[0], second[0]
+        return tuple(first), tuple(second)
+
+    def _tangents(self, tangents, arguments) -> list:
+        """One tangent per wrt parameter, with its parameter's shape, dtype and Python-ness."""
+        name = self.primal.__name__
+        if tangents is None:
+            raise TypeError(f"{self.mode} of {name} needs the keyword tangents= (one per wrt "
+                            f"parameter {self.wrt}, shaped like it)")
+        tangents = (tangents,) if self._single else tuple(tangents)
+        if len(tangents) != len(self.wrt):
+            raise TypeError(f"{self.mode} of {name} takes {len(self.wrt)} tangents (for "
+                            f"{self.wrt}), got {len(tangents)}")
+        return [_like(t, arguments[w], w) for t, w in zip(tangents, self.wrt)]
+
+
+def _like(t, x, name):
+    if isinstance(x, float):
+        return float(t)
+    t = array_module(x).asarray(t, dtype=x.dtype)
+    if t.shape != x.shape:   # not np.shape: NumPy functions are not for CuPy arrays
+        raise ValueError(f"the tangent for {name!r} has shape {t.shape}, but {name} has shape "
+                         f"{x.shape}")
+    return t
+
+
+def jvp(f=None, *, wrt=None, backend="numpy"):
+    """The Jacobian-vector product of ``f``, computed in forward mode, ahead of time.
+
+    ``jvp(f, wrt=...)(*args, tangents=t)`` returns ``(f(*args), J @ t)``: ``t`` is one tangent
+    per wrt parameter (a single one for a single wrt), shaped like it. The generated code
+    (``.source``) computes each value's tangent right after the value, named ``<name>_dot``.
+    """
+    if f is None:
+        return lambda fn: TangentFunction(fn, wrt, "jvp", backend)
+    return TangentFunction(f, wrt, "jvp", backend)
+
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "GradientFunction", "TangentFunction",
+           "CompileError"]

@@ -1,0 +1,371 @@
+"""Higher order: ``grad(grad(f))`` by compiling generated source again, ``jacobian`` (forward or
+reverse mode) and ``hessian`` (forward over reverse; through a custom_vjp call, forward over the
+gradient's generated source, or, where the gradient needs the custom function's value, the
+reverse-mode Jacobian of that source).
+
+Invariants: the gradient differentiated again is the plain source its compilation emits (no
+in-place updates, no fused nodes; loop residuals in ``np.zeros`` stacks or, for a ``while``, in
+lists; a branch's values bound on both paths of its ``if``; one type per name), read back
+through ``linecache`` like any user function (the frontend takes ``reversed(range(n))`` and
+lists, :mod:`adcompiler.frontend.lists`), so ``.source`` of ``grad(grad(f))`` is that source's
+own gradient, through control flow too; a Jacobian has shape
+``out.shape + in.shape`` (a tuple of them, one per wrt, for a tuple ``wrt``); a Hessian block
+``H[i][j]`` has shape ``in_i.shape + in_j.shape``; results are arrays of the float dtype NumPy
+promotes the inputs (and, for a Jacobian, the output) to, Python floats weakly, in every mode.
+``grad(grad(f))`` is lowered by :mod:`adcompiler.api.regradient`. ``jacobian`` and ``hessian``
+take what ``grad`` takes (:func:`check_transformable`) and bind an instance when decorated in a
+class, as ``grad`` does.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..custom import examples as custom_examples
+from .gradients import GradientFunction, TangentFunction, _like
+from .bound import bind
+from ..errors import ArgumentError, CompileError, as_user_error
+from ..ir import Aval
+from .signature import bind_arguments, check_transformable, classify, input_types, key_of
+from ..transforms.forward import ForwardModeError
+
+FORWARD, REVERSE = "fwd", "rev"
+
+
+# ---- Jacobians -------------------------------------------------------------------------------
+class _Method:
+    """Bind an instance when decorated in a class, as :meth:`GradientFunction.__get__` does:
+    ``model.hloss(x)`` calls it with ``model`` first, and so do the attributes named in
+    ``bound_attributes`` (``model.hloss.hvp(x, tangents=v)``; :mod:`adcompiler.api.bound`)."""
+
+    def __get__(self, obj, objtype=None):
+        return bind(self, obj)
+
+
+class Jacobian(_Method):
+    """``jacobian(f, wrt=..., mode=...)``: call it as ``f``; see :func:`jacobian`."""
+    transform_name = "jacobian"
+    bound_attributes = ("specialize", "forward", "reverse")
+
+    def __init__(self, fn, wrt=None, mode="auto"):
+        check_transformable(fn, "jacobian")
+        if mode not in ("auto", FORWARD, REVERSE):
+            raise ValueError(f"mode must be 'auto', 'fwd' or 'rev', not {mode!r}")
+        self.primal, self.mode, self._wrt = fn, mode, wrt
+        functools.update_wrapper(self, fn, updated=())
+        self.forward = TangentFunction(fn, wrt, "jvp")
+        self.reverse = GradientFunction(fn, wrt, "vjp")
+        self.wrt, self._single = self.forward.wrt, self.forward._single
+        self.last_mode = None
+        self._out_avals: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        arguments = bind_arguments(self.primal, args, kwargs)
+        out_aval = self._output_aval(arguments)
+        inputs = [arguments[w] for w in self.wrt]
+        self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
+        out_shape = tuple(out_aval.known_shape)
+        if self.last_mode == FORWARD:
+            blocks = self._columns(args, kwargs, inputs, out_shape)
+        else:
+            blocks = self._rows(args, kwargs, inputs, out_aval)
+        blocks = [b.astype(result_dtype(out_aval, x), copy=False)   # the same in every mode
+                  for b, x in zip(blocks, inputs)]
+        return blocks[0] if self._single else tuple(blocks)
+
+    def _output_aval(self, arguments) -> Aval:
+        """The result's aval for these arguments, from the lowered graph (once per signature)."""
+        from ..pipeline import lower
+        avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
+        key = key_of(avals)
+        if key not in self._out_avals:
+            try:
+                with custom_examples.compiling(self.primal, arguments):
+                    self._out_avals[key] = lower(self.primal, avals).outputs[0].aval
+            except (CompileError, ArgumentError) as exc:  # shown without the compiler's frames
+                raise as_user_error(exc)
+        return self._out_avals[key]
+
+    def _columns(self, args, kwargs, inputs, out_shape):
+        """Forward mode: one jvp per input entry gives one column of the Jacobian."""
+        blocks = []
+        for j, x in enumerate(inputs):
+            cols = [np.asarray(self.forward(*args, tangents=self._tangents(inputs, j, k),
+                                            **kwargs)[1]) for k in range(np.size(x))]
+            block = np.stack(cols, axis=-1) if cols else np.zeros(out_shape + (0,))
+            blocks.append(block.reshape(out_shape + np.shape(x)))
+        return blocks
+
+    def _rows(self, args, kwargs, inputs, out_aval):
+        """Reverse mode: one vjp per output entry gives one row of the Jacobian."""
+        out_shape = tuple(out_aval.known_shape)
+        size = int(np.prod(out_shape, dtype=np.int64))
+        rows = [[] for _ in inputs]
+        for m in range(size):
+            cotangent = np.zeros(size, dtype=_cotangent_dtype(out_aval))
+            cotangent[m] = 1.0
+            grads = self.reverse(*args, cotangent=cotangent.reshape(out_shape), **kwargs)
+            for row, g in zip(rows, (grads,) if self._single else grads):
+                row.append(np.asarray(g))
+        return [np.stack(row).reshape(out_shape + np.shape(x)) if row else
+                np.zeros(out_shape + np.shape(x)) for row, x in zip(rows, inputs)]
+
+    def _tangents(self, inputs, j, k):
+        """Zero tangents, but entry ``k`` of input ``j``: a basis direction."""
+        out = [0.0 if isinstance(x, float) else np.zeros(np.shape(x)) for x in inputs]
+        if isinstance(inputs[j], float):
+            out[j] = 1.0
+        else:
+            out[j].reshape(-1)[k] = 1.0
+        return out[0] if self._single else tuple(out)
+
+    def specialize(self, *args, **kwargs):
+        """Compile the jvp ('fwd') or the vjp ('rev') this call would use, without running it."""
+        arguments = bind_arguments(self.primal, args, kwargs)
+        inputs = [arguments[w] for w in self.wrt]
+        out_aval = self._output_aval(arguments)
+        self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
+        if self.last_mode == FORWARD:
+            return self.forward.specialize(*args, **kwargs)
+        cotangent = np.zeros(out_aval.known_shape, dtype=_cotangent_dtype(out_aval)) \
+            if out_aval.kind == "array" else 0.0
+        return self.reverse.specialize(*args, cotangent=cotangent, **kwargs)
+
+    @property
+    def source(self):
+        """The generated code of the mode used last (jvp for 'fwd', vjp for 'rev')."""
+        return (self.forward if self.last_mode == FORWARD else self.reverse).source
+
+    @property
+    def ir(self):
+        return (self.forward if self.last_mode == FORWARD else self.reverse).ir
+
+
+def result_dtype(*values) -> np.dtype:
+    """The float dtype of a derivative block between these inputs and outputs (arrays, avals,
+    Python floats): NumPy's promotion, a Python float taking part weakly (float32 stays)."""
+    parts = []
+    for v in values:
+        if isinstance(v, Aval):
+            v = 0.0 if v.kind == "float" else np.dtype(v.dtype)
+        parts.append(v if isinstance(v, (float, np.dtype)) else np.dtype(v.dtype))
+    dtype = np.result_type(*parts)
+    return dtype if dtype.kind == "f" else np.dtype(np.float64)
+
+
+def _cotangent_dtype(out_aval: Aval) -> np.dtype:
+    return np.dtype(out_aval.dtype) if out_aval.kind == "array" and out_aval.is_float \
+        else np.dtype(np.float64)
+
+
+def choose_mode(inputs, out_aval: Aval) -> str:
+    """Forward mode when the inputs have fewer entries than the output, else reverse mode:
+    forward mode gives a column per pass, reverse mode a row."""
+    n_in = sum(int(np.size(x)) for x in inputs)
+    n_out = int(np.prod(out_aval.known_shape, dtype=np.int64))
+    return FORWARD if n_in < n_out else REVERSE
+
+
+def jacobian(f=None, *, wrt=None, mode="auto"):
+    """The Jacobian of ``f`` with respect to ``wrt``, as an array of shape
+    ``out.shape + in.shape`` (a tuple of them for a tuple ``wrt``).
+
+    ``mode="fwd"`` runs one compiled jvp per input entry (a column each), ``mode="rev"`` one
+    compiled vjp per output entry (a row each); ``"auto"`` (the default) picks forward mode when
+    the inputs have fewer entries than the output, reverse mode otherwise.
+    """
+    if f is None:
+        return lambda fn: Jacobian(fn, wrt, mode)
+    return Jacobian(f, wrt, mode)
+
+
+# ---- Hessians --------------------------------------------------------------------------------
+class HessianVectorProduct:
+    """``hvp(*args, tangents=v)`` gives ``(gradient, H v)``: the tangents of the compiled gradient
+    graph (forward over reverse, ``.source`` is ``def hvp_f(...)``).
+
+    Forward mode has no rule for the ``fwd`` and ``bwd`` calls a custom_vjp function puts in the
+    gradient graph, and refuses them (:class:`ForwardModeError`); then, and from then on, this
+    takes the jvp of the gradient's own generated source instead, one per wrt parameter (as
+    ``jacobian(grad(f, wrt=w), mode="fwd")``), where ``fwd`` and ``bwd`` are read as the user's
+    NumPy code: the derivative of the gradient the custom rule defines, as in JAX. Where the
+    gradient needs the custom function's value (``lse(z) * s``), its source calls the function
+    itself, which forward mode refuses too; then ``H`` is the reverse-mode Jacobian of that
+    source (``jacobian(grad(f, wrt=w), mode="rev")``: the call's adjoint is the custom rule,
+    ``fwd`` and ``bwd`` are read as NumPy code), and ``H v`` is that matrix times ``v``.
+    """
+    transform_name = "hvp"
+    bound_attributes = ("specialize",)
+
+    def __init__(self, fn, wrt=None):
+        self.primal, self._wrt = fn, wrt
+        self.fused = TangentFunction(fn, wrt, "hvp")
+        self.wrt, self._single = self.fused.wrt, self.fused._single
+        self.parts = None      # the jvps of the gradient's source, once the fused one is refused
+        self.rows = None       # the reverse Jacobians of that source, once the jvps are refused
+        self.gradient = None   # the gradient, which the rows do not give
+
+    def _staged(self, run):
+        """``run()``, moving on to the next method each time forward mode refuses one."""
+        while True:
+            try:
+                return run()
+            except ForwardModeError:
+                if self.rows is not None:
+                    raise
+                self._fall_back()
+
+    def _fall_back(self):
+        if self.parts is None:
+            self.parts = [TangentFunction(GradientFunction(self.primal, w, "grad"), self._wrt,
+                                          "jvp") for w in self.wrt]
+            return
+        self.rows = [Jacobian(GradientFunction(self.primal, w, "grad"), self._wrt, REVERSE)
+                     for w in self.wrt]
+        self.gradient = GradientFunction(self.primal, self._wrt, "grad")
+
+    def __call__(self, *args, tangents=None, **kwargs):
+        grads, products = self._staged(lambda: self._products(args, tangents, kwargs))
+        if self.parts is None:
+            return grads, products   # the fused function's, typed like the inputs already
+        arguments = bind_arguments(self.primal, args, kwargs)   # a NumPy scalar's: its type
+        grads, products = (input_types((r,) if self._single else r, arguments, self.wrt)
+                           for r in (grads, products))
+        return (grads[0], products[0]) if self._single else (grads, products)
+
+    def _products(self, args, tangents, kwargs):
+        if self.parts is None:
+            return self.fused(*args, tangents=tangents, **kwargs)
+        if self.rows is None:
+            results = [part(*args, tangents=tangents, **kwargs) for part in self.parts]
+            grads, products = tuple(r[0] for r in results), tuple(r[1] for r in results)
+        else:
+            grads = self.gradient(*args, **kwargs)
+            grads = (grads,) if self._single else grads
+            products = self._times(self.blocks(args, kwargs), args, tangents, kwargs)
+        return (grads[0], products[0]) if self._single else (grads, products)
+
+    def blocks(self, args, kwargs) -> list:
+        """``H[i][j]`` from the reverse-mode Jacobians of the gradient (after the fall-backs)."""
+        rows = [jac(*args, **kwargs) for jac in self.rows]
+        return [[row] if self._single else list(row) for row in rows]
+
+    def _times(self, blocks, args, tangents, kwargs):
+        """``H v``, each product shaped (and typed) like its input."""
+        arguments = bind_arguments(self.primal, args, kwargs)
+        vs = self.fused._tangents(tangents, arguments)
+        out = []
+        for row, w in zip(blocks, self.wrt):
+            x = arguments[w]
+            hv = sum(np.tensordot(h, v, axes=np.ndim(v)) for h, v in zip(row, vs))
+            out.append(float(hv) if isinstance(x, float) else _like(hv, x, w))
+        return tuple(out)
+
+    def specialize(self, *args, **kwargs):
+        """Compile for these arguments without running: the fused function, or the list of
+        functions it fell back to."""
+        kwargs.pop("tangents", None)
+
+        def compile_stage():
+            compiled = [stage.specialize(*args, **kwargs) for stage in self._stage()]
+            return compiled[0] if self.parts is None else compiled
+        return self._staged(compile_stage)
+
+    def _stage(self) -> list:
+        return [self.fused] if self.parts is None else self.parts if self.rows is None \
+            else self.rows
+
+    @property
+    def source(self):
+        """The generated code: ``hvp_f``, or the functions it fell back to."""
+        return "\n".join(stage.source for stage in self._stage())
+
+    @property
+    def ir(self):
+        return self.fused.ir if self.parts is None else [stage.ir for stage in self._stage()]
+
+
+class Hessian(_Method):
+    """``hessian(f, wrt=...)``: call it as ``f``; ``.hvp`` is the Hessian-vector product
+    (:class:`HessianVectorProduct`) it calls once per input entry."""
+    transform_name = "hessian"
+    bound_attributes = ("specialize", "hvp")
+
+    def __init__(self, fn, wrt=None):
+        check_transformable(fn, "hessian")
+        self.primal = fn
+        self.hvp = HessianVectorProduct(fn, wrt)
+        self.wrt, self._single = self.hvp.wrt, self.hvp._single
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        arguments = bind_arguments(self.primal, args, kwargs)
+        inputs = [arguments[w] for w in self.wrt]
+        for w, x in zip(self.wrt, inputs):
+            classify(x, w, True)
+        self.hvp.specialize(*args, **kwargs)   # settles which method the hvp takes
+        if self.hvp.rows is not None:
+            blocks = self.hvp.blocks(args, kwargs)
+        else:
+            blocks = self._columns(args, kwargs, inputs)
+        blocks = [[np.asarray(h).astype(result_dtype(xi, xj), copy=False)
+                   for h, xj in zip(row, inputs)] for row, xi in zip(blocks, inputs)]
+        return blocks[0][0] if self._single else tuple(tuple(row) for row in blocks)
+
+    def _columns(self, args, kwargs, inputs):
+        """``H[i][j]`` from one Hessian-vector product per entry of input ``j``."""
+        blocks = [[None] * len(inputs) for _ in inputs]
+        for j, x in enumerate(inputs):
+            cols = []
+            for k in range(int(np.size(x))):
+                _, hv = self.hvp(*args, tangents=_basis(inputs, j, k, self._single), **kwargs)
+                cols.append((hv,) if self._single else hv)
+            for i, xi in enumerate(inputs):
+                col = [np.asarray(c[i]) for c in cols]
+                blocks[i][j] = np.stack(col, axis=-1).reshape(np.shape(xi) + np.shape(x))
+        return blocks
+
+    def specialize(self, *args, **kwargs):
+        """Compile the Hessian-vector product for these arguments, without running it."""
+        return self.hvp.specialize(*args, **kwargs)
+
+    @property
+    def source(self):
+        """The generated Hessian-vector product."""
+        return self.hvp.source
+
+    @property
+    def ir(self):
+        return self.hvp.ir
+
+
+def _basis(inputs, j, k, single):
+    out = [0.0 if isinstance(x, float) else np.zeros(np.shape(x)) for x in inputs]
+    if isinstance(inputs[j], float):
+        out[j] = 1.0
+    else:
+        out[j].reshape(-1)[k] = 1.0
+    return out[0] if single else tuple(out)
+
+
+def hessian(f=None, *, wrt=None):
+    """The Hessian of ``f``'s scalar result with respect to ``wrt``, forward over reverse: one
+    compiled Hessian-vector product per input entry. For a single ``wrt`` of shape ``S`` it has
+    shape ``S + S``; for a tuple, ``H[i][j]`` has shape ``in_i.shape + in_j.shape``.
+
+    Through a custom_vjp function, whose ``fwd`` and ``bwd`` forward mode refuses to enter as
+    calls (it would otherwise give them zero tangents), the Hessian-vector product is the jvp
+    of the gradient's generated source instead, with ``fwd`` and ``bwd`` read as NumPy code
+    (:class:`HessianVectorProduct`); where the gradient needs the custom function's value, the
+    Hessian is the reverse-mode Jacobian of that source, one vjp per entry of each input.
+    Where ``fwd`` or ``bwd`` cannot be read (a black-box call), that raises the located error
+    of the call it cannot compile."""
+    if f is None:
+        return lambda fn: Hessian(fn, wrt)
+    return Hessian(f, wrt)
+
+
+__all__ = ["jacobian", "hessian", "Jacobian", "Hessian", "HessianVectorProduct",
+           "choose_mode"]

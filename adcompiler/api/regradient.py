@@ -1,0 +1,66 @@
+"""``grad(grad(f))``: the inner gradient's generated source, lowered again as a new function.
+
+Invariant: the source read back is the plain source its compilation emits (see
+:mod:`adcompiler.api.higher`); every error met there is the compiler's, not the user's code, so it
+is reported at the user's ``def`` with the transform that takes it (``ad.hessian``).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from .gradients import GradientFunction, TangentFunction
+from ..errors import CompileError
+from ..ir import Aval
+
+
+def lower_gradient(gf: GradientFunction, arguments: dict):
+    """The graph of the gradient ``gf`` computes, for these arguments: its generated source
+    (emitted ``plain``, for reading again), lowered as a new function."""
+    from ..frontend.lower import lower_function
+    from ..pipeline import compile_gradient
+    if gf.mode != "grad" or isinstance(gf, TangentFunction):
+        raise CompileError(f"differentiating a {gf.mode} is not supported: only grad(grad(f))",
+                           hint="use adcompiler.hessian or adcompiler.jacobian")
+    for name in gf.wrt:
+        if not isinstance(arguments.get(name), Aval):
+            raise TypeError(f"cannot differentiate with respect to {name!r}: it is "
+                            f"{arguments.get(name)!r}, not a float or a float array")
+    inner = compile_gradient(gf.primal, arguments, gf.wrt, "grad", plain=True)
+    try:
+        graph = lower_function(inner.function, arguments)
+    except CompileError as exc:  # in the generated source: say so, at the user's def
+        if exc.location is None or not exc.location.filename.startswith("<adcompiler"):
+            raise
+        raise regradient_error(
+            gf, f"grad({function_name(gf)}) cannot be differentiated again here; reading its generated "
+            f"source back failed at line {exc.location.lineno} "
+            f"(`{exc.location.line.strip()}`): {exc.message}",
+            f"use adcompiler.hessian({function_name(gf)}) (forward over reverse, which takes it), or "
+            ".hvp for Hessian-vector products") from None
+    graph.name = inner.fname
+    graph.writes = inner.graph.writes  # the plain source updates copies: the user's writes
+    graph.inner_gradient = gf          # the pipeline's checks speak of the user's function
+    if len(graph.outputs) != 1:
+        wrt = repr(tuple(gf.wrt))
+        raise regradient_error(gf, f"grad({function_name(gf)}, wrt={wrt}) returns a tuple of "
+                               f"{len(graph.outputs)} gradients, and a transform of it "
+                               "differentiates one result",
+                               f"use adcompiler.hessian({function_name(gf)}, wrt={wrt}) for every "
+                               "second derivative, or grad(grad(f, wrt=a), wrt=b) for one")
+    return graph
+
+
+def regradient_error(gf, message, hint) -> CompileError:
+    """A CompileError about differentiating ``gf`` again, at the user's ``def`` (not in the
+    generated source that was lowered)."""
+    from ..frontend.source import read_function
+    src = read_function(gf.primal)
+    return src.error(src.tree, message, hint)
+
+
+def function_name(gf) -> str:
+    return getattr(inspect.unwrap(gf.primal), "__name__", "f")
+
+
+__all__ = ["lower_gradient", "regradient_error", "function_name"]

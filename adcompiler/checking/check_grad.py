@@ -1,0 +1,170 @@
+"""``check_grad``: the compiled gradient against the dynamic tape and central differences.
+
+Invariants: the function is never handed the caller's arrays (each call gets copies); finite
+differences are taken in float64, one entry at a time (the five-point stencil of
+:mod:`adcompiler.checking.differences`, step ``eps`` relative to the entry);
+an input passes when the compiled gradient is ``np.allclose`` (``rtol``, ``atol``) to both the
+tape's and the numerical one; a failure raises :class:`GradientCheckError` naming the input,
+the entry that disagrees most and the three values there.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import differences
+from ..api.gradients import grad
+from .differences import as_float64
+from ..api.signature import bind_arguments, resolve_wrt
+
+
+class GradientCheckError(AssertionError):
+    """The compiled gradient disagrees with the tape's or with finite differences."""
+
+    def __init__(self, message, report):
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass
+class InputCheck:
+    """One input: its gradient three ways, and the worst relative errors between them."""
+
+    name: str
+    compiled: np.ndarray
+    tape: object            # an array, or why the tape could not run ``f`` (math.* on tensors)
+    numerical: np.ndarray
+    vs_numerical: float     # max |compiled - numerical| / max |numerical| (normwise)
+    vs_tape: float          # max |compiled - tape| / max |tape|; nan where the tape did not run
+    ok: bool
+
+
+@dataclass
+class GradCheckReport:
+    """What :func:`check_grad` found; ``str()`` prints one line per input."""
+
+    function: str
+    inputs: list = field(default_factory=list)
+    rtol: float = 0.0
+    atol: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.inputs)
+
+    @property
+    def worst(self) -> dict:
+        """Per input, the worst relative error of the compiled gradient (against both)."""
+        return {c.name: np.nanmax([c.vs_numerical, c.vs_tape]) for c in self.inputs}
+
+    def __str__(self):
+        lines = [f"check_grad({self.function}): rtol={self.rtol:g}, atol={self.atol:g}",
+                 f"  {'input':<12} {'shape':<12} {'vs finite diff':>15} {'vs tape':>10}  result"]
+        for c in self.inputs:
+            tape = "n/a" if isinstance(c.tape, str) else f"{c.vs_tape:.2e}"
+            lines.append(f"  {c.name:<12} {str(np.shape(c.compiled)):<12} "
+                         f"{c.vs_numerical:>15.2e} {tape:>10}  {'ok' if c.ok else 'MISMATCH'}")
+        skipped = next((c.tape for c in self.inputs if isinstance(c.tape, str)), None)
+        if skipped:
+            lines.append(f"  (the dynamic tape could not run {self.function}: {skipped})")
+        return "\n".join(lines)
+
+
+def check_grad(f, *args, wrt=None, rtol=1e-5, atol=1e-6, eps=1e-4, raise_on_failure=True,
+               **kwargs) -> GradCheckReport:
+    """Check ``adcompiler.grad(f, wrt=wrt)`` at ``args`` against the dynamic tape
+    (:func:`adcompiler.tape.dynamic_grad`) and central finite differences in float64.
+    ``f`` may be a decorated gradient (``@ad.grad(wrt=...) def loss``): then the gradient it
+    computes is checked, with its own ``wrt`` (not the derivative of that gradient).
+
+    Returns a :class:`GradCheckReport` (``.ok``, ``.worst``, one :class:`InputCheck` per wrt
+    input); raises :class:`GradientCheckError` (an AssertionError) when an input's compiled
+    gradient is not within ``rtol``/``atol`` of both, unless ``raise_on_failure=False``. Where
+    the tape cannot run ``f`` (it refuses ``math.*`` on tensors, as PyTorch), the report says
+    so and the check is against finite differences alone.
+    """
+    from ..tape import dynamic_grad
+    f, wrt = _undecorated(f, wrt)
+    names = grad(f, wrt=wrt).wrt
+    compiled = grad(f, wrt=names)(*_copies(args), **_copies(kwargs))
+    try:
+        tape = dynamic_grad(f, wrt=names)(*_copies(args), **_copies(kwargs))
+    except Exception as exc:  # noqa: BLE001 - reported, and the check fails
+        tape = [f"{type(exc).__name__}: {exc}"] * len(names)
+    arguments = bind_arguments(f, args, kwargs)
+    report = GradCheckReport(getattr(f, "__name__", repr(f)), rtol=rtol, atol=atol)
+    for name, c, t in zip(names, compiled, tape):
+        n = numerical_gradient(f, arguments, name, eps)
+        report.inputs.append(_compare(name, c, t, n, rtol, atol))
+    if raise_on_failure and not report.ok:
+        raise GradientCheckError(_explain(report), report)
+    return report
+
+
+def _undecorated(f, wrt):
+    """``(function, wrt)`` to check: a decorated gradient's primal and its own wrt."""
+    from ..api.gradients import GradientFunction, TangentFunction
+    if not isinstance(f, GradientFunction) or isinstance(f, TangentFunction) or \
+            f.mode not in ("grad", "value_and_grad"):
+        return f, 0 if wrt is None else wrt
+    if wrt is not None and resolve_wrt(f.primal, wrt) != f.wrt:
+        raise TypeError(f"check_grad of {f.mode}({f.primal.__name__}, wrt={f.wrt!r}) checks "
+                        f"that gradient, with respect to {f.wrt!r}, not wrt={wrt!r}: drop "
+                        f"wrt=, or pass the undecorated function")
+    return f.primal, f.wrt
+
+
+def numerical_gradient(f, arguments: dict, name: str, eps=1e-4):
+    """d f / d arguments[name] by central differences in float64 (:mod:`adcompiler.checking.differences`);
+    ``f`` gets copies of every argument on each call."""
+    names = list(arguments)
+    args = [as_float64(copy.deepcopy(v)) for v in arguments.values()]
+
+    def scalar(*xs):
+        return float(np.sum(f(**{n: copy.deepcopy(x) for n, x in zip(names, xs)})))
+    result = differences.gradient(scalar, args, names.index(name), eps)
+    return np.float64(result) if isinstance(result, float) else result
+
+
+def _copies(values):
+    return copy.deepcopy(values)
+
+
+def _relative(a, b) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    scale = np.max(np.abs(b), initial=0.0)
+    diff = np.max(np.abs(a - b), initial=0.0)
+    return float(diff / scale) if scale > 0 else float(diff)
+
+
+def _compare(name, c, t, n, rtol, atol) -> InputCheck:
+    close = np.allclose(np.asarray(c, np.float64), n, rtol=rtol, atol=atol)
+    if isinstance(t, str):
+        return InputCheck(name, c, t, n, _relative(c, n), float("nan"), bool(close))
+    close = close and np.allclose(np.asarray(c, np.float64), np.asarray(t, np.float64),
+                                  rtol=rtol, atol=atol)
+    return InputCheck(name, c, t, n, _relative(c, n), _relative(c, t), bool(close))
+
+
+def _explain(report) -> str:
+    lines = [f"the gradient of {report.function} does not check out:", str(report)]
+    for c in report.inputs:
+        if c.ok:
+            continue
+        taped = not isinstance(c.tape, str)
+        gap = np.abs(np.asarray(c.compiled, np.float64) - c.numerical)
+        if taped:
+            gap = np.maximum(gap, np.abs(np.asarray(c.compiled, np.float64) - np.asarray(c.tape)))
+        i = np.unravel_index(int(np.argmax(gap)), np.shape(gap)) if np.ndim(gap) else ()
+        at = f"[{', '.join(map(str, i))}]" if i else ""
+        tape = f"tape {np.asarray(c.tape)[i]!r}, " if taped else ""
+        lines.append(f"{c.name}{at}: compiled {np.asarray(c.compiled)[i]!r}, {tape}"
+                     f"finite differences {c.numerical[i]!r}")
+    return "\n".join(lines)
+
+
+__all__ = ["check_grad", "GradCheckReport", "InputCheck", "GradientCheckError",
+           "numerical_gradient"]
