@@ -127,7 +127,7 @@ USER_VJPS: dict = {}   # prim -> rule(ops, argnum, g, ans, *args): calls the use
 
 
 def defvjp_user(prim, rule):
-    """Register the rule of a user's custom_vjp function (see :mod:`adcompiler.custom`). Kept
+    """Register the rule of a user's custom_vjp function (see :mod:`adcompiler.custom.vjp`). Kept
     apart from the built-in rules: it is the user's to check (``adcompiler.check_grad``), it
     emits calls of the user's functions (so it runs on the compiler's Builder only) and it has
     no tangent rule."""
