@@ -62,7 +62,7 @@ _ew("arccosh",  lambda ops, g, ans, x: g / (ops.sqrt(x - 1) * ops.sqrt(x + 1)))
 _ew("arctanh",  lambda ops, g, ans, x: g / ((1 - x) * (1 + x)))
 
 # ---- roots, base-2 and base-10 (primitives, not log(x) / log(2): np.log2(8) is 3 exactly) ---
-LN2, LN10 = math.log(2.0), math.log(10.0)   # exact log(2), log(10) to adcompiler.checking.symbolic
+LN2, LN10 = math.log(2.0), math.log(10.0)   # exact log(2), log(10) to checking.symbolic
 _ew("cbrt",     lambda ops, g, ans, x: g / (3 * ans * ans))   # inf at 0, as PyTorch and JAX
 _ew("log2",     lambda ops, g, ans, x: g / (x * LN2))
 _ew("log10",    lambda ops, g, ans, x: g / (x * LN10))
