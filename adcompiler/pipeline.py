@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,31 +17,20 @@ from .backends.naming import reserved as reserved_names
 from .backends.naming import BUILTINS
 from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
-from .custom.vjp import runtime_names
+from .custom.vjp import custom_vjp, lower_call, runtime_names
 from .errors import ArgumentError, CompileError
 from .frontend.lower import lower_function
 from .ir import Aval, Literal, Value
 from .ir.verify import verify
 from .passes import optimize
 from .runtime import numba_cache
-from .runtime.compile import XP_NAMES, load_backend
+from .runtime.compile import XP_NAMES, Compiled, load_backend
 from .transforms.branch_values import bind_on_every_path
 from .transforms.forward import add_tangents
 from .transforms.reverse import add_adjoint
 
 MODES = ("grad", "value_and_grad", "vjp")
 FORWARD_MODES = ("jvp", "hvp")  # compiled by compile_jvp
-
-
-@dataclass
-class Compiled:
-    graph: object          # the optimised graph (forward and adjoint)
-    source: str            # the generated function's source
-    function: object       # the loaded function
-    fname: str
-    backend: str = "numpy"   # "numpy", "cupy" or "numba" (NumPy code where no loop plan fits)
-    kernels: tuple = ()      # the CuPy backend's ElementwiseKernels (backends.cuda_kernels)
-    constants: dict = field(default_factory=dict)  # what the source reads, as given (host)
 
 
 def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
@@ -159,16 +147,24 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
     return _emit_and_load(graph, fname, arg_names, plain, backend)
 
 
+# How to lower a callable that is not a plain def: (the callable's type, its lowering). The
+# packages above the pipeline that make such callables register them (adcompiler.api: a gradient
+# object, lowered from its generated source), so the pipeline never imports them.
+LOWERINGS: list = [(custom_vjp, lower_call)]
+
+
+def register_lowering(kind: type, lowering):
+    """Lower instances of ``kind`` with ``lowering(fn, arguments) -> Graph``."""
+    LOWERINGS.append((kind, lowering))
+
+
 def lower(fn, arguments: dict):
-    """The graph of ``fn``: a plain function's source, a custom_vjp function's call, or the
-    generated source of a compiled gradient (grad of grad: see :mod:`adcompiler.api.higher`)."""
-    from .api.gradients import GradientFunction
-    from .custom.vjp import custom_vjp, lower_call
-    from .api.regradient import lower_gradient
-    if isinstance(fn, custom_vjp):
-        return lower_call(fn, arguments)
-    if isinstance(fn, GradientFunction):
-        return lower_gradient(fn, arguments)
+    """The graph of ``fn``: a plain function's source, or what :data:`LOWERINGS` says for its
+    type (a custom_vjp function's call; a compiled gradient's generated source, for grad of
+    grad: see :mod:`adcompiler.api.regradient`)."""
+    for kind, lowering in LOWERINGS:
+        if isinstance(fn, kind):
+            return lowering(fn, arguments)
     return lower_function(fn, arguments)
 
 
@@ -234,15 +230,8 @@ def _check_output(graph, out: Value, mode):
     if not out.aval.is_float:
         raise graph.source.error(node, f"the result has dtype {out.aval.dtype}; only floating "
                                  "results can be differentiated", "return a float array")
-    if mode != "vjp" and out.aval.known_shape != () and graph.inner_gradient is not None:
-        from .api.regradient import function_name as _name, regradient_error
-        gf = graph.inner_gradient
-        raise regradient_error(
-            gf, f"grad(grad({_name(gf)})): the inner gradient is an array of shape "
-            f"{out.aval.known_shape}, and grad needs a scalar result",
-            f"use adcompiler.hessian({_name(gf)}) for the matrix of second derivatives, "
-            f"adcompiler.jacobian(adcompiler.grad({_name(gf)})) likewise, or .hvp for "
-            "Hessian-vector products")
+    if mode != "vjp" and out.aval.known_shape != () and graph.array_result_error is not None:
+        raise graph.array_result_error(out.aval.known_shape)   # grad(grad(f)) of an array
     if mode != "vjp" and out.aval.known_shape != ():
         raise graph.source.error(
             node, f"grad needs a scalar result, but this returns an array of shape "

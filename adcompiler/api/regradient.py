@@ -7,18 +7,19 @@ is reported at the user's ``def`` with the transform that takes it (``ad.hessian
 
 from __future__ import annotations
 
+import functools
 import inspect
 
-from .gradients import GradientFunction, TangentFunction
 from ..errors import CompileError
+from ..frontend.lower import lower_function
 from ..ir import Aval
+from ..pipeline import compile_gradient, register_lowering
+from .gradients import GradientFunction, TangentFunction
 
 
 def lower_gradient(gf: GradientFunction, arguments: dict):
     """The graph of the gradient ``gf`` computes, for these arguments: its generated source
     (emitted ``plain``, for reading again), lowered as a new function."""
-    from ..frontend.lower import lower_function
-    from ..pipeline import compile_gradient
     if gf.mode != "grad" or isinstance(gf, TangentFunction):
         raise CompileError(f"differentiating a {gf.mode} is not supported: only grad(grad(f))",
                            hint="use adcompiler.hessian or adcompiler.jacobian")
@@ -40,7 +41,8 @@ def lower_gradient(gf: GradientFunction, arguments: dict):
             ".hvp for Hessian-vector products") from None
     graph.name = inner.fname
     graph.writes = inner.graph.writes  # the plain source updates copies: the user's writes
-    graph.inner_gradient = gf          # the pipeline's checks speak of the user's function
+    # the pipeline's check of a scalar result speaks of the user's function
+    graph.array_result_error = functools.partial(_array_result_error, gf)
     if len(graph.outputs) != 1:
         wrt = repr(tuple(gf.wrt))
         raise regradient_error(gf, f"grad({function_name(gf)}, wrt={wrt}) returns a tuple of "
@@ -49,6 +51,16 @@ def lower_gradient(gf: GradientFunction, arguments: dict):
                                f"use adcompiler.hessian({function_name(gf)}, wrt={wrt}) for every "
                                "second derivative, or grad(grad(f, wrt=a), wrt=b) for one")
     return graph
+
+
+def _array_result_error(gf, shape) -> CompileError:
+    name = function_name(gf)
+    return regradient_error(
+        gf, f"grad(grad({name})): the inner gradient is an array of shape {shape}, and grad "
+        "needs a scalar result",
+        f"use adcompiler.hessian({name}) for the matrix of second derivatives, "
+        f"adcompiler.jacobian(adcompiler.grad({name})) likewise, or .hvp for Hessian-vector "
+        "products")
 
 
 def regradient_error(gf, message, hint) -> CompileError:
@@ -62,5 +74,7 @@ def regradient_error(gf, message, hint) -> CompileError:
 def function_name(gf) -> str:
     return getattr(inspect.unwrap(gf.primal), "__name__", "f")
 
+
+register_lowering(GradientFunction, lower_gradient)   # grad(grad(f)), hessian's fallback
 
 __all__ = ["lower_gradient", "regradient_error", "function_name"]

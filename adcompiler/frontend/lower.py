@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import AssertionFailed, CompileError
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
-from ..api.signature import python_call_error
+from .parameters import python_call_error
 from . import fence
 from .checks import CheckLowering
 from .comprehensions import ComprehensionLowering, own_names

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import CompileError, Location
-from ..api.signature import resolve_wrt
+from .parameters import resolve_wrt
 from .module_writes import find_changes
 
 RESOLVABLE = ("numpy", "math", "adcompiler", "cupy")

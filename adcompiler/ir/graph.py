@@ -202,7 +202,8 @@ class Graph:
     outputs: list = field(default_factory=list)
     consts: dict = field(default_factory=dict)  # Value -> concrete array
     writes: dict = field(default_factory=dict)  # parameter name -> where the code writes into it
-    inner_gradient: object = None  # grad(grad(f)): the inner GradientFunction (higher.py)
+    array_result_error: object = None  # grad(grad(f)): shape -> the error saying the
+                                       # inner gradient is an array (api.regradient)
     errstate: dict = field(default_factory=dict)  # np.errstate(...) the code runs under
     _names: set = field(default_factory=set, repr=False)
 

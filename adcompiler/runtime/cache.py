@@ -28,7 +28,7 @@ import numpy as np
 
 from ..backends import check_modes, numexpr_chains
 from ..frontend.source import source_lines
-from .compile import load_function
+from .compile import Compiled, load_function
 
 BACKEND = "numpy"
 _SUFFIX = ".npz"
@@ -162,7 +162,6 @@ def fetch(key, build):
 
 def get(key: Key, rebuild=None):
     """The stored compilation, or None (missing, unreadable, corrupt or not matching the key)."""
-    from ..pipeline import Compiled
     path = _entry(key.digest)
     try:
         with np.load(path, allow_pickle=False) as data:

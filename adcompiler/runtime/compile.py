@@ -16,9 +16,21 @@ import importlib.util
 import linecache
 import math
 import types
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+
+@dataclass
+class Compiled:
+    graph: object          # the optimised graph (forward and adjoint)
+    source: str            # the generated function's source
+    function: object       # the loaded function
+    fname: str
+    backend: str = "numpy"   # "numpy", "cupy" or "numba" (NumPy code where no loop plan fits)
+    kernels: tuple = ()      # the CuPy backend's ElementwiseKernels (backends.cuda_kernels)
+    constants: dict = field(default_factory=dict)  # what the source reads, as given (host)
+
 
 BACKENDS = ("numpy", "cupy", "numba")
 # how the generated source spells the array module (numba's Python wrapper is NumPy code)
