@@ -450,3 +450,65 @@ def test_hvp_after_two_ifs():
     g = adcompiler.grad(hvp_after_two_ifs)
     differences = (g(x + eps * v) - g(x - eps * v)) / (2 * eps)
     np.testing.assert_allclose(hv, differences, rtol=1e-6, atol=1e-8)
+
+
+def transposed_after_an_if(x):
+    s = np.sum(np.tanh(x))
+    if np.sum(x) < -20.0:
+        s = s * 3.0
+    s = s.T
+    return s
+
+
+def transposed_after_an_early_return(x):
+    s = np.sum(np.tanh(x))
+    if np.sum(x) < -20.0:
+        return s
+    s = s.T
+    return s
+
+
+@pytest.mark.xfail(strict=True, reason="compiler: the .T of a 0-d sum an if merged (or an early "
+                   "return left) raises an IRError ('multiply gives f64[], but its shape rule "
+                   "says float'; 'a cond block yields float, the node declares array'); before "
+                   "8893de2 an AttributeError on (1.0).T; the large programs met it at 512 x 512")
+@pytest.mark.parametrize("f", [transposed_after_an_if, transposed_after_an_early_return])
+def test_the_transpose_of_a_sum_after_an_if(f):
+    x = np.array([0.5, -1.0, 1.2])
+    np.testing.assert_allclose(adcompiler.grad(f)(x), 1 - np.tanh(x) ** 2, rtol=1e-12)
+
+
+def rebound_in_an_if(x, y):
+    v = np.sin(y) * y
+    if np.max(x) <= 3.98:
+        v = np.tanh(v)
+    return np.sum(v)
+
+
+def scalar_of_a_buffer_in_a_while(x, y):
+    v = np.multiply(y, x)
+    n = 0
+    while n < 4:
+        n = n + 1
+        if np.sum(x) > 2.43:
+            continue
+        v = v - 0.1 * np.cos(v[n - 1])
+    return np.sum(v)
+
+
+@pytest.mark.xfail(strict=True, reason="verify_plan: false positives on poisoned plans that are "
+                   "right (the values agree with the unoptimised code with the check off): "
+                   "'_poison(_buf1)' while v may hold it, read next at 'dv = 1 - v * v' (read "
+                   "only under the same test 'if t2:' whose branch rebound v); v[n - 1], a "
+                   "NumPy scalar of a 1-D buffer, taken as holding the buffer in a list")
+@pytest.mark.parametrize("f, args", [
+    (rebound_in_an_if, (0.5, (64, 64))),
+    (scalar_of_a_buffer_in_a_while, (0.3, (4096,))),
+], ids=["rebound_in_an_if", "scalar_of_a_buffer_in_a_while"])
+def test_poisoned_plans_that_are_right_pass_the_plan_check(f, args, monkeypatch):
+    monkeypatch.setenv("ADCOMPILER_VERIFY_PLANS", "1")
+    x, shape = args
+    y = np.random.default_rng(0).uniform(-1.5, 1.5, shape)
+    want = reference(lambda: adcompiler.grad(f, wrt=(0, 1)), lambda t: t(x, y.copy()))
+    got, _ = optimised(lambda: adcompiler.grad(f, wrt=(0, 1)), lambda t: t(x, y.copy()), True)
+    assert_close(got, want, "optimised against unoptimised")
