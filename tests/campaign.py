@@ -11,13 +11,16 @@ value_and_grad, vjp, jvp, hvp, module) and tier (buffers, numexpr, numexpr-off) 
 same programs of a cell again, whichever other cells run) and runs
 :func:`tests.test_large_programs.check` on each. A program either agrees, or *disagrees* (the
 optimised result, or the tape's, differs from the unoptimised one), or is *refused* (a
-CompileError), or *fails* otherwise (another exception, a hang past ``--time-limit`` seconds).
+CompileError), or has its optimised *plan* refused by ``verify_plan`` (on, as in the suite,
+unless ``--no-plan-check``; the program is checked again with it off, to tell a false positive),
+or *fails* otherwise (another exception, a hang past ``--time-limit`` seconds).
 Each program that does not agree is written to ``--out``: its source, shapes, transform and
 message, and for a disagreement a *referee*, central differences along a direction, saying
 which of the results is right; the arguments in an ``.npz`` beside it. At the end it
 prints, per family and transform (the tiers added up), the programs run, how many of the
-optimised codes had ``out=`` buffers and ``ne.evaluate``, and how many disagreed, were refused
-or failed; then per tier. The exit status is 1 if any disagreed or failed.
+optimised codes had ``out=`` buffers and ``ne.evaluate``, and how many disagreed, were refused,
+had their plan refused or failed; then per tier. The exit status is 1 if any disagreed, had its
+plan refused or failed.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import argparse
 import collections
 import contextlib
 import json
+import os
 import random
 import signal
 import sys
@@ -47,7 +51,7 @@ from adcompiler.backends.check_modes import unoptimised
 from .test_large_programs import (FAMILIES, TIERS, TRANSFORMS, Disagreement, check, fresh,
                                   large_programs, tangents_for)
 
-COLUMNS = ("programs", "buffers", "numexpr", "disagreed", "refused", "failed")
+COLUMNS = ("programs", "buffers", "numexpr", "disagreed", "refused", "plan", "failed")
 
 
 class Hang(Exception):
@@ -94,6 +98,9 @@ def run_cell(family, transform, tier, programs, seed, out, limit, directory):
             kind, message = "refused", str(exc)
         except (Exception, Hang) as exc:  # noqa: BLE001 - counted, written out, reported
             kind, message = "failed", "".join(traceback.format_exception(exc))[-4000:]
+            if type(exc).__name__ == "PlanError":   # verify_plan refused the optimised plan
+                kind, message = "plan", f"{exc}\nwith the plan check off: " + \
+                    unchecked(family, transform, program, tier, directory, program_seed, limit)
         else:
             tally.update(k for k, v in paths.items() if v)
             return
@@ -102,6 +109,23 @@ def run_cell(family, transform, tier, programs, seed, out, limit, directory):
 
     one()
     return tally
+
+
+def unchecked(family, transform, program, tier, directory, seed, limit):
+    """The check again with ``ADCOMPILER_VERIFY_PLANS`` off: do the values agree?"""
+    saved = os.environ.get("ADCOMPILER_VERIFY_PLANS")
+    os.environ["ADCOMPILER_VERIFY_PLANS"] = "0"
+    try:
+        with time_limit(limit):
+            check(family, transform, program, tier != "numexpr-off", directory, seed)
+        return "the values agree (the plan check's false positive?)"
+    except (Exception, Hang) as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        if saved is None:
+            os.environ.pop("ADCOMPILER_VERIFY_PLANS")
+        else:
+            os.environ["ADCOMPILER_VERIFY_PLANS"] = saved
 
 
 def _shifted(args, direction, step):
@@ -179,7 +203,11 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help="where programs that disagree are written")
     parser.add_argument("--time-limit", type=int, default=120, help="seconds per program")
     parser.add_argument("--json", default=None, help="also write the tallies to this file")
+    parser.add_argument("--no-plan-check", action="store_true",
+                        help="do not run verify_plan on each plan (the suite runs it)")
     args = parser.parse_args(argv)
+    if not args.no_plan_check:
+        os.environ["ADCOMPILER_VERIFY_PLANS"] = "1"   # as tests/conftest.py sets it
     seed = random.randrange(2 ** 32) if args.seed is None else args.seed
     out = Path(args.out or f"/tmp/adcompiler-campaign-{seed}")
     k, n = map(int, args.shard.split("/"))
@@ -215,7 +243,7 @@ def main(argv=None):
     if args.json:
         Path(args.json).write_text(json.dumps(
             {" ".join(key): dict(tally) for key, tally in tallies.items()}, indent=1))
-    bad = sum(t["disagreed"] + t["failed"] for t in tallies.values())
+    bad = sum(t["disagreed"] + t["plan"] + t["failed"] for t in tallies.values())
     if bad or any(t["refused"] for t in tallies.values()):
         print(f"programs that did not agree: {out}")
     return 1 if bad else 0
