@@ -30,11 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from adcompiler.backends.numexpr_chains import MIN_ELEMENTS
-from adcompiler.backends.planner import MIN_BYTES
-from adcompiler.passes.fuse import MIN_SIZE
-
-BUFFER_ELEMENTS = max(MIN_SIZE, MIN_BYTES // 8)   # 4,096 float64: fusion and out= buffers
+# The compiler's thresholds (tests/test_large_programs.py checks that they are still these):
+# adcompiler.passes.fuse.MIN_SIZE and adcompiler.backends.planner.MIN_BYTES // 8 (float64), and
+# adcompiler.backends.numexpr_chains.MIN_ELEMENTS.
+THRESHOLDS = {"buffers": 4096, "numexpr": 2 ** 18}
 
 
 @dataclass(frozen=True)
@@ -85,8 +84,7 @@ def sizes(tier=None, control=False):
 
 
 for _tier, _bases in BASES.items():   # each base reaches its tier's threshold
-    assert all(math.prod(s for s in b if s) >= (MIN_ELEMENTS if _tier == "numexpr" else
-                                                BUFFER_ELEMENTS) for b in _bases), _tier
+    assert all(math.prod(s for s in b if s) >= THRESHOLDS[_tier] for b in _bases), _tier
 
 
 def draw_arguments(draw, sizes: Sizes):

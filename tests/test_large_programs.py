@@ -367,6 +367,16 @@ def test_every_transform_over_two_families(family, tier, transform, data, seed, 
 
 
 # ---- the fast paths are reached ------------------------------------------------------------------
+def test_the_tiers_are_the_compilers_thresholds():
+    """tests/program_sizes.py's tiers start where the compiler's fast paths do: fusion and the
+    ``out=`` buffer pool (4,096 float64), numexpr and threaded ufuncs (2^18 elements)."""
+    from adcompiler.backends.numexpr_chains import MIN_ELEMENTS
+    from adcompiler.backends.planner import MIN_BYTES
+    from adcompiler.passes.fuse import MIN_SIZE
+    assert program_sizes.THRESHOLDS == {"buffers": max(MIN_SIZE, MIN_BYTES // 8),
+                                        "numexpr": MIN_ELEMENTS}
+
+
 def test_large_programs_reach_the_fast_paths(tmp_path):
     """The large sizes are not for nothing: across a fixed draw of straight-line and control
     programs at each tier, most gradients compile with ``out=`` buffers, and at 2^18 elements
