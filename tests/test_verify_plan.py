@@ -931,3 +931,69 @@ def test_a_list_extended_in_place_keeps_the_buffer():
         return float((saved[0] * _buf0).sum())
     """)
     _rejects(src, "np.cos(x, out=_buf0)", "saved", "return float((saved[0] * _buf0).sum())")
+
+
+# ---- entries copied out of a buffer; tests computed once (found by the large campaign) -------
+
+def _module(body, shapes):
+    """``_fn`` with the pool's maker, so the checker knows each buffer's number of axes."""
+    arrays = "".join(f"\n        np.empty({s!r}, dtype=np.float64)," for s in shapes)
+    maker = f"def _new_grad_f_buffers():\n    return ({arrays}\n    )\n\n\n"
+    source = _fn(body, buffers=len(shapes))
+    return source.replace("_grad_f_buffers = []\n\n\n", "_grad_f_buffers = []\n\n\n" + maker)
+
+
+ENTRIES = """
+    v = np.multiply(x, 2.0, out=_buf0)
+    ts = []
+    for k in range(3):
+        t = v[{index}]
+        ts.append(t)
+    w = np.cos(x, out=_buf0)
+    return float(np.sum(ts)) + float(w.sum())
+"""
+
+
+@pytest.mark.parametrize("index", ["k", "k + 1", "[k, 0]"])
+def test_an_entry_of_a_1d_buffer_is_a_copy_the_list_keeps(index):
+    """``v[k]`` of a 1-D buffer (a number, or a gather by an index array) holds no part of
+    it: the buffer may be written while the list of entries is read."""
+    verify_plan(_module(ENTRIES.format(index=index), [(4096,)]))
+
+
+@pytest.mark.parametrize("index, shape", [("k", (64, 64)), ("k:", (4096,)), ("..., k", (4096,)),
+                                          ("None", (4096,))])
+def test_a_view_into_a_buffer_the_list_keeps_is_still_a_conflict(index, shape):
+    """A row of a 2-D buffer, a slice, ``...`` or a new axis is a view of it."""
+    _rejects(_module(ENTRIES.format(index=index), [shape]), "w = np.cos(x, out=_buf0)", "ts")
+
+
+CORRELATED = """
+    t = np.sum(x) > 0.0
+    v = np.multiply(x, 2.0, out=_buf0)
+    if t:
+        v = np.tanh(v)
+    else:
+        u = v > 1.0
+    w = np.cos(x, out=_buf0)
+    if {test}:
+        return float((v * w).sum())
+    return float(w.sum())
+"""
+
+
+def test_a_test_computed_once_takes_the_same_branch_twice():
+    """Where ``t`` holds, ``v`` is ``tanh``'s new array; where it does not, the buffer, which
+    the second ``if t:`` never reads: no conflict on any run."""
+    verify_plan(_module(CORRELATED.format(test="t"), [(4096,)]))
+
+
+def test_the_other_branch_of_a_test_computed_once_is_a_conflict():
+    _rejects(_module(CORRELATED.format(test="not t"), [(4096,)]), "w = np.cos(x, out=_buf0)", "v")
+
+
+def test_a_test_rebound_in_a_loop_is_taken_either_way():
+    src = _module(CORRELATED.format(test="t").replace(
+        "    w = np.cos(x, out=_buf0)\n", "    w = np.cos(x, out=_buf0)\n    for k in range(2):\n"
+        "        t = k > 0\n"), [(4096,)])
+    _rejects(src, "w = np.cos(x, out=_buf0)", "v")

@@ -29,13 +29,19 @@ unknown call's, a numba kernel's: decorated functions are not checked); aliasing
 objects other than lists and tuples (a dict is a list here, an attribute keeps its object);
 names bound by ``exec``. An exception path in ``try`` is approximated, and a may-analysis flags
 a conflict on a path that never runs (a ``while`` loop, or a ``for`` loop over a traced range,
-may run no iteration; a ``for`` over a constant non-empty range runs one).
+may run no iteration; a ``for`` over a constant non-empty range runs one). Two paths are told
+apart in one case: a name bound once at the top level and tested by two ``if`` statements or
+more (a gradient's ``if t8:`` over its forward part's ``if t8:``) takes the same branch at
+each, so the checks run once for each of its values (for up to four such names). An index on
+every axis of a pool buffer of known rank (``v[k]`` of a 1-D buffer) gives a new value, not
+a view.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import itertools
 import re
 
 import numpy as np
@@ -122,7 +128,11 @@ class _ModuleInfo:
         self.summaries: dict = {}
         self.functions: list = []  # the undecorated ones, as _Fn
         self.kernels: set = set()  # CuPy's kernels (_k0 = cp.ElementwiseKernel(...)): new arrays
+        self.ndims: dict = {}      # pool list's name -> its buffers' numbers of axes, in order
         for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("_new_") \
+                    and node.name.endswith("_buffers"):
+                self.ndims[node.name[len("_new"):]] = _buffer_ndims(node)
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.names.update((a.asname or a.name).split(".")[0] for a in node.names)
             elif isinstance(node, ast.Assign):
@@ -138,6 +148,15 @@ class _ModuleInfo:
                 if not node.decorator_list:
                     self.functions.append(_Fn(node, [], self))
                     self.summaries[node.name] = _summary(self.functions[-1])
+
+
+def _buffer_ndims(maker) -> list:
+    """Each buffer's number of axes, from ``return (np.empty((64, 64), dtype=...), ...)``
+    (None where it is not spelled so)."""
+    returned = [s.value for s in maker.body if isinstance(s, ast.Return)]
+    elts = returned[0].elts if returned and isinstance(returned[0], ast.Tuple) else []
+    return [len(e.args[0].elts) if isinstance(e, ast.Call) and e.args
+            and isinstance(e.args[0], ast.Tuple) else None for e in elts]
 
 
 def _summary(fn) -> frozenset:
@@ -158,6 +177,7 @@ class _Fn:
         self.params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
         self.bound = set(self.params)
         self.pool: dict = {}       # pool name -> its buffer's object
+        self.ndims: dict = {}      # pool name -> its buffer's number of axes (None: unknown)
         self.pool_lists: set = set()
         for sub in _walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
@@ -166,8 +186,25 @@ class _Fn:
                 self.bound.add(sub.name)
             elif isinstance(sub, ast.Assign) and _pool_take(sub):
                 self.pool_lists.add(_pool_take(sub))
-                for t in sub.targets[0].elts:
+                ndims = module.ndims.get(_pool_take(sub), [])
+                for i, t in enumerate(sub.targets[0].elts):
                     self.pool[t.id] = ("buf", t.id, "whole", None)
+                    self.ndims[t.id] = ndims[i] if i < len(ndims) else None
+        self.slices = {t.id for sub in _walk(node) if isinstance(sub, ast.Assign)
+                       and isinstance(sub.value, ast.Call) and _dotted(sub.value.func) == ("slice",)
+                       for t in sub.targets if isinstance(t, ast.Name)}
+
+    def copies_entries(self, obj, index) -> bool:
+        """Whether ``b[index]`` of a whole pool buffer ``obj`` is a new value: an index on each
+        of its axes by numbers or integer arrays (no slice, None or ``...``, no name bound to
+        a ``slice``) gives a scalar or a gathered copy, never a view (``v2[k]`` of a 1-D
+        buffer stored in a list holds no part of it)."""
+        ndim = self.ndims.get(obj[1]) if obj[0] == "buf" and obj[2] == "whole" else None
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        viewing = any(isinstance(i, (ast.Slice, ast.Starred)) or (isinstance(i, ast.Constant)
+                      and i.value in (None, Ellipsis)) or (isinstance(i, ast.Name)
+                      and i.id in self.slices) for i in items)
+        return ndim is not None and not viewing and len(items) >= ndim
 
     def entry_state(self) -> dict:
         return {p: frozenset({("param", p)}) for p in self.params}
@@ -290,7 +327,9 @@ class _Exprs:
             return st.get(e.id, _EMPTY) if e.id in self.fn.bound else self.fn.free(e.id)
         if isinstance(e, ast.Subscript):
             self.pts(e.slice, st)
-            return _element(self.pts(e.value, st), st)
+            base = self.pts(e.value, st)
+            return _element(frozenset(o for o in base if not self.fn.copies_entries(o, e.slice)),
+                            st)
         if isinstance(e, ast.Attribute):
             base = self.pts(e.value, st)
             return _EMPTY if e.attr in _SCALAR_ATTRS else base
@@ -434,8 +473,9 @@ class _PointsTo:
     """Forward may-points-to over a function body: ``before[id(stmt)]`` is the union of the
     states any run reaches the statement in; ``returned``: what a ``return`` may give back."""
 
-    def __init__(self, fn, needed=frozenset()):
+    def __init__(self, fn, needed=frozenset(), assume=None):
         self.fn, self.exprs = fn, _Exprs(fn)
+        self.assume = assume or {}  # test name -> its truth value in this run (see _tests_once)
         self.needed = needed  # the ids of the statements whose state ``before`` records
         self.before: dict = {}
         self.loops: list = []  # per enclosing loop: [break states, continue states]
@@ -531,6 +571,9 @@ class _PointsTo:
 
     def _If(self, s, st):
         self.exprs.pts(s.test, st)
+        taken = _assumed(s.test, self.assume)
+        if taken is not None:   # this run's value of a test computed once: one branch runs
+            return self.block(s.body if taken else s.orelse, st)
         return _join(self.block(s.body, dict(st)), self.block(s.orelse, st))
 
     def _With(self, s, st):
@@ -695,8 +738,9 @@ class _Liveness:
     being rebound) to the lines of those next reads; for a compound statement, after its
     header (an ``if`` test, a loop's iteration step, a ``with`` item)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, assume=None):
         self.fn = fn
+        self.assume = assume or {}
         self.after: dict = {}
         self.loops: list = []  # per enclosing loop: (live after it, live at its header)
         self.effects: dict = {}  # id(simple statement) -> (names read, names bound)
@@ -740,7 +784,11 @@ class _Liveness:
         return self.loops[-1][1]
 
     def _If(self, s, live):
-        inner = _union(self.block(s.body, live), self.block(s.orelse, live))
+        taken = _assumed(s.test, self.assume)
+        if taken is not None:
+            inner = self.block(s.body if taken else s.orelse, live)
+        else:
+            inner = _union(self.block(s.body, live), self.block(s.orelse, live))
         self.after[id(s)] = inner
         return self.through(inner, s, [s.test])
 
@@ -820,7 +868,48 @@ def _check_function(fn):
             checked.append((s, bound, writes))
     if not checked and not fn.pool:
         return
-    flow, live = _PointsTo(fn, {id(s) for s, _, _ in checked}), _Liveness(fn)
+    names = _tests_once(fn.node)
+    for values in itertools.product((True, False), repeat=len(names)):
+        _check_paths(fn, checked, dict(zip(names, values)))
+
+
+def _tests_once(node) -> list:
+    """The names tested by two ``if`` statements or more and bound once, at the function's top
+    level: each has one value for the whole call, so the checks run once per value of each
+    (at most 4 of them; others are taken either way). The adjoint's ``if t8:`` reads only what
+    the forward ``if t8:`` branch bound, never what the other branch left in a name."""
+    tests: dict = {}
+    for s in _walk(node):
+        if isinstance(s, ast.If):
+            name = _test_name(s.test)
+            if name is not None:
+                tests[name] = tests.get(name, 0) + 1
+    top = {t.id for s in node.body if isinstance(s, ast.Assign) for t in s.targets
+           if isinstance(t, ast.Name)}
+    stores: dict = {}
+    for sub in _walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            stores[sub.id] = stores.get(sub.id, 0) + 1
+    return sorted(n for n, k in tests.items() if k > 1 and n in top and stores.get(n) == 1)[:4]
+
+
+def _test_name(test):
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return test.id if isinstance(test, ast.Name) else None
+
+
+def _assumed(test, assume):
+    """The branch a run with ``assume`` takes at this test: True, False, or None (either)."""
+    name = _test_name(test)
+    if name is None or name not in assume:
+        return None
+    negated = isinstance(test, ast.UnaryOp)
+    return assume[name] != negated
+
+
+def _check_paths(fn, checked, assume):
+    flow, live = _PointsTo(fn, {id(s) for s, _, _ in checked}, assume), _Liveness(fn, assume)
     flow.block(fn.node.body, fn.entry_state())
     live.block(fn.node.body, {})
     _check_takes(fn, live)
