@@ -97,8 +97,8 @@ def node_expr(node, args, xp_name="np"):
         return ast.Subscript(args[0], args[1], ast.Load())
     if prim == "empty_list":
         return ast.List([], ast.Load())
-    if prim == "transpose" and p.get("axes") is None:
-        return ast.Attribute(args[0], "T", ast.Load())
+    if prim == "transpose" and p.get("axes") is None and not isinstance(node.inputs[0], Literal):
+        return ast.Attribute(args[0], "T", ast.Load())   # (a number has no .T: np.transpose)
     if prim == "astype":
         if isinstance(args[0], ast.Constant) or node.inputs[0].aval.is_scalar:
             # a Python number has no .astype: np.float32(1.0), np.float32(a); on the device a

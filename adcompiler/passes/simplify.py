@@ -102,8 +102,6 @@ def _simplify_nodes(nodes, subst, producers):
 
 
 def _fold(node):
-    if node.prim == "transpose" and isinstance(node.inputs[0], Literal):
-        return node.inputs[0]  # a number transposed (a scalar's `.T` seeded with 1.0): itself
     if len(node.outputs) != 1 or not node.out.aval.is_scalar:
         return None
     if node.inputs and all(isinstance(x, Literal) for x in node.inputs):
