@@ -478,12 +478,11 @@ def transposed_after_an_early_return(x):
     return s
 
 
-@pytest.mark.xfail(strict=True, reason="compiler: the .T of a 0-d sum an if merged (or an early "
-                   "return left) raises an IRError ('multiply gives f64[], but its shape rule "
-                   "says float'; 'a cond block yields float, the node declares array'); before "
-                   "8893de2 an AttributeError on (1.0).T; the large programs met it at 512 x 512")
 @pytest.mark.parametrize("f", [transposed_after_an_if, transposed_after_an_early_return])
 def test_the_transpose_of_a_sum_after_an_if(f):
+    """The adjoint of a 0-d sum's ``.T`` transposes the seed: it was written ``(1.0).T`` (an
+    AttributeError; the large programs met it at 512 x 512), then folded into the literal, which
+    after an if or an early return raised an IRError (a 0-d array made a float), until ac976b3."""
     x = np.array([0.5, -1.0, 1.2])
     np.testing.assert_allclose(adcompiler.grad(f)(x), 1 - np.tanh(x) ** 2, rtol=1e-12)
 
@@ -506,16 +505,15 @@ def scalar_of_a_buffer_in_a_while(x, y):
     return np.sum(v)
 
 
-@pytest.mark.xfail(strict=True, reason="verify_plan: false positives on poisoned plans that are "
-                   "right (the values agree with the unoptimised code with the check off): "
-                   "'_poison(_buf1)' while v may hold it, read next at 'dv = 1 - v * v' (read "
-                   "only under the same test 'if t2:' whose branch rebound v); v[n - 1], a "
-                   "NumPy scalar of a 1-D buffer, taken as holding the buffer in a list")
 @pytest.mark.parametrize("f, args", [
     (rebound_in_an_if, (0.5, (64, 64))),
     (scalar_of_a_buffer_in_a_while, (0.3, (4096,))),
 ], ids=["rebound_in_an_if", "scalar_of_a_buffer_in_a_while"])
 def test_poisoned_plans_that_are_right_pass_the_plan_check(f, args, monkeypatch):
+    """Two right plans verify_plan refused in poisoned code until 120e8df (the values agree
+    with the unoptimised code): ``_poison(_buf1)`` while ``v`` may hold it, read next at ``dv =
+    1 - v * v``, though only under the same test ``if t2:`` whose branch rebound ``v``; and
+    ``v[n - 1]``, a NumPy scalar of a 1-D buffer, taken as holding the buffer in a list."""
     monkeypatch.setenv("ADCOMPILER_VERIFY_PLANS", "1")
     x, shape = args
     y = np.random.default_rng(0).uniform(-1.5, 1.5, shape)
