@@ -401,32 +401,8 @@ def test_large_programs_reach_the_fast_paths(tmp_path):
             assert share["numexpr"] >= 0.3, (tier, share)
 
 
-
-def hvp_of_a_0d_array(y):
-    return np.sum(np.tanh(y) * y)
-
-
 # ---- what the large programs found, at their smallest --------------------------------------------
-def test_hvp_of_a_0d_array_is_a_0d_array():
-    """``hvp`` gives ``(gradient, H v)``, each like its input: for a 0-d array, 0-d arrays
-    (as the tape's, and as the gradient of the same call). H v was a NumPy float64 until
-    bd76a71."""
-    y = np.array(0.5)
-    g, hv = adcompiler.hessian(hvp_of_a_0d_array).hvp(y, tangents=np.array(1.0))
-    assert type(g) is np.ndarray
-    assert type(hv) is np.ndarray, type(hv).__name__
-
-
-def hvp_after_two_ifs(x):
-    if np.sum(x) > 5.0:
-        v = x * 2.0
-    else:
-        v = np.tanh(x)
-    if np.sum(x) > -5.0:
-        v = np.tanh(v)
-    return v.sum()
-
-
+# (H v after two ifs, and H v of a 0-d array: tests/test_hvp_residuals.py)
 def hvp_of_a_branch(x, y):
     if np.sum(x) > 0.0:
         v = np.tanh(x * y)
@@ -447,19 +423,6 @@ def test_hvp_of_a_branch_value_of_two_arguments():
     up, down = g(x + eps * vx, y + eps * vy), g(x - eps * vx, y - eps * vy)
     for h, a, b in zip(hv, up, down):
         np.testing.assert_allclose(h, (a - b) / (2 * eps), rtol=1e-6, atol=1e-8)
-
-
-def test_hvp_after_two_ifs():
-    """``hessian(f).hvp`` where a second ``if`` rebinds ``v = np.tanh(v)`` after a first
-    ``if``/``else`` bound it: the forward pass computed no tangent for the new ``v`` (``if t3:
-    v_1 = np.tanh(v)``, no ``v_1_dot``), so H v missed that term until bd76a71 (-0.59 for
-    -1.03; the large hvp checks met it at (64, 64))."""
-    x, v = np.array([0.5, -1.0, 1.2]), np.array([1.0, 0.5, -2.0])
-    _, hv = adcompiler.hessian(hvp_after_two_ifs).hvp(x, tangents=v)
-    eps = 1e-6
-    g = adcompiler.grad(hvp_after_two_ifs)
-    differences = (g(x + eps * v) - g(x - eps * v)) / (2 * eps)
-    np.testing.assert_allclose(hv, differences, rtol=1e-6, atol=1e-8)
 
 
 def transposed_after_an_if(x):

@@ -14,6 +14,8 @@ import adcompiler as ad
 import adcompiler.backends.verify_plan as checker
 from adcompiler.backends.verify_plan import PlanError, verify_plan
 
+from .test_buffer_aliases import branch_result
+
 
 def _line(source, text) -> int:
     """The 1-based number of the only line of ``source`` containing ``text``."""
@@ -858,16 +860,6 @@ def layers(x, w):
     b = np.sin(a) * a
     c = np.exp(-b * b) + a
     return np.sum(c * b)
-
-
-def branch_result(x):
-    h = np.cos(x) * 2.0
-    if np.sum(x) > 0.0:
-        g = h
-    else:
-        g = h * 3.0
-    u = np.sin(x) * 0.5
-    return np.mean(g * g) + np.mean(u * h)
 
 
 def _run(source, fname, constants, args):
