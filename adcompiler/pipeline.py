@@ -46,31 +46,50 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     plain = check_modes.is_unoptimised() if plain is None else plain
     if mode in FORWARD_MODES:
         return compile_jvp(fn, arguments, wrt, mode, plain, backend)
-    graph = lower(fn, arguments)                                              # source -> IR
+    graph, arg_names = gradient_graph(fn, arguments, wrt, mode, cotangent, plain, backend)
+    if plain:  # source the frontend reads again: a branch's values bound on both paths
+        graph = bind_on_every_path(graph)
     verify(graph)
-    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []),
-                           backend)
-    (out,) = _single_output(graph)
-    _check_output(graph, out, mode)
-    params = {p.name: p for p in graph.params}
-    wrt_values = [params[name] for name in wrt]
+    fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
+    return _emit_and_load(graph, fname, arg_names, plain, backend)                # source
+
+
+def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, plain=False,
+                   backend="numpy"):
+    """``(graph, the names of its parameters)``: the optimised graph of ``mode`` ("grad",
+    "value_and_grad" or "vjp"), emitted by :func:`compile_gradient` and read by the symbolic
+    mode (:mod:`adcompiler.checking.symbolic`)."""
+    graph, out = checked_graph(fn, arguments, mode, backend)                  # source -> IR
     if mode == "vjp":
         _check_cotangent(fn, out, cotangent)
         seed = graph.name_value(Value(cotangent, origin="cotangent"), "cotangent")
         graph.params.append(seed)
     else:
         seed = 1.0
-    grads = add_adjoint(graph, wrt_values, seed)                              # reverse mode
+    grads = add_adjoint(graph, _wrt_values(graph, wrt), seed)                 # reverse mode
     graph.outputs = ([out] if mode == "value_and_grad" else []) + grads
-    graph = optimize(graph, plain)                                            # passes
-    if plain:  # source the frontend reads again: a branch's values bound on both paths
-        graph = bind_on_every_path(graph)
-    verify(graph)
-    fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
     # the seed's own name: `cotangent_1` where a local of the user's holds `cotangent` (it is
     # passed by position)
     arg_names = list(arguments) + ([seed.name] if mode == "vjp" else [])
-    return _emit_and_load(graph, fname, arg_names, plain, backend)
+    return optimize(graph, plain), arg_names                                  # passes
+
+
+def checked_graph(fn, arguments: dict, mode: str, backend="numpy", output_mode=None):
+    """``(graph, its one output)``: ``fn`` lowered, verified, and checked for ``mode``: the
+    parameters' names against what the generated code reads, one output, of a float dtype
+    (and scalar, unless ``output_mode`` is "vjp": jvp's result may be an array)."""
+    graph = lower(fn, arguments)
+    verify(graph)
+    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []),
+                           backend)
+    (out,) = _single_output(graph)
+    _check_output(graph, out, output_mode or mode)
+    return graph, out
+
+
+def _wrt_values(graph, wrt) -> list:
+    params = {p.name: p for p in graph.params}
+    return [params[name] for name in wrt]
 
 
 def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
@@ -124,14 +143,9 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
     instead (forward over reverse): ``hvp_f(*args, *tangents) -> (*grads, *grad_tangents)``,
     the grad tangents being Hessian-vector products."""
     plain = check_modes.is_unoptimised() if plain is None else plain
-    graph = lower(fn, arguments)                                              # source -> IR
-    verify(graph)
-    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []),
-                           backend)
-    (out,) = _single_output(graph)
-    _check_output(graph, out, "vjp" if mode == "jvp" else "grad")
-    params = {p.name: p for p in graph.params}
-    wrt_values = [params[name] for name in wrt]
+    graph, _ = checked_graph(fn, arguments, mode, backend,                    # source -> IR
+                             "vjp" if mode == "jvp" else "grad")
+    wrt_values = _wrt_values(graph, wrt)
     if mode == "hvp":
         graph.outputs = add_adjoint(graph, wrt_values, 1.0)                   # reverse mode
         graph = optimize(graph, plain=True)  # a simpler gradient to push tangents through

@@ -64,18 +64,12 @@ def symbolic(f, wrt=None, **static) -> SymbolicGradient:
     """
     import sympy
 
-    from ..passes import optimize
-    from ..pipeline import lower
-    from ..transforms.reverse import add_adjoint
+    from ..pipeline import gradient_graph
     params = [p for p in resolve_wrt(f, tuple(range(_arity(f))))]
     traced = [p for p in params if p not in static]
     wrt = resolve_wrt(f, tuple(traced) if wrt is None else wrt)
     arguments = {p: static[p] if p in static else Aval("float", "float64") for p in params}
-    graph = lower(f, arguments)
-    (out,) = graph.outputs
-    by_name = {p.name: p for p in graph.params}
-    graph.outputs = [out] + add_adjoint(graph, [by_name[w] for w in wrt], 1.0)
-    graph = optimize(graph, plain=True)
+    graph, _ = gradient_graph(f, arguments, wrt, "value_and_grad", plain=True)
     symbols = {p: sympy.Symbol(p.name, real=True) for p in graph.params}
     value, *grads = interpret(graph, symbols)
     exprs = tuple(_simplify(e) for e in grads)
