@@ -5,7 +5,7 @@ parameter's axis only, so the compiled module takes every other input at any siz
 (its example's included, without keeping the example's own body), and refuses the bounded one
 below its bound with a TypeError naming each symbol's least size. A symbol shared by several
 inputs takes the largest of their bounds; a bound on anything else (a local, a helper's argument)
-still holds for every size (:mod:`tests.test_cli_leftovers`).
+still holds for every size (:mod:`tests.test_cli_failures_and_outputs`).
 """
 
 import numpy as np

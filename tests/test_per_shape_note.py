@@ -3,7 +3,7 @@ shape, and the note says why in those words, not only as an error in the user's 
 
 import numpy as np
 
-from tests.test_cli_leftovers import import_path, run, write
+from tests.test_cli_failures_and_outputs import import_path, run, write
 
 
 def test_tied_sizes_are_explained_as_such(tmp_path, capsys):
