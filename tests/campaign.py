@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import json
 import os
 import random
-import signal
 import sys
 import tempfile
 import time
@@ -48,6 +46,7 @@ import adcompiler
 
 from adcompiler.backends.check_modes import unoptimised
 
+from .helpers import raising_after
 from .test_large_programs import (FAMILIES, TIERS, TRANSFORMS, Disagreement, check, fresh,
                                   large_programs, tangents_for)
 
@@ -58,17 +57,8 @@ class Hang(Exception):
     pass
 
 
-@contextlib.contextmanager
 def time_limit(seconds):
-    def hang(*_):
-        raise Hang(f"still running after {seconds} s")
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    return raising_after(seconds, Hang(f"still running after {seconds} s"))
 
 
 def run_cell(family, transform, tier, programs, seed, out, limit, directory):

@@ -3,8 +3,10 @@ importing generated test sources from files (the compiler reads a function's sou
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
+import signal
 import importlib.util
 import inspect
 from pathlib import Path
@@ -128,3 +130,22 @@ def assert_jvp_matches_differences(f, args, tangent, value_rtol=1e-12, rtol=1e-6
     want = directional_difference(lambda a: f(a, *args[1:]), [args[0]], [tangent])
     assert dot == pytest.approx(float(want), rel=rtol, abs=atol)
     return value
+
+
+@contextlib.contextmanager
+def raising_after(seconds, error):
+    """Raise ``error`` in the block if it runs past ``seconds`` (where SIGALRM exists): a hang
+    of generated code (a loop that never ends) fails instead of stopping the run."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def fail(*_):
+        raise error
+    previous = signal.signal(signal.SIGALRM, fail)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -17,8 +17,6 @@ tape have no such noise: they take the same branches and must agree to rounding.
 
 from __future__ import annotations
 
-import contextlib
-import signal
 
 import numpy as np
 import pytest
@@ -28,6 +26,7 @@ import adcompiler
 from adcompiler import tape
 
 from .control_strategies import constructs, control_programs, tape_program
+from .helpers import raising_after
 from .strategies import load
 from .test_random_programs import check_gradients
 
@@ -36,23 +35,10 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scope
 TIME_LIMIT = 20  # seconds for one example; generated loops are bounded, a hang is a bug
 
 
-@contextlib.contextmanager
 def time_limit(what):
     """Fail (rather than hang the suite) if ``what`` runs past TIME_LIMIT: a compiled loop that
     never ends (as a `continue` skipping a counter's increment once made one) is a bug."""
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def fail(*_):
-        raise AssertionError(f"{what} still running after {TIME_LIMIT} s")
-    previous = signal.signal(signal.SIGALRM, fail)
-    signal.alarm(TIME_LIMIT)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    return raising_after(TIME_LIMIT, AssertionError(f"{what} still running after {TIME_LIMIT} s"))
 
 
 def _loaded(program, tmp_path):

@@ -14,6 +14,7 @@ import adcompiler as ad
 import adcompiler.backends.verify_plan as checker
 from adcompiler.backends.verify_plan import PlanError, verify_plan
 
+from .test_buffer_aliases import accumulator as reproducer
 from .test_buffer_aliases import branch_result
 
 
@@ -212,15 +213,6 @@ def test_fixed_returned_buffer_passes(fix):
 
 
 # ---- today's compiled reproducers ----------------------------------------------------------
-
-def reproducer(x):
-    c = np.sin(x)
-    acc = c * 0.5
-    for i in range(4):
-        c = np.tanh(c * 0.91 + 0.42)
-        acc += c * c
-    return np.mean(acc * acc)
-
 
 def while_saved(x):
     h = np.sin(x)
