@@ -26,23 +26,22 @@ _poisoned: ContextVar[bool] = ContextVar("adcompiler_poisoned", default=False)
 
 
 @contextmanager
+def _on(flag: ContextVar):
+    token = flag.set(True)
+    try:
+        yield
+    finally:
+        flag.reset(token)
+
+
 def unoptimised():
     """Compile the plain (unoptimised) code inside this block."""
-    token = _unoptimised.set(True)
-    try:
-        yield
-    finally:
-        _unoptimised.reset(token)
+    return _on(_unoptimised)
 
 
-@contextmanager
 def poisoned():
     """Compile code that poisons its buffers inside this block."""
-    token = _poisoned.set(True)
-    try:
-        yield
-    finally:
-        _poisoned.reset(token)
+    return _on(_poisoned)
 
 
 def is_unoptimised() -> bool:
