@@ -19,7 +19,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler import cli
-from adcompiler.checking import gradcheck
+from adcompiler.checking import near_examples as gradcheck
 from adcompiler.aot.user_code import MAX_LITERAL, literal as _literal
 
 ROOT = Path(__file__).resolve().parent.parent

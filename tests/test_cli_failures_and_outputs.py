@@ -11,9 +11,9 @@ import pytest
 
 from adcompiler import cli
 from adcompiler.cli import check as cli_check
-from adcompiler.checking import gradcheck
+from adcompiler.checking import near_examples as gradcheck
 from adcompiler.frontend.module import load_module
-from adcompiler.checking.gradcheck import Row
+from adcompiler.checking.comparison import InputCheck
 from adcompiler.aot.sizedeps import least_size
 
 from .test_cli import SAMPLES, import_path, write
@@ -235,9 +235,10 @@ def test_a_failure_without_the_tape_does_not_claim_the_tape(monkeypatch, capsys)
 
 
 def test_the_summary_names_each_comparison_that_failed():
-    rows = [Row("W", "float64[2]", 1e-2, 1e-5, tape=0.0), Row("b", "float64[2]", 0.0, 1e-5,
-                                                                  tape=1e-2),
-            Row("value", "", 1.0, 1e-6)]
+    def row(name, what, vs_numerical, tolerance, vs_tape=float("nan")):
+        return InputCheck(name, None, None, None, vs_numerical, vs_tape, False, tolerance, what)
+    rows = [row("W", "float64[2]", 1e-2, 1e-5, vs_tape=0.0),
+            row("b", "float64[2]", 0.0, 1e-5, vs_tape=1e-2), row("value", "", 1.0, 1e-6)]
     text = cli_check.summary([("loss", rows[0]), ("loss", rows[1]), ("vg", rows[2])],
                              ["loss", "vg"], {})
     assert text == ("FAILED: 3 gradients disagree with finite differences or the dynamic tape "

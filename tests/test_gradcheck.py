@@ -1,4 +1,4 @@
-"""``adcompiler check`` (adcompiler/checking/gradcheck.py) compares with the dynamic tape as well as with
+"""``adcompiler check`` (adcompiler/checking/near_examples.py) compares with the dynamic tape as well as with
 finite differences, as ``ad.check_grad`` does; both use adcompiler/checking/differences.py."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import adcompiler as ad
 from adcompiler import cli
@@ -59,3 +60,33 @@ def test_check_grad_numerical_gradient_uses_the_shared_stencil():
     x = np.array([0.1, 1.0, 3.0])
     report = ad.check_grad(f, x)
     np.testing.assert_allclose(report.inputs[0].numerical, np.exp(x), rtol=1e-10)
+
+
+# ---- one comparison for both checks ---------------------------------------------------------
+def test_both_checks_judge_by_the_one_comparison(capsys):
+    """An entry far below the gradient's scale is judged on that scale (1% of the largest), not
+    its own: finite differences cannot resolve it relatively, and neither check fails on it."""
+    from adcompiler.checking import comparison
+    expected = np.array([1.0, 1e-9])
+    got = expected + np.array([0.0, 5e-8])    # 50x off in the tiny entry, 5e-8 absolute
+    assert comparison.relative_error(got, expected) == pytest.approx(5e-6)
+    assert comparison.agrees(got, expected, rtol=1e-5)
+    assert not comparison.agrees(got, expected, rtol=1e-6)
+    assert not np.allclose(got, expected, rtol=1e-5, atol=0.0)  # what an entrywise check says
+    assert comparison.agrees(got + [1.5e-6, 0.0], expected, rtol=1e-6, atol=1e-6)
+    assert not comparison.agrees(got + [1.5e-6, 0.0], expected, rtol=1e-6)
+
+    def f(x):
+        return np.sum(np.exp(x))
+    x = np.array([0.1, 1.0, 3.0])
+    row = ad.check_grad(f, x).inputs[0]
+    assert row.vs_numerical == comparison.relative_error(row.compiled, row.numerical)
+    assert row.vs_tape == comparison.relative_error(row.compiled, row.tape) < 1e-15
+    assert row.ok and row.tolerance == 1e-5
+
+    from adcompiler.checking import near_examples
+    from adcompiler.checking.comparison import InputCheck
+    gradient = ad.grad(f)
+    rows = near_examples.check_gradient(None, gradient, (x,), np.random.default_rng(0))
+    assert [type(r) for r in rows] == [InputCheck] and rows[0].ok
+    assert rows[0].vs_numerical == comparison.relative_error(rows[0].compiled, rows[0].numerical)

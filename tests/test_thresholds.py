@@ -723,7 +723,8 @@ NOT_SIZE_THRESHOLDS = {
 # (module, comparison as ast.unparse writes it) -> why it is not an array-size threshold
 LITERAL_COMPARISONS = {
     ("adcompiler.cli.inputs", "len(text) <= 30"): "characters of a value shown in a message",
-    ("adcompiler.checking.gradcheck", "x.dtype.itemsize < 8"): "low precision dtypes get a looser tolerance",
+    ("adcompiler.checking.near_examples",
+     "x.dtype.itemsize < 8"): "low precision dtypes get a looser tolerance",
     ("adcompiler.ir.shapes", "len(_DTYPES) >= 4096"): "entries of a dtype-inference cache",
     ("adcompiler.api.signature", "len(text) <= 24"): "characters of a value shown in a signature",
     ("adcompiler.aot.forward",

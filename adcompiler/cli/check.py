@@ -10,6 +10,7 @@ function failed to compile (its located error printed, the module's other functi
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from . import inputs as cli_inputs, methods as cli_methods
 from ..aot import standalone
 from .common import UsageError, explained, load, specialised, target
 from ..errors import CompileError
-from ..checking.gradcheck import check_gradient
+from ..checking.near_examples import check_gradient
 
 JVP_NOTE = "a jvp: its tangent is compared with finite differences only"
 
@@ -59,7 +60,7 @@ def run(args) -> int:
 
 @dataclass
 class _Tally:
-    bad: list = field(default_factory=list)       # (function, Row) of each disagreeing row
+    bad: list = field(default_factory=list)       # (function, InputCheck) of each disagreeing one
     untaped: dict = field(default_factory=dict)   # function -> why the tape was not compared
     taped: list = field(default_factory=list)     # the functions compared with the tape
     errors: list = field(default_factory=list)    # the functions that failed to compile
@@ -84,8 +85,8 @@ def _check_one(module, path, name, args, rng, tally):
 def summary(bad: list, taped: list, untaped: dict, errors=()) -> str:
     """The closing lines: the functions not checked (failed to compile), where the tape was not
     compared (which functions, why), then what agreed or not, naming only the comparisons that
-    ran. ``bad``: (function, Row) of each disagreeing row; ``taped``: the functions compared
-    with the tape."""
+    ran. ``bad``: (function, InputCheck) of each disagreeing check; ``taped``: the functions
+    compared with the tape."""
     lines = [f"not checked, as they failed to compile (errors above): {', '.join(errors)}"] \
         if errors else []
     lines += [f"not compared with the dynamic tape: {name} ({why})"
@@ -108,9 +109,9 @@ def summary(bad: list, taped: list, untaped: dict, errors=()) -> str:
         if row.name == "value" and not row.what:     # value_and_grad's value, a jvp's
             what["value"].append(name)
             continue
-        if row.error > row.tolerance:
+        if row.vs_numerical > row.tolerance:
             what["finite differences"].append(f"{row.name} of {name}")
-        if row.tape is not None and row.tape > row.tolerance:
+        if row.vs_tape > row.tolerance:   # nan where the tape was not compared
             what["the dynamic tape"].append(f"{row.name} of {name}")
     details = [f"with {k}: {', '.join(v)}" if k != "value" else
                f"the value of {', '.join(v)} differs from the function's" for k, v in what.items()
@@ -127,8 +128,9 @@ def _report(path, name, gradient, example, rows):
     for row in rows:
         status = "ok" if row.ok else f"MISMATCH (tolerance {row.tolerance:.0e})"
         extra = f"  ({row.checked})" if row.checked else ""
-        tape = f"  vs tape {row.tape:.1e}" if row.tape is not None else ""
-        print(f"  {row.name:<10} {row.what:<20} worst relative error {row.error:.1e}{tape}  "
+        tape = f"  vs tape {row.vs_tape:.1e}" if not math.isnan(row.vs_tape) else ""
+        print(f"  {row.name:<10} {row.what:<20} worst relative error {row.vs_numerical:.1e}"
+              f"{tape}  "
               f"{status}{extra}")
     note = next((row.tape_note for row in rows if row.tape_note), "")
     if note:

@@ -1,9 +1,11 @@
-"""``adcompiler check``: a compiled gradient against finite differences of the primal.
+"""``adcompiler check``: a marked gradient of a module, at random inputs near each example,
+against finite differences of the primal and the dynamic tape.
 
 Invariants: the differences are taken in float64 on copies of the inputs, so the user's function
-may modify its arguments; every input the gradient is taken for gets one row with its worst
-relative error (entrywise, against the larger of the entry and 1% of the gradient's largest
-entry); an input with more than ``max_entries`` entries is checked on a random sample of them.
+may modify its arguments; every input the gradient is taken for gets one
+:class:`~adcompiler.checking.comparison.InputCheck`, judged as ``ad.check_grad`` judges (one
+comparison, :mod:`adcompiler.checking.comparison`, with ``atol=0``); an input with more than
+``max_entries`` entries is checked on a random sample of them.
 """
 
 from __future__ import annotations
@@ -11,37 +13,22 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from dataclasses import dataclass
 
 import numpy as np
 
 from . import differences
-from .differences import as_float64
 from ..aot.examples import call_user, cotangent_for, perturb
+from .comparison import InputCheck, compare, tape_gradients
+from .differences import as_float64
 
 EPS = 1e-4
 
 
-@dataclass
-class Row:
-    name: str
-    what: str          # "float64[3, 4]", or "float"; "value" for value_and_grad's value
-    error: float
-    tolerance: float
-    checked: str = ""  # "200 of 10000 entries" when sampled
-    tape: float | None = None   # the worst relative error against the dynamic tape's gradient
-    tape_note: str = ""         # why there is no tape figure, where the tape could not run
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.error <= self.tolerance and
-                    (self.tape is None or self.tape <= self.tolerance))
-
-
 def check_gradient(module, gradient, example, rng, rtol=None, max_entries=1000) -> list:
-    """Rows comparing ``gradient`` (a GradientFunction) with finite differences of its primal
-    and with the dynamic tape's gradient (as ``ad.check_grad``), on random inputs near
-    ``example``. Forward mode is checked against differences along the tangent only."""
+    """One :class:`InputCheck` per input (and value), comparing ``gradient`` (a
+    GradientFunction) with finite differences of its primal and with the dynamic tape's
+    gradient (as ``ad.check_grad``), on random inputs near ``example``. Forward mode is
+    checked against differences along the tangent only."""
     args = perturb(example, rng)
     if gradient.mode == "jvp":
         return _check_jvp(module, gradient, args, rng, rtol)
@@ -58,33 +45,23 @@ def check_gradient(module, gradient, example, rng, rtol=None, max_entries=1000) 
     rows = []
     if value is not None:
         expected = scalar(*args)
-        rows.append(Row("value", "", _error(value, expected), 1e-6 if rtol is None else rtol))
+        rows.append(compare("value", value, expected, None, 1e-6 if rtol is None else rtol))
     taped = _tape(gradient, args, kwargs.get("cotangent"))
     for k, (name, g) in enumerate(zip(gradient.wrt, grads)):
-        i = params.index(name)
-        row = _compare(name, g, args, i, scalar, rng, rtol, max_entries)
-        if isinstance(taped, str):
-            row.tape_note = taped
-        else:
-            row.tape = _error(g, taped[k])
-        rows.append(row)
+        tape = taped if isinstance(taped, str) else taped[k]
+        rows.append(_compare(name, g, tape, args, params.index(name), scalar, rng, rtol,
+                             max_entries))
     return rows
 
 
 def _tape(gradient, args, cotangent):
-    """The dynamic tape's gradients at ``args`` (one per wrt name), or why it could not run
-    the function (it refuses ``math.*`` on tensors, as PyTorch does)."""
-    from ..tape import dynamic_grad
+    """The dynamic tape's gradients at ``args``, a vjp's as the gradient of the weighted sum."""
     primal = gradient.primal
     if cotangent is not None:
         @functools.wraps(primal)
         def primal(*xs, **kw):  # noqa: F811 - the vjp as the gradient of a weighted sum
             return (gradient.primal(*xs, **kw) * cotangent).sum()
-    try:
-        result = dynamic_grad(primal, wrt=tuple(gradient.wrt))(*copy.deepcopy(args))
-    except Exception as exc:  # noqa: BLE001 - reported in the row; finite differences remain
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return result
+    return tape_gradients(primal, gradient.wrt, args)
 
 
 def _split(gradient, result):
@@ -95,7 +72,10 @@ def _split(gradient, result):
     return value, grads
 
 
-def _compare(name, g, args, i, scalar, rng, rtol, max_entries) -> Row:
+def _compare(name, g, tape, args, i, scalar, rng, rtol, max_entries) -> InputCheck:
+    """Input ``i``'s gradient ``g`` against its finite differences (on a sample of its entries
+    past ``max_entries``, the tape's on the same entries) and the tape's ``tape``, at float32's
+    tolerance for float32."""
     x = args[i]
     as64 = [as_float64(a) for a in args]
     if isinstance(x, float):
@@ -106,22 +86,16 @@ def _compare(name, g, args, i, scalar, rng, rtol, max_entries) -> Row:
         entries = range(size) if size <= max_entries else \
             sorted(rng.choice(size, max_entries, replace=False))
         fd = differences.gradient(scalar, as64, i, EPS, entries).reshape(-1)
-        g = np.asarray(g, dtype=np.float64).reshape(-1)[list(entries)]
+        g = np.asarray(g, dtype=np.float64).reshape(-1)
         what = f"{x.dtype}[{', '.join(str(d) for d in x.shape)}]"
     low_precision = not isinstance(x, float) and x.dtype.itemsize < 8
     tolerance = (1e-3 if low_precision else 1e-5) if rtol is None else rtol
     checked = f"{len(entries)} of {np.size(x)} entries" if entries is not None and \
         len(entries) < np.size(x) else ""
-    return Row(name, what, _error(g, fd), tolerance, checked)
-
-
-def _error(got, expected) -> float:
-    """The worst entrywise relative error, against the larger of the entry and 1% of the
-    largest entry."""
-    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    floor = max(1e-2 * float(np.max(np.abs(expected), initial=0.0)), 1e-10)
-    return float(np.max(np.abs(got - expected) / np.maximum(np.abs(expected), floor),
-                        initial=0.0))
+    if entries is not None:   # the tape's gradient on the same entries as the differences'
+        g = g[list(entries)]
+        tape = tape if isinstance(tape, str) else np.asarray(tape).reshape(-1)[list(entries)]
+    return compare(name, g, fd, tape, tolerance, what=what, checked=checked)
 
 
 def _check_jvp(module, gradient, args, rng, rtol) -> list:
@@ -147,5 +121,5 @@ def _check_jvp(module, gradient, args, rng, rtol) -> list:
     expected = call_user(module, f"{gradient.primal.__name__}()", gradient.primal,
                          *copy.deepcopy(args))
     what = f"{np.asarray(fd).dtype}[{', '.join(str(d) for d in np.shape(fd))}]"
-    return [Row("value", "", _error(value, expected), 1e-6 if rtol is None else rtol),
-            Row("tangent", what, _error(tangent, fd), 1e-5 if rtol is None else rtol)]
+    return [compare("value", value, expected, None, 1e-6 if rtol is None else rtol),
+            compare("tangent", tangent, fd, None, 1e-5 if rtol is None else rtol, what=what)]
