@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import RaisedByUser
 from ..ir import Literal, Node, Value, walk
+from .statements.table import statement
 
 _CONVERSIONS = {-1: format, 115: lambda v, spec: format(str(v), spec),
                 114: lambda v, spec: format(repr(v), spec),
@@ -63,6 +64,7 @@ class CheckLowering:
     """Mixin of the lowering for ``raise``, run-time checks and ``with np.errstate``."""
 
     # ---- raise --------------------------------------------------------------------------------
+    @statement(ast.Raise)
     def lower_raise(self, stmt: ast.Raise):
         """A ``raise`` reached while compiling: raise the user's exception (for this signature)
         where it is certain to run, else refuse it (it would run only under a traced condition
@@ -226,6 +228,7 @@ class CheckLowering:
                                      "use one np.errstate for the whole function")
             self.graph.errstate.update(settings)
 
+    @statement(ast.With)
     def lower_with(self, stmt: ast.With):
         self.enter_with(stmt)
         self.run_statements(stmt.body)

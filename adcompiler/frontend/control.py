@@ -21,6 +21,7 @@ from .inplace import Unreadable
 from .local_functions import own_scope
 from .loops import LoopLowering, _aval
 from .shortcircuit import runs_unconditionally
+from .statements.table import lower_statement, statement
 from .structured import Diverged, fill, first_difference, flat, ident, label, same
 from ..ir import Aval, Block, Literal, Node, Value
 
@@ -58,9 +59,10 @@ class ControlLowering(LoopLowering):
                 raise self.src.error(stmt, f"`{type(stmt).__name__.lower()}` is not supported "
                                      "yet", "express the exit condition with np.where")
             self.b.source = self.src.text(stmt)
-            self.statement(stmt)
+            lower_statement(self, stmt)
 
     # ---- if -----------------------------------------------------------------------------------
+    @statement(ast.If)
     def lower_if(self, stmt: ast.If, rest=None):
         self.b.source = f"if {self.src.text(stmt.test)}:"
         test = self.expr(stmt.test)

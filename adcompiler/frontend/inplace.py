@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Value
+from .statements.table import statement
 
 # list_get: an element of a list is the very array the list holds (see .lists)
 VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "list_get"}
@@ -101,6 +102,7 @@ class Stale(Unreadable):
 class InplaceLowering:
     """Mixin of the lowering for augmented assignment."""
 
+    @statement(ast.AugAssign)
     def augmented(self, stmt):
         target = stmt.target
         if isinstance(target, ast.Subscript):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from .comprehensions import UNBOUND, own_names
 from .inplace import Unreadable
 from .source import FunctionSource, as_def
+from .statements.table import statement
 
 _P = inspect.Parameter
 
@@ -80,6 +81,7 @@ class LocalFunctionLowering:
     definer = None  # for the lowering of a nested function's body: the lowering defining it
     local = None    # ... and the LocalFunction itself
 
+    @statement(ast.FunctionDef)
     def define_function(self, stmt: ast.FunctionDef):
         self.env[stmt.name] = self.local_function(stmt, stmt.name, stmt.body)
 

@@ -23,6 +23,7 @@ from .loop_writes import LoopWriteChecks, _assigned
 from .structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
                          traceable)
 from .unrolled import UnrolledLoopLowering
+from .statements.table import statement
 from ..ir import Aval, Block, Literal, Node, Value
 
 _MAX_AVAL_ROUNDS = 3
@@ -49,6 +50,7 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
         finally:
             self.own_blocks = saved
 
+    @statement(ast.For, ast.While)
     def lower_loop(self, stmt):
         """A ``for``/``while``, after rewriting break/continue and traced range bounds; a
         ``for`` over a Python sequence is unrolled (:mod:`.unrolled`)."""

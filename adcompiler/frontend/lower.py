@@ -25,14 +25,16 @@ from . import fence
 from .checks import CheckLowering
 from .comprehensions import ComprehensionLowering, own_names
 from .control import NO_RETURN, ControlLowering
-from .expressions import NOT_USER, ExpressionLowering
+from .expressions import ExpressionLowering
 from .indexing import IndexLowering
 from .inplace import InplaceLowering, Unreadable, memory_root, open_producers
-from .lists import ListLowering, is_append
+from .lists import ListLowering
 from .local_functions import LocalFunctionLowering, refuse_escape
-from .setitem import SetitemLowering, is_add_at
+from .setitem import SetitemLowering
 from .windows import WindowLowering
 from .source import read_function
+from .statements import assignments, expression_statements  # noqa: F401 (their handlers)
+from .statements.table import statement
 from .unpacking import UnpackLowering
 
 _MISSING = object()
@@ -157,36 +159,7 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
                                  "value on every path", "return the value to differentiate")
         return result
 
-    def statement(self, stmt):
-        if isinstance(stmt, ast.Assign):
-            value = self.expr(stmt.value)
-            for target in stmt.targets:
-                self.bind(target, value, stmt)
-        elif isinstance(stmt, ast.AnnAssign):
-            if stmt.value is not None:
-                self.bind(stmt.target, self.expr(stmt.value), stmt)
-        elif isinstance(stmt, ast.AugAssign):
-            self.augmented(stmt)
-        elif isinstance(stmt, ast.If):
-            self.lower_if(stmt)
-        elif isinstance(stmt, (ast.For, ast.While)):
-            self.lower_loop(stmt)
-        elif isinstance(stmt, ast.FunctionDef):
-            self.define_function(stmt)
-        elif isinstance(stmt, ast.Raise):
-            self.lower_raise(stmt)
-        elif isinstance(stmt, ast.With):
-            self.lower_with(stmt)
-        elif is_append(stmt):
-            self.lower_append(stmt)
-        elif is_add_at(stmt):
-            self.lower_add_at(stmt)
-        elif isinstance(stmt, ast.Expr) and fence.may_call_user(stmt):
-            self.bare_call(stmt)
-        elif isinstance(stmt, ast.Assert):
-            self.lower_assert(stmt)
-        # Pass and docstrings do nothing (the fence refuses other expression statements).
-
+    @statement(ast.Assert)
     def lower_assert(self, stmt):
         """``assert`` on what is known while compiling (shapes, dtypes, static arguments) is
         checked then, for each signature compiled; one on traced values is a run-time check
@@ -213,16 +186,6 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
     def is_user_function(self, func):
         return (isinstance(func, types.FunctionType)
                 and not (func.__module__ or "").startswith("numpy"))
-
-    def bare_call(self, stmt):
-        """``helper(x)`` as a statement: the user's function (or method) is inlined for what it
-        writes into its arguments (its result, if any, is dropped); any other call has no
-        effect, which is an error."""
-        node = stmt.value
-        func = self.expr(node.func)
-        args, kwargs = self.call_arguments(node)
-        if self.call_user(func, args, kwargs, node, result=False) is NOT_USER:
-            raise fence.bare_expression(self.src, stmt)
 
     def inline_call(self, func, args, kwargs, node, result=True):
         if self.depth >= _MAX_INLINE_DEPTH:

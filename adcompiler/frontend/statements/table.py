@@ -1,0 +1,31 @@
+"""The registry of statement handlers: ``STATEMENTS`` maps an AST statement type to the function
+lowering it, ``handler(lowering, stmt)``.
+
+A handler registers itself with ``@statement(ast.If)`` where it is defined, so the table is full
+once the lowering's modules are imported (:mod:`..lower` imports them all). Invariants: one
+handler per node type (a second registration is a bug, refused at import); a statement of a
+type with no handler does nothing (``pass``; the fence refuses unsupported forms before
+lowering starts).
+"""
+
+from __future__ import annotations
+
+STATEMENTS: dict = {}  # ast statement type -> handler(lowering, stmt)
+
+
+def statement(*kinds):
+    """Register the decorated function as the handler of the statement types ``kinds``."""
+    def register(handler):
+        for kind in kinds:
+            if kind in STATEMENTS:
+                raise AssertionError(f"two handlers for {kind.__name__} statements")
+            STATEMENTS[kind] = handler
+        return handler
+    return register
+
+
+def lower_statement(lowering, stmt):
+    """Lower one statement with the handler registered for its type."""
+    handler = STATEMENTS.get(type(stmt))
+    if handler is not None:
+        handler(lowering, stmt)
