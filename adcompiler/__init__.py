@@ -1,6 +1,7 @@
 """adcompiler: compile NumPy functions into readable reverse-mode gradient code, ahead of time."""
 
 import os as _os
+import sys as _sys
 
 # The derivative templates live at the top of the repository (templates/) and install as the
 # subpackage adcompiler.templates. In a source checkout imported directly (the package folder
@@ -21,10 +22,15 @@ from .checking.symbolic import symbolic  # noqa: E402
 from .api import regradient as _regradient  # noqa: E402,F401
 from .transforms import control as _control  # noqa: E402,F401
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
+from .frontend.public import PUBLIC as _PUBLIC  # noqa: E402
+
 __all__ = ["grad", "value_and_grad", "vjp", "CompileError", "AssertionFailed", "GradientFunction",
            "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",
            "GradientCheckError", "symbolic"]
+
+# The module reader (adcompiler compile, check) finds the decorators a user's module names here.
+_PUBLIC.update({name: globals()[name] for name in __all__}, adcompiler=_sys.modules[__name__])
 
 
 def __getattr__(name):

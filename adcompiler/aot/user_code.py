@@ -18,6 +18,7 @@ import tokenize
 import numpy as np
 
 from ..errors import CompileError
+from ..frontend.public import PUBLIC
 
 MAX_LITERAL = 10_000
 
@@ -54,13 +55,13 @@ def primal_section(module, roots, header_imports) -> str:
 def _stand_in(module, stmt, needed, copied) -> str:
     """What replaces ``import adcompiler as ad`` (``from adcompiler import stop_gradient``) for
     the copied code: the names it reads through it, where they are only stop_gradient."""
-    import adcompiler
+    adcompiler = PUBLIC["adcompiler"]
     out = []
     for alias in stmt.names:
         name = alias.asname or alias.name.split(".")[0]
         if name not in needed or module.namespace.get(name) is None:
             continue
-        if module.namespace[name] is adcompiler.stop_gradient:
+        if module.namespace[name] is PUBLIC["stop_gradient"]:
             out.append(f"def {name}(x):\n    {_IDENTITY}\n    return x")
             continue
         used = {n.attr for s in copied for n in _nodes(s) if isinstance(n, ast.Attribute)

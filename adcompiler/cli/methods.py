@@ -11,12 +11,10 @@ aliases, by identity), from the static namespace: nothing the user wrote runs.
 from __future__ import annotations
 
 import ast
-import types
 from dataclasses import dataclass
 
 from ..errors import CompileError, Location
-
-_TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp", "hessian", "jacobian", "custom_vjp")
+from ..frontend.module import transform_named
 
 
 @dataclass
@@ -58,26 +56,11 @@ def marked_methods(module) -> list:
 
 def _marked(module, stmt, qualname, is_class, found):
     for dec in stmt.decorator_list:
-        transform = _transform(module.namespace, dec.func if isinstance(dec, ast.Call) else dec)
+        transform = transform_named(module.namespace,
+                                    dec.func if isinstance(dec, ast.Call) else dec)
         if transform:
             found.append(Method(qualname, transform, module.location(dec), is_class))
             return
-
-
-def _transform(ns, node):
-    import adcompiler
-    value = _resolved(ns, node)
-    return next((t for t in _TRANSFORMS if value is getattr(adcompiler, t, None)), None)
-
-
-def _resolved(ns, node):
-    if isinstance(node, ast.Name):
-        return ns.get(node.id)
-    if isinstance(node, ast.Attribute):
-        base = _resolved(ns, node.value)
-        if isinstance(base, types.ModuleType):   # only modules: never user code
-            return getattr(base, node.attr, None)
-    return None
 
 
 def error(method: Method, also=()) -> CompileError:

@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import CompileError, Location
 from .parameters import resolve_wrt
 from .module_writes import find_changes
+from .public import PUBLIC
 
 RESOLVABLE = ("numpy", "math", "adcompiler", "cupy")
 _ARRAY_BUILDERS = {"array", "asarray", "arange", "linspace", "eye", "ones", "zeros", "full"}
@@ -303,14 +304,15 @@ def _check_wrt(module, name, wrt, node):
 
 
 def _transform(module, func):
+    return transform_named(module.namespace, func)
+
+
+def transform_named(namespace, func):
     """The name of the adcompiler transform a decorator names (``grad`` for ``ad.grad``,
     ``value_and_grad`` for ``vag`` imported ``as vag``), else None. Resolved by identity."""
-    import adcompiler
-    value = _resolved(module.namespace, func)
-    for name in _TRANSFORMS + _OTHERS:
-        if value is getattr(adcompiler, name, _UNKNOWN):
-            return name
-    return None
+    value = _resolved(namespace, func)
+    return next((name for name in _TRANSFORMS + _OTHERS
+                 if value is PUBLIC.get(name, _UNKNOWN)), None)
 
 
 def _resolved(ns, node):

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..backends import check_modes, numexpr_chains
 from ..frontend.source import source_lines
+from ..version import __version__
 from .compile import Compiled, load_function
 
 BACKEND = "numpy"
@@ -53,9 +54,9 @@ def cache_dir() -> Path:
 def compiler_fingerprint() -> str:
     """adcompiler's version and a digest of its own sources (templates included): editing the
     compiler invalidates every entry."""
-    from .. import __version__, templates
+    from ..templates import ops as templates_ops
     digest = hashlib.sha256()
-    roots = [Path(__file__).resolve().parents[1], Path(templates.__file__).resolve().parent]
+    roots = [Path(__file__).resolve().parents[1], Path(templates_ops.__file__).resolve().parent]
     for root in roots:
         for path in sorted(root.rglob("*.py")):
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
