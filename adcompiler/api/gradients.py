@@ -243,7 +243,7 @@ class GradientFunction:
 
     def _repr_html_(self):
         """In a notebook: the latest generated source, highlighted."""
-        from ..cli.highlight import html
+        from .highlight import html   # on first display: pygments loads only then
         return html(self._notebook_text(), self._last is not None)
 
     def _repr_markdown_(self):

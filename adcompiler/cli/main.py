@@ -27,7 +27,7 @@ from .common import UsageError, explained, load, specialised, target
 from ..errors import CompileError
 from ..aot.examples import SHAPES_HELP
 from ..frontend.lower import lower_function
-from .highlight import terminal
+from ..api.highlight import terminal
 from ..runtime import cache
 from ..api.signature import bind_arguments, classify
 from .views import ir_part, source_part

@@ -32,13 +32,22 @@ from ..ir.builder import Builder
 from ..ir.primitives import PRIMS, Prim
 
 
+# The dynamic tape sits above custom rules: once loaded, it says here how it runs them on its
+# tensors (adcompiler/tape/__init__.py fills "tensor", its Tensor class, and "call",
+# call_on_tape(custom_vjp, args)). Before it is loaded no tensor exists: every call is plain.
+TAPE: dict = {}
+
+
+def _on_tape(args) -> bool:
+    return bool(TAPE) and any(isinstance(a, TAPE["tensor"]) for a in args)
+
+
 def stop_gradient(x):
     """``x`` itself, through which no derivative flows (``jax.lax.stop_gradient``).
 
     Compiled code spells it ``stop_gradient(x)``; on the dynamic tape it is ``x.detach()``.
     """
-    from ..tape.tensor import Tensor
-    return x.detach() if isinstance(x, Tensor) else x
+    return x.detach() if _on_tape((x,)) else x
 
 
 PRIMS["stop_gradient"] = Prim("stop_gradient", stop_gradient, "custom", "stop_gradient",
@@ -86,11 +95,9 @@ class custom_vjp:
         self.prims = _register(self)
 
     def __call__(self, *args):
-        from ..tape.tensor import Tensor
-        if any(isinstance(a, Tensor) for a in args):
-            from ..tape.custom import call_on_tape
+        if _on_tape(args):
             self._check_defined()
-            return call_on_tape(self, args)
+            return TAPE["call"](self, args)
         custom_examples.record(self, args)  # where a compilation runs f to learn from its calls
         return self.primal(*args)
 

@@ -33,6 +33,12 @@ from .tensor import Tensor, tensor
 
 globals().update(_FUNCTIONS)
 
+# custom_vjp functions and stop_gradient, defined below the tape, run on tensors through it.
+from ..custom import vjp as _custom_vjp  # noqa: E402
+from .custom import call_on_tape as _call_on_tape  # noqa: E402
+
+_custom_vjp.TAPE.update(tensor=Tensor, call=_call_on_tape)
+
 __all__ = ["Tensor", "tensor", "ones", "zeros", "full", "randn", "ones_like", "zeros_like",
            "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "forward_ad", "dynamic_grad", "dynamic_value_and_grad", "DynamicGradient",
