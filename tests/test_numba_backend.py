@@ -150,15 +150,22 @@ def test_512_bit_vectors_as_set_give_the_same_bits(monkeypatch, n):
 def test_512_bit_vectors_by_default_where_they_cost_no_clock(monkeypatch, cpu, avx512, wide):
     from llvmlite import binding
 
-    from adcompiler.runtime import numba_math
+    from adcompiler.backends import numba_target
     monkeypatch.delenv("ADCOMPILER_NUMBA_VECTOR_BITS", raising=False)
     monkeypatch.setattr(binding, "get_host_cpu_name", lambda: cpu)
     monkeypatch.setattr(binding, "get_host_cpu_features", lambda: {"avx512f": avx512})
-    assert numba_math.wide_vectors_pay() is wide
+    assert numba_target.wide_vectors_pay() is wide
     monkeypatch.setenv("ADCOMPILER_NUMBA_VECTOR_BITS", "256")
-    assert numba_math.wide_vectors_pay() is False
+    assert numba_target.wide_vectors_pay() is False
     monkeypatch.setenv("ADCOMPILER_NUMBA_VECTOR_BITS", "512")
-    assert numba_math.wide_vectors_pay() is True
+    assert numba_target.wide_vectors_pay() is True
+
+
+def test_the_emitter_names_only_what_numba_math_defines():
+    from adcompiler.backends import numba_emit
+    from adcompiler.runtime import numba_math
+    assert numba_emit.own_math_names() == {"exp", "tanh", "expm1"}
+    assert all(callable(getattr(numba_math, name)) for name in numba_emit._OWN.values())
 
 
 def test_scalar_parameters_and_two_outputs_of_different_lengths():

@@ -41,7 +41,7 @@ adcompiler/backends/numba_emit.py  PARALLEL_MIN_CALLS  4,096 elements of a loop 
     test_numba_parallel_min_calls.
 adcompiler/backends/numba_emit.py  WIDE_MIN  64 elements of a loop piece (>=)
     The piece calls ``wide_vectors()`` (LLVM may use 512-bit vectors) where they pay
-    (runtime/numba_math.py ``wide_vectors_pay``: AVX-512 CPUs of a list, or
+    (backends/numba_target.py ``wide_vectors_pay``: AVX-512 CPUs of a list, or
     ``ADCOMPILER_NUMBA_VECTOR_BITS=512``; never with ``256``). Test: test_numba_wide_min.
 adcompiler/tape/format.py  THRESHOLD  1,000 elements (>)
     A tape tensor's repr is summarised, 3 edge items and ``...`` (from 1,001). Test:

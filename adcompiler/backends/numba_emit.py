@@ -51,6 +51,7 @@ import math
 import re
 
 from ..ir.primitives import ELEMENTWISE
+from . import numba_target
 from .distinct import distinct_guard
 from .loop_plan import Loop, size
 
@@ -75,9 +76,8 @@ _ATOM = 9
 
 
 def own_math_names() -> frozenset:
-    """The primitives :mod:`adcompiler.runtime.numba_math` provides."""
-    from ..runtime import numba_math
-    return frozenset(p for p, name in _OWN.items() if hasattr(numba_math, name))
+    """The primitives :mod:`adcompiler.runtime.numba_math` provides (``_OWN``'s names there)."""
+    return frozenset(_OWN)
 
 
 def emit_numba(plan, graph, fname: str, arg_names: list, cache=False) -> str:
@@ -180,8 +180,7 @@ def _groups(arrays) -> dict:
 
 
 def _wide_vectors() -> bool:
-    from ..runtime import numba_math
-    return numba_math.wide_vectors_pay()
+    return numba_target.wide_vectors_pay()
 
 
 def _loop_source(lo, hi, writes, own, inside, taken, wide=False):

@@ -82,14 +82,13 @@ into a preallocated out: 0.7, 1.2 and 1.4 ms).
 from __future__ import annotations
 
 import math
-import os
 
 import numba
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["vexp", "vexpm1", "vtanh", "wide_vectors", "wide_vectors_pay"]
+__all__ = ["vexp", "vexpm1", "vtanh", "wide_vectors"]
 
 # fdlibm's split of ln 2: LN2_HI has 21 trailing zero bits, so k * LN2_HI is exact for |k| < 2^21.
 LN2_HI, LN2_LO, INV_LN2 = 6.93147180369123816490e-01, 1.90821492927058770002e-10, 1.4426950408889634
@@ -209,34 +208,10 @@ def vtanh(x):
 
 
 # ---- 512-bit vectors, per loop --------------------------------------------------------------
-# LLVM's tuning for AVX-512 Intel CPUs prefers 256-bit vectors (on the first of them, Skylake-SP
-# and Cascade Lake, 512-bit instructions lowered the clock). numba sets that for the whole
-# process (NUMBA_CPU_FEATURES could change it, process-wide). ``wide_vectors()`` in a loop body
-# sets LLVM's function attribute "prefer-vector-width"="512" on the function the loop is
-# compiled into (in a prange loop: the outlined body), and on no other code. Measured on this
-# project's 2-core AVX-512 machine (LLVM names it rocketlake), the elementwise gradient
-# ``tanh(x[j]) + x[j] (7 - tanh^2) + exp(-x[j])`` at 10^6: 3.5 -> 2.5 ms on one thread, 1.87 ->
-# 1.41 ms on two, with bit-identical results (the 8-wide code computes the same operations).
-
-# AVX-512 CPUs where 512-bit vectors cost no clock speed worth the name (LLVM's CPU names).
-# Zen 4 and 5 run them as two 256-bit halves: fewer instructions, no clock penalty (not
-# measured here).
-_WIDE_CPUS = frozenset({
-    "icelake-client", "icelake-server", "tigerlake", "rocketlake", "sapphirerapids",
-    "emeraldrapids", "graniterapids", "graniterapids-d", "diamondrapids", "znver4", "znver5"})
-
-
-def wide_vectors_pay() -> bool:
-    """Whether generated loops ask for 512-bit vectors: ``ADCOMPILER_NUMBA_VECTOR_BITS=512`` or
-    ``256`` decides; otherwise yes on the CPUs of ``_WIDE_CPUS`` that have AVX-512F."""
-    setting = os.environ.get("ADCOMPILER_NUMBA_VECTOR_BITS", "").strip()
-    if setting in ("256", "512"):
-        return setting == "512"
-    from llvmlite import binding
-    features = binding.get_host_cpu_features()
-    return binding.get_host_cpu_name() in _WIDE_CPUS and bool(features.get("avx512f"))
-
-
+# Where they pay is decided when the code is generated (adcompiler/backends/numba_target.py);
+# ``wide_vectors()`` in a loop body sets LLVM's function attribute "prefer-vector-width"="512"
+# on the function the loop is compiled into (in a prange loop: the outlined body), and on no
+# other code.
 @intrinsic
 def wide_vectors(typingctx):
     """Let LLVM vectorise the calling function with 512-bit vectors (no code of its own)."""
