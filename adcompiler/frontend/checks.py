@@ -22,6 +22,8 @@ import numpy as np
 
 from ..errors import RaisedByUser
 from ..ir import Literal, Node, Value, walk
+from .statements.blocks import run_block, run_statements
+from .statements.conditions import check_condition
 from .statements.table import statement
 
 _CONVERSIONS = {-1: format, 115: lambda v, spec: format(str(v), spec),
@@ -157,10 +159,10 @@ class CheckLowering:
                                        (stmt.orelse, stmt.body, True)):
             found = only_raise(raising)
             if found is not None:
-                self.check_condition(stmt.test, test)
+                check_condition(self.src, stmt.test, test)
                 self.emit_check(found, test, negate)
-                return self.run_statements(other) if rest is None else \
-                    self.run_block(other + rest)
+                return run_statements(self, other) if rest is None else \
+                    run_block(self, other + rest)
         return NOT_A_CHECK
 
     def emit_check(self, stmt, test, negate=False):
@@ -182,7 +184,7 @@ class CheckLowering:
 
     def lower_assert_check(self, stmt: ast.Assert, test: Value):
         """``assert <traced>, msg``: a run-time check raising AssertionError(msg)."""
-        self.check_condition(stmt.test, test)
+        check_condition(self.src, stmt.test, test)
         msg = () if stmt.msg is None else (self.static_argument(stmt.msg),)
         fake = ast.Raise(ast.Call(ast.Name("AssertionError", ast.Load()),
                                   [ast.Constant(m) for m in msg], []), None)
@@ -231,7 +233,7 @@ class CheckLowering:
     @statement(ast.With)
     def lower_with(self, stmt: ast.With):
         self.enter_with(stmt)
-        self.run_statements(stmt.body)
+        run_statements(self, stmt.body)
 
 
 NOT_A_CHECK = object()  # what lower_checked_if gives for an ``if`` that is not a check

@@ -40,10 +40,6 @@ _NOUN = {COMPREHENSION: "a comprehension", LOOP: "a `for` loop over a list or tu
 class ComprehensionLowering:
     """Mixin of the lowering (first in its bases: it narrows ``expr_Call``)."""
 
-    unroll_left = MAX_ITERATIONS  # iterations the outermost comprehension may still unroll
-    unrolling = ()  # each comprehension being unrolled, outermost first: {a name it binds:
-    #                 the name's value before it (or UNBOUND)}, read by .local_functions
-
     # ---- comprehensions -----------------------------------------------------------------------
     def expr_ListComp(self, node):
         return self.unroll(node)
@@ -58,21 +54,17 @@ class ComprehensionLowering:
             self.check_target(gen)
         names = {n.id for g in node.generators for n in ast.walk(g.target)
                  if isinstance(n, ast.Name)}
-        saved = {name: self.env.get(name, UNBOUND) for name in names}
-        outermost = "unroll_left" not in vars(self)  # nested ones share its count
+        saved = {name: self.scope.env.get(name, UNBOUND) for name in names}
         items = []
-        self.unrolling = (*self.unrolling, saved)  # for nested functions: .local_functions
         try:
-            self.unroll_clauses(node, node.generators, items)
+            with self.unrolling.comprehension(saved):  # (saved: for nested functions)
+                self.unroll_clauses(node, node.generators, items)
         finally:
-            self.unrolling = self.unrolling[:-1]
             for name, value in saved.items():
                 if value is UNBOUND:
-                    self.env.pop(name, None)
+                    self.scope.env.pop(name, None)
                 else:
-                    self.env[name] = value
-            if outermost:
-                vars(self).pop("unroll_left", None)
+                    self.scope.env[name] = value
         return items
 
     def unroll_clauses(self, node, generators, items):
@@ -116,17 +108,17 @@ class ComprehensionLowering:
     def spend(self, node, n):
         """Count ``n`` iterations against what the outermost comprehension may unroll."""
         self.check_length(node, n)
-        self.unroll_left -= n
+        self.unrolling.left -= n
 
     def check_length(self, node, n, kind=COMPREHENSION):
         """``n`` more iterations must fit in what the outermost comprehension (``kind``
         COMPREHENSION) or unrolled loop (LOOP, see :mod:`.unrolled`) may still unroll."""
-        if kind == COMPREHENSION and n > self.unroll_left:
+        if kind == COMPREHENSION and n > self.unrolling.left:
             raise self.src.error(node, f"this comprehension would unroll more than "
                                  f"{MAX_ITERATIONS} iterations: the compiler writes out every "
                                  "item of a comprehension as its own code",
                                  f"{_LOOP_HINT}, or use whole-array operations")
-        if kind == LOOP and n > self.loop_unroll_left:
+        if kind == LOOP and n > self.loop.unroll_left:
             raise self.src.error(node, f"this loop would unroll more than {MAX_ITERATIONS} "
                                  "iterations: a `for` loop over a list or tuple is written out "
                                  "item by item, each its own code", "stack the items into one "

@@ -3,8 +3,8 @@
 A condition known while compiling picks its branch statically; a traced one becomes a ``cond``
 whose outputs are the variables either branch rebinds. An ``if`` holding a ``return`` takes the
 statements after it as the continuation of each branch that falls through, and merges the
-returned value like a variable. Loops are lowered by the :class:`.loops.LoopLowering` this class
-extends. Invariant: a merged variable has one abstract value on every path (a Python float
+returned value like a variable (the paths' avals joined by :mod:`.statements.joins`); loops
+are :mod:`.loops`'. Invariant: a merged variable has one abstract value on every path (a Python float
 meeting a 0-d array becomes the array; a tuple or list is merged entry by entry, see
 :mod:`.structured`), else a located error says which variable disagrees, where it is read.
 """
@@ -18,48 +18,17 @@ import numpy as np
 
 from .checks import NOT_A_CHECK
 from .inplace import Unreadable
-from .local_functions import own_scope
-from .loops import LoopLowering, _aval
 from .shortcircuit import runs_unconditionally
-from .statements.table import lower_statement, statement
+from .statements.blocks import NO_RETURN, returns_inside, run_block, run_statements
+from .statements.conditions import check_condition
+from .statements.joins import aval_of, coerce, join, joinable
+from .statements.table import statement
 from .structured import Diverged, fill, first_difference, flat, ident, label, same
 from ..ir import Aval, Block, Literal, Node, Value
 
 
-class ControlLowering(LoopLowering):
+class ControlLowering:
     """Mixin of the lowering for control-flow statements."""
-
-    def run_block(self, stmts):
-        """Lower function-level statements; the returned value, or NO_RETURN if they fall
-        through. An ``if`` containing a ``return`` (not a nested def's) takes the statements
-        after it as the continuation of each branch that does not return, so every path ends in
-        a return; so does one defining a nested def read after it."""
-        for i, stmt in enumerate(stmts):
-            self.b.source = self.src.text(stmt)
-            if isinstance(stmt, ast.Return):
-                if stmt.value is None:
-                    raise self.src.error(stmt, "this returns nothing",
-                                         "return the value to differentiate")
-                return self.expr(stmt.value)
-            if isinstance(stmt, ast.If) and (_returns_inside(stmt)
-                                             or _defines_read(stmt, stmts[i + 1:])):
-                return self.lower_if(stmt, rest=stmts[i + 1:])
-            if isinstance(stmt, ast.With):  # np.errstate: its body in place (.checks)
-                self.enter_with(stmt)
-                return self.run_block(stmt.body + stmts[i + 1:])
-            self.run_statements([stmt])
-        return NO_RETURN
-
-    def run_statements(self, stmts):
-        for stmt in stmts:
-            if isinstance(stmt, ast.Return):
-                raise self.src.error(stmt, "an early `return` is not supported yet",
-                                     "assign the result to a variable and return it at the end")
-            if isinstance(stmt, (ast.Break, ast.Continue)):
-                raise self.src.error(stmt, f"`{type(stmt).__name__.lower()}` is not supported "
-                                     "yet", "express the exit condition with np.where")
-            self.b.source = self.src.text(stmt)
-            lower_statement(self, stmt)
 
     # ---- if -----------------------------------------------------------------------------------
     @statement(ast.If)
@@ -68,29 +37,29 @@ class ControlLowering(LoopLowering):
         test = self.expr(stmt.test)
         if not isinstance(test, Value):
             branch = stmt.body if test else stmt.orelse
-            return self.run_statements(branch) if rest is None else self.run_block(branch + rest)
-        self.check_condition(stmt.test, test)
+            return run_statements(self, branch) if rest is None else run_block(self, branch + rest)
+        check_condition(self.src, stmt.test, test)
         checked = self.lower_checked_if(stmt, test, rest)  # `if <traced>: raise ...` (.checks)
         if checked is not NOT_A_CHECK:
             return checked
-        env0 = dict(self.env)
+        env0 = dict(self.scope.env)
         blocks, envs = [], []
         for stmts in (stmt.body, stmt.orelse):
             block = Block()
-            with self.merging(block):
+            with self.loop.merging(self.b, block):
                 if rest is None:
-                    self.run_statements(stmts)
+                    run_statements(self, stmts)
                 else:
-                    self.env[RESULT] = self.run_block(stmts + rest)
-                    if self.env[RESULT] is NO_RETURN and _returns_inside(stmt):
+                    self.scope.env[RESULT] = run_block(self, stmts + rest)
+                    if self.scope.env[RESULT] is NO_RETURN and returns_inside(stmt):
                         raise self.src.error(stmt, "not every path through this `if` returns "
                                              "a value", "add a return at the end")
-            envs.append(self.env)
-            self.env = dict(env0)
+            envs.append(self.scope.env)
+            self.scope.env = dict(env0)
             blocks.append(block)
         self.merge_branches(stmt, test, blocks, envs, env0)
         if rest is not None:
-            return self.env.pop(RESULT)
+            return self.scope.env.pop(RESULT)
 
     def merge_branches(self, stmt, test, blocks, envs, env0):
         header = f"if {self.src.text(stmt.test)}:"
@@ -100,15 +69,15 @@ class ControlLowering(LoopLowering):
         for name in names:
             values = [e.get(name, env0.get(name, _UNBOUND)) for e in envs]
             if any(v is _UNBOUND for v in values):  # bound in one branch only: unusable after
-                self.env.pop(name, None)
+                self.scope.env.pop(name, None)
                 continue
             if values[0] is values[1]:  # one value from before the `if` on both paths
-                self.env[name] = values[0]
+                self.scope.env[name] = values[0]
                 continue
             if stale := next((v for v in values if isinstance(v, Unreadable)), None):
-                self.env[name] = stale  # a view one branch updated: unreadable after the if
+                self.scope.env[name] = stale  # a view one branch updated: unreadable after the if
                 continue
-            self.env[name] = self.merge_value(stmt, name, values, blocks, outs)
+            self.scope.env[name] = self.merge_value(stmt, name, values, blocks, outs)
         self.b.source = header
         self.b.target.append(Node("cond", (test,), {}, tuple(outs), header, "forward",
                                   tuple(blocks)))
@@ -129,13 +98,13 @@ class ControlLowering(LoopLowering):
         pairs = [(p, a, b) for (p, a), (_, b) in zip(flat(values[0]), flat(values[1]))]
         joined = []
         for path, a, b in pairs:
-            avals = None if a is b or same(a, b) else [_aval(a), _aval(b)]
+            avals = None if a is b or same(a, b) else [aval_of(a), aval_of(b)]
             if avals is None:
                 joined.append(None)
-            elif not eager and not self.joinable(avals):
+            elif not eager and not joinable(avals):
                 return Unjoined(stmt.lineno, *avals)  # an error only if read after
             else:
-                joined.append(self.join(stmt, label(where, path), avals, "branch"))
+                joined.append(join(self.src, stmt, label(where, path), avals, "branch"))
         leaves = [a if aval is None else self.cond_output(name, path, (a, b), aval, blocks, outs)
                   for (path, a, b), aval in zip(pairs, joined)]
         return fill(values[0], iter(leaves))
@@ -144,7 +113,7 @@ class ControlLowering(LoopLowering):
         """A new output of the ``cond``, each block giving its value of one entry, ``aval``."""
         for block, v in zip(blocks, values):
             with self.b.into(block):
-                block.outputs.append(self.coerce(v, aval))
+                block.outputs.append(coerce(self.b, v, aval))
         if name == EXPRESSION:  # named by what it is bound to
             outs.append(Value(aval))
         else:
@@ -157,7 +126,7 @@ class ControlLowering(LoopLowering):
         test = self.expr(node.test)
         if not isinstance(test, Value):
             return self.expr(node.body if test else node.orelse)
-        self.check_condition(node.test, test)
+        check_condition(self.src, node.test, test)
         blocks, values = [], []
         for branch in (node.body, node.orelse):
             block = Block()
@@ -203,71 +172,17 @@ class ControlLowering(LoopLowering):
         if result is None or inline or not result.aval.known_shape == v.aval.known_shape == ():
             self.b.target.extend(block.nodes)
             return v if result is None else self.b.emit(prim, (result, v))
-        aval = self.join(node, "`and`/`or`", [result.aval, v.aval], "branch")
+        aval = join(self.src, node, "`and`/`or`", [result.aval, v.aval], "branch")
         decided = Block()
         with self.b.into(decided):
-            decided.outputs.append(self.coerce(not is_and, aval))
+            decided.outputs.append(coerce(self.b, not is_and, aval))
         with self.b.into(block):
-            block.outputs.append(self.coerce(v, aval))
+            block.outputs.append(coerce(self.b, v, aval))
         out = Value(aval)
         blocks = (block, decided) if is_and else (decided, block)
         self.b.target.append(Node("cond", (result,), {}, (out,), self.b.source, "forward",
                                   blocks))
         return out
-
-    def check_condition(self, node, test):
-        if test.aval.known_shape != ():
-            raise self.src.error(node, "the condition is an array of shape "
-                                 f"{test.aval.known_shape}: its truth value is ambiguous",
-                                 "reduce it (np.all, np.any, .sum() > 0) or use np.where")
-
-    # ---- merging abstract values --------------------------------------------------------------
-    def join(self, stmt, name, avals, where):
-        """The one aval of a variable that has ``avals`` on different paths, else a located
-        error."""
-        first, *rest = avals
-        for a in rest:
-            joined = _join_two(first, a)
-            if joined is None:
-                raise self.src.error(stmt, f"`{name}` is {first} on one path and {a} on another "
-                                     f"({where})", "give it the same shape and type on every "
-                                     "path")
-            first = joined
-        return first
-
-    @staticmethod
-    def joinable(avals) -> bool:
-        first, *rest = avals
-        return all((first := _join_two(first, a)) is not None for a in rest)
-
-    def coerce(self, v, aval):
-        if isinstance(v, bool):
-            v = Literal(v)
-        elif isinstance(v, (int, float)):
-            v = Literal(float(v) if aval.is_float else v)
-        if isinstance(v, Literal):
-            if aval.is_scalar:
-                cast = {"float": float, "int": int, "bool": bool}[aval.kind]
-                return Literal(cast(v.value))
-            return self.b.emit("full", (v.value,), {"shape": (), "dtype": aval.dtype})
-        if v.aval == aval:
-            return v
-        if v.aval.is_scalar and not aval.is_scalar:
-            return self.b.emit("full", (v,), {"shape": (), "dtype": aval.dtype})
-        if v.aval.kind == aval.kind == "array" and v.aval.dtype != aval.dtype:
-            return self.b.emit("astype", (v,), {"dtype": aval.dtype})  # float32 meeting float64
-        return v
-
-
-def _join_two(first, a):
-    """The aval joining two paths' avals of a variable, or None where they disagree."""
-    if a == first or a.kind == first.kind == "int":
-        return first
-    if a.is_float and first.is_float and {a.known_shape, first.known_shape} == {()}:
-        return _join_float_scalars(first, a)
-    if a.dtype == first.dtype == "bool" and {a.known_shape, first.known_shape} == {()}:
-        return Aval("array", "bool", ())  # a Python bool meeting a NumPy one
-    return None
 
 
 @dataclass(frozen=True)
@@ -285,30 +200,6 @@ class Unjoined(Unreadable):
                 "path, or use another name on one of them")
 
 
-def _join_float_scalars(a, b) -> Aval:
-    """A float that is a Python float on one path and a 0-d array on another: the array, of
-    the array's dtype where the other is a Python float (NumPy 2 treats a Python float as
-    weak: ``acc = 0.0`` then ``acc = acc + np.sum(x32)`` stays float32), else of both dtypes
-    promoted."""
-    arrays = [v.dtype for v in (a, b) if not v.is_scalar]
-    return Aval("array", str(np.result_type(*arrays)) if arrays else "float64", ())
-
-
 _UNBOUND = object()  # a name a branch leaves unbound
-NO_RETURN = object()  # what run_block gives when the statements fall through
 RESULT = "<return value>"  # a pseudo-variable merging the value each branch returns
 EXPRESSION = "the conditional expression"  # what a conditional expression merges
-
-
-def _defines_read(stmt, rest) -> bool:
-    """Whether a branch of ``stmt`` defines a nested def that ``rest`` reads: each branch then
-    runs ``rest`` as its continuation, calling its own function (a traced condition cannot
-    choose between two functions after the ``if``)."""
-    defined = {n.name for n in own_scope([stmt]) if isinstance(n, ast.FunctionDef)}
-    return any(isinstance(n, ast.Name) and n.id in defined for s in rest for n in ast.walk(s))
-
-
-def _returns_inside(stmt) -> bool:
-    """Whether ``stmt`` returns from this function: a ``return`` of a nested def is its own."""
-    return any(isinstance(n, ast.Return) for n in own_scope([stmt]))
-

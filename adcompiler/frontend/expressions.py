@@ -261,7 +261,7 @@ class ExpressionLowering:
                                   "code does not do: a gradient would differ from call to "
                                   "call", "draw them in the caller and pass them as an "
                                   "argument (e.g. noise = rng.normal(size=n); grad(f)(x, noise))")
-        owner = _rule_owner(self.fn)
+        owner = _rule_owner(self.scope.fn)
         if owner is not None and (module.startswith("numpy") or isinstance(func, np.ufunc)):
             return self.src.error(
                 node.func, f"`{text}` has no derivative rule in adcompiler, and second "
@@ -301,7 +301,7 @@ class ExpressionLowering:
             if isinstance(sub, ast.Name) and sub.id not in seen:
                 seen.append(sub.id)
         shapes = [f"{n}: {v.aval}" for n in seen
-                  if isinstance(v := self.env.get(n), Value)]
+                  if isinstance(v := self.scope.env.get(n), Value)]
         return ("NumPy raises this too on inputs of these shapes"
                 + (f" ({', '.join(shapes)})" if shapes else ""))
 

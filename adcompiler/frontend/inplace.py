@@ -154,7 +154,7 @@ class InplaceLowering:
             return value
 
         changes = []
-        for env in self.frames:
+        for env in self.scope.frames:
             here = self.stale_in(env, stmt, name)
             for alias, value in env.items():
                 if (changed := update(value, here)) is not value:
@@ -166,7 +166,7 @@ class InplaceLowering:
     def stale_in(self, env, stmt, name) -> Stale:
         """What a name in ``env`` that views the array ``stmt`` updated as ``name`` holds: a
         caller's or definer's name is told which function's ``name`` that is."""
-        outer = env is not self.env and lowering_of(env, self) is not None
+        outer = env is not self.scope.env and lowering_of(env, self) is not None
         return Stale.of(stmt, name, self.src.text(stmt), self.src,
                         self.src.tree.name if outer else "")
 
@@ -202,33 +202,33 @@ class InplaceLowering:
         if self.b.target is self.graph.nodes:
             return
         changed = [(env, name) for env, name, value in changes if not isinstance(value, Stale)
-                   and not (env is self.env and name == target)]
+                   and not (env is self.scope.env and name == target)]
         self.refuse_held_default(stmt, target, changed)
         owner, inside = self.block_owner()
         if owner is None or owner is self:
             self.refuse_outer_change(stmt, owner, changed)
-            others = [n for env, n in changed if env is not self.env or self.loop_depth]
+            others = [n for env, n in changed if env is not self.scope.env or self.loop.depth]
             return self.refuse_changes(stmt, target, others)
         changed = [(env, n) for env, n in changed if not any(env is e for e in inside)]
         self.refuse_outer_change(stmt, owner, changed)
         mine = [n for _, n in changed]
-        if len(mine) > 1 and owner.loop_depth:
+        if len(mine) > 1 and owner.loop.depth:
             raise self.src.error(stmt, f"`{self.src.text(stmt)}` in `{self.src.tree.name}`, "
                                  f"called inside a loop, updates `{mine[0]}` in place while "
                                  f"`{mine[1]}` names the same array",
                                  alias_copy_hint(owner.src.tree, mine[0], mine[1]))
-        if owner.loop_depth:
-            owner.calls_wrote.update(mine)
+        if owner.loop.depth:
+            owner.loop.calls_wrote.update(mine)
 
     def block_owner(self) -> tuple:
         """(the lowering whose ``if`` branch or loop body is the innermost open block, or None;
         the environments of the calls inlined inside that block, this one's first)."""
         inside, frame = [], self
         while frame is not None:
-            if any(self.b.target is nodes for nodes in frame.own_blocks):
+            if any(self.b.target is nodes for nodes in frame.loop.own_blocks):
                 return frame, inside
-            inside.append(frame.env)
-            frame = frame.caller
+            inside.append(frame.scope.env)
+            frame = frame.scope.caller
         return None, inside
 
     def refuse_changes(self, stmt, target, others):
@@ -242,13 +242,13 @@ class InplaceLowering:
         """The located error for a write inside a block to a name of a function around the
         one the block belongs to (a caller, or the definer of a nested function): the block
         passes back only its own function's names."""
-        env, name = next(((e, n) for e, n in changed if owner and e is not owner.env),
+        env, name = next(((e, n) for e, n in changed if owner and e is not owner.scope.env),
                          (None, None))
         outer = lowering_of(env, self)
         if outer is None:
             return
         mine, theirs = owner.src.tree.name, outer.src.tree.name
-        block = "a loop" if owner.loop_depth else "an `if`"
+        block = "a loop" if owner.loop.depth else "an `if`"
         raise self.src.error(
             stmt, f"`{self.src.text(stmt)}` inside {block} of `{mine}` would also change "
             f"`{name}` of `{theirs}` (the same array), which the {block.split()[1]} cannot "
@@ -260,12 +260,12 @@ class InplaceLowering:
         """The located error for a write inside a block to an array that a nested function
         holds as a default (``def h(v, a=y)``): no block merges a function's defaults."""
         name, defaults = next(((n, env) for env, n in changed
-                               if any(env is d for d in self.held_defaults)), (None, None))
+                               if any(env is d for d in self.scope.held_defaults)), (None, None))
         if name is None:
             return
-        owner = next((v.in_words for env in self.frames for v in env.values()
+        owner = next((v.in_words for env in self.scope.frames for v in env.values()
                       if getattr(v, "defaults", None) is defaults), "a nested function")
-        block = "a loop" if (self.block_owner()[0] or self).loop_depth else "an `if`"
+        block = "a loop" if (self.block_owner()[0] or self).loop.depth else "an `if`"
         raise self.src.error(
             stmt, f"`{self.src.text(stmt)}` inside {block} would also change `{name}`, the "
             f"default of {owner}, which is the same array as `{target}` (Python evaluates a "
@@ -283,10 +283,10 @@ def lowering_of(env, frame):
         frame = todo.pop()
         if frame is None or id(frame) in seen:
             continue
-        if frame.env is env:
+        if frame.scope.env is env:
             return frame
         seen.add(id(frame))
-        todo += [frame.caller, frame.definer]
+        todo += [frame.scope.caller, frame.scope.definer]
     return None
 
 

@@ -55,40 +55,38 @@ def is_list(x) -> bool:
 class ListLowering:
     """Mixin of the lowering (before the others in its bases: it narrows their methods)."""
 
-    list_frames = ()  # (while statement, records) of the loops being lowered that append
-
     # ---- building: the while loop and its appends --------------------------------------------
     def lower_while(self, stmt):
         appends = {s.value.func.value.id: s for s in stmt.body if is_append(s)}
         nested = {n.value.func.value.id for s in stmt.body for n in ast.walk(s)
                   if isinstance(n, ast.Expr) and is_append(n)} - set(appends)
         for name in nested:  # appended in a branch: refused there (see lower_append)
-            if _empty(self.env.get(name)):
-                self.env[name] = Building(name, stmt.lineno)
+            if _empty(self.scope.env.get(name)):
+                self.scope.env[name] = Building(name, stmt.lineno)
         if not appends:
             return super().lower_while(stmt)
         for name, append in appends.items():
             self._check_empty(name, append)
             self._check_kept(stmt, name, append)
-            self.env[name] = Building(name, stmt.lineno)
+            self.scope.env[name] = Building(name, stmt.lineno)
         records = []
-        self.list_frames = self.list_frames + ((stmt, records),)
+        self.loop.appending = self.loop.appending + ((stmt, records),)
         try:
             super().lower_while(stmt)
         finally:
-            self.list_frames = self.list_frames[:-1]
+            self.loop.appending = self.loop.appending[:-1]
         node = self.b.target[-1]
         body = node.regions[-1]
         for name, append in appends.items():
             (value,) = [v for target, n, v in records if target is body.nodes and n == name]
-            self.env[name] = self._stack(node, body, name, value, append)
+            self.scope.env[name] = self._stack(node, body, name, value, append)
 
     def _check_empty(self, name, append):
-        held = self.env.get(name)
+        held = self.scope.env.get(name)
         if not _empty(held):
             raise self.src.error(append, f"`{name}.append(...)` needs `{name} = []` before this "
                                  "while loop", f"write `{name} = []` just before the loop")
-        others = [n for n, v in self.env.items() if v is held and n != name]
+        others = [n for n, v in self.scope.env.items() if v is held and n != name]
         if others:
             raise self.src.error(append, f"`{others[0]}` names the same list as `{name}`",
                                  f"give `{name}` its own `{name} = []`")
@@ -100,8 +98,8 @@ class ListLowering:
         if not isinstance(arg, ast.Name) or rebound_first(stmt.body, arg.id):
             return
         for node in (n for s in stmt.body for n in ast.walk(s)):
-            if updated_in_place(node) == arg.id and isinstance(self.env.get(arg.id), Value) \
-                    and self.env[arg.id].aval.ndim:
+            if updated_in_place(node) == arg.id and isinstance(self.scope.env.get(arg.id), Value) \
+                    and self.scope.env[arg.id].aval.ndim:
                 raise self.src.error(node, f"`{arg.id}` is updated in place in a loop that "
                                      f"appends it to `{name}`: in NumPy the list holds that "
                                      "very array, so the update would change its entries too",
@@ -112,8 +110,8 @@ class ListLowering:
         """``xs.append(v)``: recorded for the loop's stack (see :meth:`lower_while`)."""
         call = stmt.value
         name = call.func.value.id
-        held = self.env.get(name)
-        frame = self.list_frames[-1] if self.list_frames else None
+        held = self.scope.env.get(name)
+        frame = self.loop.appending[-1] if self.loop.appending else None
         if len(call.args) == 1 and is_list(self.expr(call.args[0])):
             raise self.src.error(stmt, "a list of lists (what a while loop inside another "
                                  "loop keeps) cannot be differentiated yet",
@@ -190,7 +188,7 @@ class ListLowering:
         return k
 
     def assign_subscript(self, target, value, stmt, op=None):
-        old = self.env.get(target.value.id) if isinstance(target.value, ast.Name) else None
+        old = self.scope.env.get(target.value.id) if isinstance(target.value, ast.Name) else None
         if not is_list(old):
             return super().assign_subscript(target, value, stmt, op)
         if not self._writable(old):
@@ -229,12 +227,6 @@ class ListLowering:
             raise self.src.error(node, "a list cannot be used as an index",
                                  "index with ints, slices, or integer arrays")
         return IndexLowering.index_item(self, item, arrays, node)
-
-    def check_condition(self, node, test):
-        if is_list(test):
-            raise self.src.error(node, "a list as a condition is not supported",
-                                 "test one element (xs[k] > 0)")
-        return super().check_condition(node, test)
 
     def list_attribute_error(self, node):
         return self.src.error(node, f"a list has no `.{node.attr}` here",

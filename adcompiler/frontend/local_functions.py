@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from .comprehensions import UNBOUND, own_names
 from .inplace import Unreadable
 from .source import FunctionSource, as_def
+from .statements import blocks  # (a module: blocks reads own_scope from here)
+from .statements.context import Scope
 from .statements.table import statement
 
 _P = inspect.Parameter
@@ -78,12 +80,9 @@ def check_definition(src, node) -> None:
 class LocalFunctionLowering:
     """Mixin of the lowering: defining and inlining nested functions."""
 
-    definer = None  # for the lowering of a nested function's body: the lowering defining it
-    local = None    # ... and the LocalFunction itself
-
     @statement(ast.FunctionDef)
     def define_function(self, stmt: ast.FunctionDef):
-        self.env[stmt.name] = self.local_function(stmt, stmt.name, stmt.body)
+        self.scope.env[stmt.name] = self.local_function(stmt, stmt.name, stmt.body)
 
     def expr_Lambda(self, node: ast.Lambda):
         body = [ast.copy_location(ast.Return(node.body), node.body)]
@@ -97,8 +96,8 @@ class LocalFunctionLowering:
         defaults = {p.name: p.default for p in signature.parameters.values()
                     if p.default is not _P.empty}
         if defaults:
-            self.held_defaults.append(defaults)  # names for arrays: .inplace updates them
-        return LocalFunction(node, src, self, signature, defaults, self.unrolling,
+            self.scope.held_defaults.append(defaults)  # names for arrays: .inplace updates them
+        return LocalFunction(node, src, self, signature, defaults, self.unrolling.running,
                              frozenset(free_names(node)))
 
     def local_signature(self, args: ast.arguments) -> inspect.Signature:
@@ -127,14 +126,14 @@ class LocalFunctionLowering:
         given = dict(bound.arguments)
         bound.apply_defaults()  # ``*args``: ()
         callee = type(self).__new__(type(self))
-        callee.start(self.graph, self.b, self.depth + 1, self)
-        callee.fn, callee.src, callee.definer, callee.local = (func.definer.fn, func.src,
-                                                               func.definer, func)
-        callee.locals, callee.closure = func.local_names(), {}
-        callee.env.update({**bound.arguments, **func.defaults, **given})
+        callee.src = func.src
+        callee.start(self.graph, self.b, self.depth + 1, Scope(
+            func.definer.scope.fn, func.local_names(), {}, caller=self, definer=func.definer,
+            local=func))
+        callee.scope.env.update({**bound.arguments, **func.defaults, **given})
         saved = self.b.source
         try:
-            return callee.run_body(result)
+            return blocks.run_body(callee, result)
         finally:
             self.b.source = saved
 
@@ -142,17 +141,17 @@ class LocalFunctionLowering:
         """A call of ``func`` from inside its own body (or a body it calls): never inlined."""
         frame = self
         while frame is not None:
-            if frame.local is not None and frame.local.node is func.node:
+            if frame.scope.local is not None and frame.scope.local.node is func.node:
                 raise self.src.error(node, f"{_name(func)} calls itself: a recursive nested "
                                      "function cannot be inlined",
                                      "recursion is not supported; write the computation as "
                                      "a loop")
-            frame = frame.caller
+            frame = frame.scope.caller
 
     def refuse_ended_comprehension(self, func: LocalFunction, node):
         """A lambda reading a comprehension's variable, called after that comprehension: Python
         would read the variable's last value, which the unrolled comprehension does not keep."""
-        running = func.definer.unrolling
+        running = func.definer.unrolling.running
         for name in sorted(func.reads):
             binders = [scope for scope in func.scopes if name in scope]
             if binders and all(binders[-1] is not scope for scope in running):
@@ -165,9 +164,9 @@ class LocalFunctionLowering:
     def free_name(self, name, node):
         """A name a nested body does not bind: the defining function's, as it is now (not
         that of a comprehension the call is in, which the definition is not)."""
-        definer = self.definer
+        definer = self.scope.definer
         value = self.seen_from_definition(name)
-        if value is UNBOUND and name in definer.locals:
+        if value is UNBOUND and name in definer.scope.locals:
             raise self.src.error(node, f"`{name}` is read before `{definer.src.tree.name}` "
                                  "assigns it (a nested function reads the variables around it "
                                  "when it is called)",
@@ -182,12 +181,12 @@ class LocalFunctionLowering:
         """``name`` in the defining scope now, or UNBOUND. A comprehension running now that
         the definition is not inside binds names of its own (Python 3), which the body does
         not see: where the outermost such binds ``name``, its value from before that one."""
-        definer, scopes = self.definer, self.local.scopes
-        for k, scope in enumerate(definer.unrolling):
+        definer, scopes = self.scope.definer, self.scope.local.scopes
+        for k, scope in enumerate(definer.unrolling.running):
             holds_definition = k < len(scopes) and scopes[k] is scope
             if not holds_definition and name in scope:
                 return scope[name]
-        return definer.env.get(name, UNBOUND)
+        return definer.scope.env.get(name, UNBOUND)
 
 
 def refuse_escape(results) -> None:

@@ -49,12 +49,12 @@ class LoopWriteChecks:
             name = updated_in_place(node)
             if name is None or name in passed:
                 continue
-            value = self.env.get(name)
+            value = self.scope.env.get(name)
             if name not in carried or not isinstance(value, Value) or not value.aval.ndim:
                 continue
             if rebound_first(stmt.body, name):  # y = y.copy(); y[i] = v: a new array each time
                 continue
-            others = [label(n, path) for n, v in self.env.items() if n != name
+            others = [label(n, path) for n, v in self.scope.env.items() if n != name
                       for path, leaf in flat(v) if leaf is value]   # s[0] of s = (y, 1.0) too
             if others:
                 raise self.src.error(node, f"`{name}` is updated in place inside a loop while "
@@ -77,10 +77,10 @@ class LoopWriteChecks:
         marker = (Stale.of(stmt, name, text, self.src, mine) if not _rebinds(body, name)
                   else ReboundInLoop(name, mine, text, stmt.lineno))
         passed = []
-        for env in self.frames:
+        for env in self.scope.frames:
             stale = self.stale_in(env, stmt, name)
             for alias, v in env.items():
-                if ((env is self.env and alias == name) or not isinstance(v, Value)
+                if ((env is self.scope.env and alias == name) or not isinstance(v, Value)
                         or memory_root(v, producers) is not root):
                     continue
                 env[alias] = marker if held.get(id(env)) == alias else stale
@@ -94,7 +94,7 @@ class LoopWriteChecks:
         (NumPy changes them all, as for an alias in the loop's own function). A nested
         function's default holding the array is no caller's name: it goes stale."""
         held = []
-        for env in self.frames[1:]:
+        for env in self.scope.frames[1:]:
             outer = lowering_of(env, self)
             if outer is None:   # a nested function's defaults
                 continue
@@ -117,7 +117,7 @@ class LoopWriteChecks:
         ``name`` held before it names the array the loop leaves, as NumPy's update shows through
         it; inside a block of a caller, that is checked as any update there (``check_region``)."""
         for name, (node, held) in passed.items():
-            new = self.env.get(name)
+            new = self.scope.env.get(name)
             changes = [(env, alias, new) for env, alias, marker in held
                        if env.get(alias) is marker]
             if not changes or not isinstance(new, Value):
@@ -133,10 +133,11 @@ class LoopWriteChecks:
         if _is_range(stmt.iter, self):
             return
         rows = {t.id for t in ast.walk(stmt.target) if isinstance(t, ast.Name)}
+        env = self.scope.env
         looped = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)
-                  and isinstance(self.env.get(n.id), Value) and self.env[n.id].aval.ndim}
-        looped |= {name for name, v in self.env.items()
-                   if any(v is self.env.get(n) for n in looped) and isinstance(v, Value)}
+                  and isinstance(env.get(n.id), Value) and env[n.id].aval.ndim}
+        looped |= {name for name, v in env.items()
+                   if any(v is env.get(n) for n in looped) and isinstance(v, Value)}
         for node in own_scope(stmt.body):
             name = updated_in_place(node)
             if name in rows and not rebound_first(stmt.body, name):

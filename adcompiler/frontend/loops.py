@@ -15,7 +15,6 @@ entry by entry and a str or None only where no iteration reads a changed one
 from __future__ import annotations
 
 import ast
-import contextlib
 
 from . import jumps, reversed_range
 from .inplace import AfterBreak, InLoopOnly, Unreadable
@@ -23,6 +22,9 @@ from .loop_writes import LoopWriteChecks, _assigned
 from .structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
                          traceable)
 from .unrolled import UnrolledLoopLowering
+from .statements.blocks import run_statements
+from .statements.conditions import check_condition
+from .statements.joins import aval_of, coerce, join
 from .statements.table import statement
 from ..ir import Aval, Block, Literal, Node, Value
 
@@ -31,24 +33,8 @@ _UNBOUND = object()
 
 
 class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
-    """Mixin of the lowering for loops (uses ``join``, ``coerce``, ``run_statements`` of
-    :class:`.control.ControlLowering`)."""
-
-    loop_depth = 0  # how many loop bodies are being lowered around the current statement
-    own_blocks = ()  # the node lists of the open blocks whose names this lowering merges
-    calls_wrote = frozenset()  # names a called function updated in the loop body lowered now
-
-    @contextlib.contextmanager
-    def merging(self, block):
-        """``self.b.into(block)`` for an ``if`` branch or a loop body: this lowering merges
-        (carries) the names that change there, also those a function called there updates in
-        place (see :meth:`.inplace.InplaceLowering.check_region`)."""
-        saved, self.own_blocks = self.own_blocks, (*self.own_blocks, block.nodes)
-        try:
-            with self.b.into(block):
-                yield block
-        finally:
-            self.own_blocks = saved
+    """Mixin of the lowering for loops (the joins of carried values: :mod:`.statements.joins`;
+    the body's statements: :mod:`.statements.blocks`)."""
 
     @statement(ast.For, ast.While)
     def lower_loop(self, stmt):
@@ -58,28 +44,29 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
             return self.lower_unrolled(stmt)
         if isinstance(stmt, ast.For) and reversed_range.is_reversed(stmt.iter):
             before, stmt = reversed_range.rewrite(self, stmt)
-            self.run_statements(before)
+            run_statements(self, before)
         if isinstance(stmt, ast.For) and self.traced_range(stmt.iter):
             if stmt.orelse:
                 raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
             before, stmt = jumps.rewrite_traced_range(stmt, f"loop{stmt.lineno}_i")
-            self.run_statements(before)
+            run_statements(self, before)
         breaks = jumps.breaks(stmt.body)
         before, stmt = jumps.rewrite_loop(stmt)
-        self.run_statements(before)
+        run_statements(self, before)
         if isinstance(stmt, ast.For):
             self.lower_for(stmt, breaks)
         else:
             self.lower_while(stmt)
 
     def traced_range(self, node) -> bool:
+        env = self.scope.env
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and self.env.get(node.func.id, self.lookup(node.func.id, node.func)) is range):
+                and env.get(node.func.id, self.lookup(node.func.id, node.func)) is range):
             return False
-        env0 = dict(self.env)
+        env0 = dict(self.scope.env)
         with self.b.into(Block()):  # only to look: the loop evaluates its bounds itself
             bounds = [self.expr(a) for a in node.args]
-        self.env = env0
+        self.scope.env = env0
         if len(bounds) == 3 and isinstance(bounds[2], Value):
             raise self.src.error(node.args[2], "a traced range step is not supported",
                                  "use a constant step")
@@ -106,9 +93,9 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
             k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
             self.b.counters[k] = (0, n - 1)  # for windows x[t:t + 2] (see .windows)
             body = Block(params=[k, *params])
-            with self.merging(body):
+            with self.loop.merging(self.b, body):
                 bind_target(k)
-                self.run_statements(stmt.body)
+                run_statements(self, stmt.body)
             return (body,)
         self.carried_loop(stmt, header, "loop", (Literal(n),), blocks)
         self.bind_last(stmt, n, bind_target, breaks)
@@ -120,16 +107,16 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
         is a located error."""
         names = _target_names(stmt)
         rebound = set(_assigned(stmt.body))
-        kept = {name: self.env.get(name, _UNBOUND) for name in names if name in rebound}
+        kept = {name: self.scope.env.get(name, _UNBOUND) for name in names if name in rebound}
         if breaks:
-            self.env.update({name: AfterBreak(stmt.lineno) for name in names})
+            self.scope.env.update({name: AfterBreak(stmt.lineno) for name in names})
         else:
             bind_target(n - 1)
         for name, value in kept.items():
             if value is _UNBOUND:
-                self.env.pop(name, None)
+                self.scope.env.pop(name, None)
             else:
-                self.env[name] = value
+                self.scope.env[name] = value
 
     def lower_while(self, stmt: ast.While):
         if stmt.orelse:
@@ -139,18 +126,18 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
 
         def blocks(carried, params):
             test = Block(params=[self.graph.name_value(Value(p.aval), p.name) for p in params])
-            carried.enter(self.env, test.params)
+            carried.enter(self.scope.env, test.params)
             with self.b.into(test):
                 pred = self.expr(stmt.test)
                 if not isinstance(pred, Value):
                     raise self.src.error(stmt.test, "this loop condition does not depend on "
                                          "anything the loop changes", "use a for loop")
-                self.check_condition(stmt.test, pred)
+                check_condition(self.src, stmt.test, pred)
                 test.outputs = [pred]
-            carried.enter(self.env, params)
+            carried.enter(self.scope.env, params)
             body = Block(params=list(params))
-            with self.merging(body):
-                self.run_statements(stmt.body)
+            with self.loop.merging(self.b, body):
+                run_statements(self, stmt.body)
             return test, body
         self.carried_loop(stmt, header, "while", (), blocks)
 
@@ -158,23 +145,23 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
         """Lower a loop whose body rebinds names bound before it: find one aval per carried
         leaf (re-lowering until they agree), then emit the node and rebind the names (a tuple
         or list as its carried entries, see :class:`.structured.LoopState`)."""
-        names = [name for name in _assigned(stmt.body) if name in self.env]
+        names = [name for name in _assigned(stmt.body) if name in self.scope.env]
         passed = self.check_loop_aliases(stmt, names)
-        state = LoopState(self.env, names)
+        state = LoopState(self.scope.env, names)
         avals, blocks, body_env = self.lower_body(stmt, state, make_blocks)
         body = blocks[-1]
         with self.b.into(body):
-            body.outputs = [self.coerce(r, a) for r, a in zip(state.results(body_env), avals)]
-        inits = [self.coerce(v, a) for v, a in zip(state.start_leaves(), avals)]
+            body.outputs = [coerce(self.b, r, a) for r, a in zip(state.results(body_env), avals)]
+        inits = [coerce(self.b, v, a) for v, a in zip(state.start_leaves(), avals)]
         outs = tuple(self.graph.name_value(Value(a, origin=n), n)
                      for n, a in zip(state.labels(), avals))
         self.b.source = header
         self.b.target.append(Node(prim, (*inputs, *inits), {"stacked": 0}, outs, header,
                                   "forward", tuple(blocks)))
-        state.leave(self.env, body_env, outs)
+        state.leave(self.scope.env, body_env, outs)
         self.pass_back(passed)  # a caller's name for an array the body updated
         self.after_changing(stmt, state, body_env, prim == "loop")
-        self.env.update({name: InLoopOnly(stmt.lineno, prim == "loop")
+        self.scope.env.update({name: InLoopOnly(stmt.lineno, prim == "loop")
                          for name in self.first_bound_in(stmt, body_env)})
 
     def after_changing(self, stmt, state, body_env, counted):
@@ -188,14 +175,14 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
             if traceable(end) or any(traceable(leaf) for _, leaf in flat(end)):
                 raise self.src.error(stmt, *carry_error(name, (), marker.start, end))
             if counted or same(end, marker.start):
-                self.env[name] = end
+                self.scope.env[name] = end
 
     def first_bound_in(self, stmt, body_env) -> list:
         """The names a loop body binds that were unbound before it (not its target):
         ``for t in range(n): h = ...``. The loop does not carry them (that would need a value
         to start from), so reading them after it is a located error."""
         targets = _target_names(stmt) if isinstance(stmt, ast.For) else []
-        return [name for name in _assigned(stmt.body) if name not in self.env
+        return [name for name in _assigned(stmt.body) if name not in self.scope.env
                 and name not in targets and isinstance(body_env.get(name), (
                     Value, Literal, InLoopOnly, tuple, list))]
 
@@ -205,30 +192,28 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
         array it then updated in place), is carried no more: it stays stale where the body
         reads it before rebinding it, and after the loop; so does a Python value the body
         changes (:class:`.structured.ChangesInLoop`)."""
-        avals = [_aval(v) for v in state.start_leaves()]
+        avals = [aval_of(v) for v in state.start_leaves()]
         for _ in range(_MAX_AVAL_ROUNDS):
-            env0 = dict(self.env)
+            env0 = dict(self.scope.env)
             params = [self.graph.name_value(Value(a, origin=n), n)
                       for n, a in zip(state.labels(), avals)]
-            state.enter(self.env, params)
-            self.loop_depth += 1
-            outer_wrote, self.calls_wrote = self.calls_wrote, set()
+            state.enter(self.scope.env, params)
+            outer = self.loop.enter_body()
             try:
                 blocks = make_blocks(state, params)
             finally:
-                self.loop_depth -= 1
-                wrote, self.calls_wrote = self.calls_wrote, outer_wrote | self.calls_wrote
-            body_env, self.env = self.env, env0
+                wrote = self.loop.leave_body(outer)
+            body_env, self.scope.env = self.scope.env, env0
             stale = {n: body_env[n] for n in state.names if isinstance(body_env[n], Unreadable)}
             stale.update(_spoiled(env0, body_env))
             grown = [n for n in wrote if n in env0 and n not in state.starts
                      and not isinstance(body_env.get(n), Unreadable)]
             if stale or grown or self.settle(stmt, state, body_env):
-                self.env.update(stale)
+                self.scope.env.update(stale)
                 state.drop(stale)
-                state.add(self.env, grown)  # updated by a called function: carried too
+                state.add(self.scope.env, grown)  # updated by a called function: carried too
                 return self.lower_body(stmt, state, make_blocks)
-            new = [self.join(stmt, label(n, p), [a, _aval(r)], "loop")
+            new = [join(self.src, stmt, label(n, p), [a, aval_of(r)], "loop")
                    for (n, p), a, r in zip(state.slots, avals, state.results(body_env))]
             if new == avals:
                 break
@@ -247,7 +232,7 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
             if found[0] == "promote":
                 state.promote(name, found[1])
             elif found[0] == "changes":
-                self.env[name] = state.changing[name] = ChangesInLoop(
+                self.scope.env[name] = state.changing[name] = ChangesInLoop(
                     stmt.lineno, describe(found[2]), describe(found[3]), found[2])
                 state.drop([name])
             else:
@@ -297,10 +282,6 @@ def _spoiled(before, after) -> dict:
     the body reads them again, and after the loop."""
     return {n: v for n, v in after.items() if isinstance(v, Unreadable) and n in before
             and not isinstance(before[n], Unreadable)}
-
-
-def _aval(v) -> Aval:
-    return v.aval if isinstance(v, (Value, Literal)) else Aval.of(v)
 
 
 def _affine(b, k, start, step):

@@ -24,16 +24,19 @@ from .parameters import python_call_error
 from . import fence
 from .checks import CheckLowering
 from .comprehensions import ComprehensionLowering, own_names
-from .control import NO_RETURN, ControlLowering
+from .control import ControlLowering
 from .expressions import ExpressionLowering
 from .indexing import IndexLowering
 from .inplace import InplaceLowering, Unreadable, memory_root, open_producers
 from .lists import ListLowering
+from .loops import LoopLowering
 from .local_functions import LocalFunctionLowering, refuse_escape
 from .setitem import SetitemLowering
 from .windows import WindowLowering
 from .source import read_function
 from .statements import assignments, expression_statements  # noqa: F401 (their handlers)
+from .statements.blocks import run_body
+from .statements.context import LoopContext, Scope, Unrolling
 from .statements.table import statement
 from .unpacking import UnpackLowering
 
@@ -42,40 +45,33 @@ _MAX_INLINE_DEPTH = 32
 
 
 class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLowering,
-               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering,
+               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering, LoopLowering,
                LocalFunctionLowering, CheckLowering, UnpackLowering):
+    """The lowering of one function's body (or an inlined call's), into ``graph`` through
+    ``builder``: ``src`` is its source, ``depth`` how many calls it is inlined into; its state
+    is in three small objects (:mod:`.statements.context`): ``scope`` (the names),
+    ``loop`` (the blocks open around the statement lowered now), ``unrolling`` (the
+    comprehensions unrolled now)."""
+
     def __init__(self, fn, graph: Graph, builder: Builder, depth=0, caller=None):
-        self.fn = fn
         self.src = read_function(fn, inlined=caller is not None)  # a lambda only if called
         fence.check(self.src)  # starred targets (a, *rest = p) pass: .unpacking binds them
-        self.start(graph, builder, depth, caller)
         code = fn.__code__  # a name a nested def or lambda reads is a cell variable
-        self.locals = set(code.co_varnames + code.co_cellvars) - own_names(self.src.tree)
-        self.closure = _closure_vars(fn)
+        local_names = set(code.co_varnames + code.co_cellvars) - own_names(self.src.tree)
+        self.start(graph, builder, depth, Scope(fn, local_names, _closure_vars(fn), caller))
 
-    def start(self, graph: Graph, builder: Builder, depth, caller):
+    def start(self, graph: Graph, builder: Builder, depth, scope: Scope):
         self.graph, self.b, self.depth = graph, builder, depth
-        self.env: dict = {}
-        self.caller = caller  # the Lowering this call is inlined into, if any
-        # every nested function's defaults: names for arrays, updated as env's (.local_functions)
-        self.held_defaults: list = caller.held_defaults if caller is not None else []
-
-    @property
-    def frames(self) -> list:
-        """The environments of this call, of every caller it is inlined into and, for a nested
-        function, of the function defining it (a closure's array may be written through),
-        and every nested function's defaults."""
-        frames = [self.env] + (self.caller.frames if self.caller else self.held_defaults)
-        if self.definer is not None:
-            frames += [f for f in self.definer.frames if all(f is not g for g in frames)]
-        return frames
+        if scope.caller is not None:  # nested functions' defaults: the outermost call's list
+            scope.held_defaults = scope.caller.scope.held_defaults
+        self.scope, self.loop, self.unrolling = scope, LoopContext(), Unrolling()
 
     # ---- names --------------------------------------------------------------------------------
     def lookup(self, name, node):
-        value = self.env.get(name, _MISSING)
+        value = self.scope.env.get(name, _MISSING)
         if isinstance(value, Unreadable):
             raise self.src.error(node, *value.describe(name))
-        if value is _MISSING and name in self.locals:
+        if value is _MISSING and name in self.scope.locals:
             raise self.src.error(node, f"local variable `{name}` is read before it is assigned",
                                  f"Python treats `{name}` as local because the function "
                                  "assigns it; assign it before this line, or rename it")
@@ -85,9 +81,9 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
 
     def outer(self, name, node):
         """A name the function does not assign: from its closure, module globals or builtins."""
-        if self.definer is not None:  # a nested def or lambda: its definer's, when read
+        if self.scope.definer is not None:  # a nested def or lambda: its definer's, when read
             return self.free_name(name, node)
-        for scope in (self.closure, self.fn.__globals__, vars(builtins)):
+        for scope in (self.scope.closure, self.scope.fn.__globals__, vars(builtins)):
             value = scope.get(name, _MISSING)
             if value is not _MISSING:
                 return value
@@ -97,7 +93,7 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
         if name in own_names(self.src.tree):
             return (f"`{name}` is bound only inside a comprehension, whose names are its own (as "
                     "in Python 3): assign it before this line to use it here")
-        known = [*self.env, *self.closure, *self.fn.__globals__, *vars(builtins)]
+        known = [*self.scope.env, *self.scope.closure, *self.scope.fn.__globals__, *vars(builtins)]
         close = difflib.get_close_matches(name, known, n=1)
         if close:
             return f"did you mean `{close[0]}`?"
@@ -116,14 +112,14 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
             if isinstance(value, Value) and value.name is None:
                 self.graph.name_value(value, target.id)
                 value.origin = target.id
-            self.env[target.id] = value
+            self.scope.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             stored = {}  # root of an array stored into by an earlier target -> its text
             for t, v in self.unpacked(target, value):  # an array: its rows (.unpacking)
                 self.check_unpacked_view(stored, t, v)
                 if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
-                        isinstance(self.env.get(t.value.id), Value):
-                    root = memory_root(self.env[t.value.id], open_producers(self.b))
+                        isinstance(self.scope.env.get(t.value.id), Value):
+                    root = memory_root(self.scope.env[t.value.id], open_producers(self.b))
                     stored[root] = self.src.text(t)
                 self.bind(t, v, stmt)
         elif isinstance(target, ast.Subscript):
@@ -147,18 +143,7 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
                 "...` may just have changed: NumPy would store the changed data", "index with arrays "
                 "to swap (Y[[0, 1]] = Y[[1, 0]]), or .copy() the right side's items")
 
-    # ---- statements ---------------------------------------------------------------------------
-    def run_body(self, needed=True):
-        """Lower the function's statements; returns the lowered return value (None where the
-        caller drops it and the function returns nothing)."""
-        result = self.run_block(self.src.tree.body)
-        if result is NO_RETURN and not needed:
-            return None
-        if result is NO_RETURN:
-            raise self.src.error(self.src.tree, f"`{self.src.tree.name}` does not return a "
-                                 "value on every path", "return the value to differentiate")
-        return result
-
+    # ---- assert ---------------------------------------------------------------------------------
     @statement(ast.Assert)
     def lower_assert(self, stmt):
         """``assert`` on what is known while compiling (shapes, dtypes, static arguments) is
@@ -199,10 +184,10 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
                                  f"{func.__name__}'s parameters: {_parameters(func)}") from None
         bound.apply_defaults()
         callee = Lowering(func, self.graph, self.b, self.depth + 1, caller=self)
-        callee.env.update(bound.arguments)
+        callee.scope.env.update(bound.arguments)
         saved = self.b.source
         try:
-            return callee.run_body(result)
+            return run_body(callee, result)
         finally:
             self.b.source = saved
 
@@ -236,10 +221,10 @@ def lower_function(fn, arguments: dict) -> Graph:
             if isinstance(arg, Aval):
                 v = graph.name_value(Value(arg, origin=name), name)
                 graph.params.append(v)
-                lowering.env[name] = v
+                lowering.scope.env[name] = v
             else:
-                lowering.env[name] = arg
-        result = lowering.run_body()
+                lowering.scope.env[name] = arg
+        result = run_body(lowering)
     results = result if isinstance(result, tuple) else (result,)
     refuse_escape(results)
     for v in results:

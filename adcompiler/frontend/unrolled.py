@@ -24,18 +24,16 @@ Invariant: no ``loop`` node is emitted; ``range(...)`` and an array's rows (alon
 from __future__ import annotations
 
 import ast
-import contextlib
 
 from . import jumps
-from .comprehensions import LOOP, MAX_ITERATIONS
+from .comprehensions import LOOP
+from .statements.blocks import run_statements
 from ..ir import Block, Value
 
 
 class UnrolledLoopLowering:
     """Mixin of the lowering for ``for`` loops over Python sequences (uses ``iteration_items``
     and ``iterator_builtin`` of :class:`.comprehensions.ComprehensionLowering`)."""
-
-    loop_unroll_left = MAX_ITERATIONS  # iterations the outermost unrolled loop may still unroll
 
     def unrolls(self, node) -> bool:
         """Whether a ``for`` over ``node`` iterates over a Python sequence (unrolled here) rather
@@ -56,10 +54,10 @@ class UnrolledLoopLowering:
         block dropped here (the loop evaluates its iterable itself, once)."""
         if isinstance(node, ast.Name):
             return self.lookup(node.id, node)
-        env0 = dict(self.env)
+        env0 = dict(self.scope.env)
         with self.b.into(Block()):
             value = self.expr(node)
-        self.env = env0
+        self.scope.env = env0
         return value
 
     def lower_unrolled(self, stmt: ast.For):
@@ -67,24 +65,12 @@ class UnrolledLoopLowering:
         happened."""
         header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
         self.b.source = header
-        with self.unroll_budget():
+        with self.loop.unroll_budget():
             items = self.iteration_items(stmt.iter, LOOP)
             self.check_length(stmt.iter, len(items), LOOP)
-            self.loop_unroll_left -= len(items)
+            self.loop.unroll_left -= len(items)
             flag = self.run_items(stmt, header, items)
         self.unrolled_else(stmt, flag)
-
-    @contextlib.contextmanager
-    def unroll_budget(self):
-        """Nested unrolled loops share the budget of the outermost one, while it runs."""
-        outermost = "loop_unroll_left" not in vars(self)
-        if outermost:
-            self.loop_unroll_left = MAX_ITERATIONS
-        try:
-            yield
-        finally:
-            if outermost:
-                del self.loop_unroll_left
 
     def run_items(self, stmt, header, items) -> str:
         """Lower the body for each item; the name of the break flag (bound only if the body may
@@ -93,38 +79,38 @@ class UnrolledLoopLowering:
         ``<target> = loop<line>_item``), so the target keeps the value it broke at."""
         flag, item = f"loop{stmt.lineno}_done", f"loop{stmt.lineno}_item"
         held = f"loop{stmt.lineno}_items"   # in the env, so that an in-place update in the
-        self.env[held] = list(items)          # body reaches the items still to come
+        self.scope.env[held] = list(items)          # body reaches the items still to come
         before, plain = jumps.rewrite_loop(stmt)
         bind = _synthetic(ast.Assign([stmt.target], ast.Name(item, ast.Load())), stmt)
         guarded = jumps.rewrite_loop(_with_body(stmt, [bind, *stmt.body]))[1]
-        self.run_statements(before)
+        run_statements(self, before)
         for k in range(len(items)):
-            value = self.env[held][k]  # y *= 2 made it the new y; a view of y: Stale
-            done = self.env.get(flag, False)
+            value = self.scope.env[held][k]  # y *= 2 made it the new y; a view of y: Stale
+            done = self.scope.env.get(flag, False)
             if isinstance(done, Value):
-                self.env[item] = value
-                self.run_statements(guarded.body)
+                self.scope.env[item] = value
+                run_statements(self, guarded.body)
                 continue
             if done:  # a break decided while compiling: Python leaves the loop here
                 break
             self.b.source = header
             self.bind(stmt.target, value, stmt)
-            self.run_statements(plain.body)
-        self.env.pop(item, None)
-        self.env.pop(held, None)
+            run_statements(self, plain.body)
+        self.scope.env.pop(item, None)
+        self.scope.env.pop(held, None)
         return flag
 
     def unrolled_else(self, stmt, flag):
         """``for ... else``: the ``else`` runs where the loop did not break."""
         if not stmt.orelse:
             return
-        done = self.env.get(flag, False)
+        done = self.scope.env.get(flag, False)
         if not isinstance(done, Value):
             if not done:
-                self.run_statements(stmt.orelse)
+                run_statements(self, stmt.orelse)
             return
         test = ast.UnaryOp(ast.Not(), ast.Name(flag, ast.Load()))
-        self.run_statements([_synthetic(ast.If(test, stmt.orelse, []), stmt)])
+        run_statements(self, [_synthetic(ast.If(test, stmt.orelse, []), stmt)])
 
 
 def _with_body(loop, body):
