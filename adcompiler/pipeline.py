@@ -12,7 +12,7 @@ import re
 import numpy as np
 
 from .backends import check_modes
-from .backends.emit import emit_module
+from .backends.generated_module import emit_module
 from .backends.naming import reserved as reserved_names
 from .backends.naming import BUILTINS
 from .backends.loop_plan import plan as plan_loops

@@ -20,7 +20,7 @@ import pytest
 import adcompiler as ad
 from adcompiler import tape
 from adcompiler.backends.cuda_kernels import Kernel, kernel_signature, lower_block
-from adcompiler.backends.emit import _render
+from adcompiler.backends.expressions import render as _render
 from adcompiler.backends.expressions import node_expr
 from adcompiler.ir import Aval, Node, Value
 from adcompiler.ir.primitives import PRIMS

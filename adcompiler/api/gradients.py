@@ -52,6 +52,12 @@ class GradientFunction:
         functools.update_wrapper(self, fn, updated=())  # not fn.__dict__: grad(grad(f))
         self._own_class()
 
+    @property
+    def transform_name(self) -> str:
+        """The transform this is (``grad``, ``jvp``...), named as jacobian's and hessian's are
+        (what :func:`~adcompiler.api.signature.check_transformable` reads of a nesting)."""
+        return self.mode
+
     def __get__(self, obj, objtype=None):
         """A gradient decorated in a class binds its instance as a method does:
         ``model.loss(x)`` calls it with ``model`` first (its attributes are read each call), and

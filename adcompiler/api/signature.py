@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import CompileError
 from ..frontend.parameters import python_call_error, resolve_wrt  # noqa: F401 (the api's names)
+from .bound import BoundTransform
 from .function_keys import static_key
 from ..ir import Aval
 
@@ -194,8 +195,6 @@ def check_transformable(fn, transform: str):
     a staticmethod or classmethod object, a ``functools.partial``, a transform other than
     ``grad`` (:class:`NestingError`), anything that is not a def. Each TypeError names what was
     passed and what to write instead."""
-    from .gradients import GradientFunction
-    from .bound import BoundTransform
     if isinstance(fn, (staticmethod, classmethod)):
         kind, name = type(fn).__name__, getattr(fn.__func__, "__name__", "f")
         raise TypeError(
@@ -211,8 +210,7 @@ def check_transformable(fn, transform: str):
             f"it as {cls.lower()}.{name}(...)")
     if isinstance(fn, functools.partial):
         raise TypeError(_partial_message(fn, transform))
-    inner = getattr(fn, "transform_name", None) or (
-        fn.mode if isinstance(fn, GradientFunction) else None)
+    inner = getattr(fn, "transform_name", None)   # grad(f), jacobian(f)...
     if inner is not None and inner != "grad":
         raise _nesting_error(fn, inner, transform)
     if inner is None and not inspect.isfunction(inspect.unwrap(fn)):

@@ -9,16 +9,12 @@ temporary used once is inlined into its user's expression; each adjoint block is
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-
-import astor
 
 from ..ir import Literal, Value, walk
 from . import check_modes, numexpr_chains
 from .buffered import BufferedEmission
-from .constants import constants_comment
-from .distinct import distinct_guard
-from .expressions import const, dtype_expr, node_expr, read_names, scatter_statements
+from .expressions import (const, dtype_expr, node_expr, read_names, render as _render,
+                          scatter_statements)
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
 from .loop_exit import break_lines, early_exit, not_expr
@@ -177,7 +173,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
                 if not body:
                     break
                 lines.append("else:")
-            lines.extend(_indent(body or ["pass"]))
+            lines.extend(indent(body or ["pass"]))
         return lines
 
     def loop(self, node, args):
@@ -211,7 +207,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         inner += self.stack_stores(body, stacked, len(carried), top=False)
         inner += self.assign_slots(slots, body.outputs[:len(carried)])
         inner += break_lines(slots[exit[1]]) if exit else []
-        return lines + [header] + _indent(inner or ["pass"])
+        return lines + [header] + indent(inner or ["pass"])
 
     def while_loop(self, node, args):
         """``while <test>:`` (``while True: ... if not p: break`` when the test needs
@@ -234,11 +230,11 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         inner += self.assign_slots(slots, body.outputs[:len(carried)])
         if check and self.plain:  # read again: a list appended to after a break would sit
             # under the frontend's `if not done:`; the test's statements rotated run the same
-            return lines + check + [f"while {pred}:"] + _indent(inner + check)
+            return lines + check + [f"while {pred}:"] + indent(inner + check)
         if check:
-            head = ["while True:"] + _indent(check + [f"if not {pred}:", "    break"])
-            return lines + head + _indent(inner)
-        return lines + [f"while {pred}:"] + _indent(inner or ["pass"])
+            head = ["while True:"] + indent(check + [f"if not {pred}:", "    break"])
+            return lines + head + indent(inner)
+        return lines + [f"while {pred}:"] + indent(inner or ["pass"])
 
     def _inline_test(self, test) -> bool:
         """Write a while test made of single-use temporaries as one expression."""
@@ -322,7 +318,7 @@ def _expr(node) -> str:
     return _render(ast.Expr(node))
 
 
-def _indent(lines):
+def indent(lines):
     return ["    " + ln for ln in lines]
 
 
@@ -335,67 +331,3 @@ def _empty(v, xp_name, plain=False):
     return ast.Call(ast.Attribute(ast.Name(xp_name, ast.Load()), alloc, ast.Load()),
                     [const(tuple(v.aval.shape))],
                     [ast.keyword("dtype", dtype_expr(v.aval.dtype, xp_name))])
-
-
-def _keywords(settings) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in sorted(settings.items()))
-
-
-def _render(stmt) -> str:
-    # One statement per line: astor's pretty-printer would wrap long lines mid-call.
-    return astor.to_source(stmt, pretty_source="".join).rstrip("\n")
-
-
-@dataclass
-class Emission:
-    source: str         # the module: helpers, kernels, buffers, then ``def fname(...)``
-    constants: dict     # module-level name -> the value the source reads under it
-    uses_math: bool
-    kernels: tuple = ()  # the CuPy backend's ElementwiseKernels (see cuda_kernels.Kernel)
-
-
-def emit_function(graph, fname: str, arg_names: list, xp_name="np", doc=None, plain=False):
-    """``(source, constants, uses_math)`` of :func:`emit_module`."""
-    e = emit_module(graph, fname, arg_names, xp_name, doc, plain)
-    return e.source, e.constants, e.uses_math
-
-
-def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
-                plain=False) -> Emission:
-    """The source of ``def fname(*arg_names): ...`` computing ``graph``, plus its helpers.
-
-    ``arg_names`` lists every parameter of the user's function; those the graph traces bind
-    to its parameters by name, the others were folded in while compiling. Constants are read
-    from module-level names the caller binds. ``xp_name="cp"`` spells the code for CuPy, with
-    one ``ElementwiseKernel`` per fused node (see :mod:`adcompiler.backends.cupy_emit`).
-    """
-    if xp_name == "cp":
-        from .cupy_emit import CupyEmitter
-        em = CupyEmitter(graph, xp_name, plain, fname)
-    else:
-        em = Emitter(graph, xp_name, plain)
-    em.reserve(f"_{fname}_buffers", f"_new_{fname}_buffers")  # the pool's module-level names
-    for p in graph.params:
-        em.name_param(p)
-    for v in graph.consts:
-        em.name_global(v)
-    lines = em.body()
-    module, take, give = em.pool_prologue(fname)
-    guard = [] if plain else distinct_guard(graph, xp_name)  # f(a, a) writing into a
-    lines = guard + take + lines[:-1] + give + lines[-1:]  # the last line is the return
-    if graph.errstate and xp_name == "np":  # the user's np.errstate, over the whole body
-        lines = [f"with np.errstate({_keywords(graph.errstate)}):"] + _indent(lines)
-    header = f"def {fname}({', '.join(arg_names)}):"
-    doc_lines = [f'    """{doc}"""'] if doc else []
-    body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in
-                                  "\n".join(lines).split("\n")])
-    imports = (["import numexpr as ne"] if em.uses_numexpr else []) + (
-        ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
-        else []) + (["from adcompiler.runtime.poison import poison as _poison"]
-                    if em.uses_poison else [])
-    constants = {em.name(v): a for v, a in graph.consts.items()}
-    module_lines = ((["\n".join(imports)] if imports else []) + constants_comment(constants)
-                    + em.helpers() + module)
-    uses_math = any(n.params.get("py") for n in walk(graph.nodes))
-    source = "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n"
-    return Emission(source, constants, uses_math, tuple(getattr(em, "kernels", ())))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+import astor
 import numpy as np
 
 from ..ir import Literal
@@ -318,3 +319,9 @@ def read_names(args) -> set:
     """Every name the expressions ``args`` read (an input inlined as ``dx_1 + dv2`` reads
     ``dx_1``): a result written before they are evaluated must take none of them."""
     return {n.id for a in args for n in ast.walk(a) if isinstance(n, ast.Name)}
+
+
+def render(stmt) -> str:
+    """One statement as one line of source (astor's pretty-printer would wrap long lines
+    mid-call)."""
+    return astor.to_source(stmt, pretty_source="".join).rstrip("\n")

@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..ir import Literal
-from .expressions import node_expr
+from .expressions import node_expr, render
 
 MIN_ELEMENTS = 1 << 18
 # Not remainder or floor_divide: numexpr's float `%` is ``a - floor(a / b) * b``, which rounds
@@ -186,5 +186,4 @@ def spell(step, name_of) -> str | None:
         def visit_Name(self, node):  # noqa: N802 - ast's visitor protocol
             return ast.Name(names.get(node.id, node.id), ast.Load())
 
-    from .emit import _render
-    return _render(ast.Expr(Rename().visit(copy.deepcopy(step.expr))))
+    return render(ast.Expr(Rename().visit(copy.deepcopy(step.expr))))
