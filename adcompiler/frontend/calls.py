@@ -19,8 +19,8 @@ import numpy as np
 from ..ir import Value
 from ..ir.primitives import ELEMENTWISE as ELEMENTWISE_ROWS
 from ..ir.primitives import PRIMS
-from . import (compositions, creation, diagonal, einsum, norms, products, scans, solvers, sorting,
-               reductions_more, splits)
+from . import (compositions, creation, diagonal, einsum, norms, products, scans, signals, solvers,
+               sorting, splits, statistics)
 from .binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 # np.<name> for every elementwise primitive that user code calls so (ir.primitives rows)
@@ -350,9 +350,10 @@ FUNCTIONS.update(norms.FUNCTIONS)  # np.linalg.norm
 FUNCTIONS.update(einsum.FUNCTIONS)  # np.einsum
 FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
 FUNCTIONS.update(sorting.FUNCTIONS)  # np.sort, take_along_axis, median, quantile, percentile
-FUNCTIONS.update(splits.FUNCTIONS)  # np.split, atleast_2d, tile, repeat, append
-FUNCTIONS.update(products.FUNCTIONS)  # np.add.outer, inner, vdot, tensordot, trapezoid
-FUNCTIONS.update(reductions_more.FUNCTIONS)  # np.average, nansum, take, pad, cross, polyval
+FUNCTIONS.update(splits.FUNCTIONS)  # np.split, atleast_2d, tile, repeat, append, take, pad
+FUNCTIONS.update(products.FUNCTIONS)  # np.add.outer, inner, vdot, tensordot, trapezoid, cross
+FUNCTIONS.update(statistics.FUNCTIONS)  # np.average, nansum, nanmean, nanmax, nanmin
+FUNCTIONS.update(signals.FUNCTIONS)  # np.polyval, convolve, interp
 
 
 def register_call(fn, handler):

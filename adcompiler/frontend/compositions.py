@@ -1,26 +1,25 @@
-"""NumPy functions spelled in other primitives, as NumPy itself computes them: ``np.var``/``std``,
-``np.diff``, ``np.flip``, ``np.roll``, ``np.swapaxes``/``moveaxis``, ``np.full_like``/
-``empty_like``, ``np.vstack``/``hstack``/``column_stack``, ``np.logaddexp`` and ``np.round``.
+"""The compiler's side of the NumPy functions written once in :mod:`adcompiler.compositions`:
+the operands as Values (:func:`_array`), the Builder's extra ops (:class:`BuilderOps`), and the
+handlers of ``np.var``/``std``, ``np.diff``, ``np.flip``, ``np.roll``, ``np.swapaxes``/
+``moveaxis``, ``np.vstack``/``hstack``/``column_stack``, ``np.logaddexp`` and ``np.round``,
+with ``np.full_like``/``empty_like`` (one primitive each).
 
-Invariants: each gives NumPy's values (bit for bit, in NumPy's order of operations) and dtype,
-and is a view where NumPy returns one (``flip`` a reversed slice, ``swapaxes`` a transpose) and
-a new array where NumPy copies (``roll`` a concatenation); every derivative comes from the
-primitives' rules, with the choices written at each function (``std`` at zero variance,
-``logaddexp`` at a tie). Arguments that pick axes or shifts must be known while compiling.
+Invariants: a handler binds its arguments as NumPy's signature does, reads the static ones
+(axes, shifts, ``ddof``) while compiling and refuses what it cannot compile with a located
+error in its own words, then calls the shared composition, so the compiler records what the
+tape records; each gives NumPy's values and dtype, a view where NumPy returns one (``flip``,
+``swapaxes``) and a new array where NumPy copies (``roll``).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..ir import Value
+from ..compositions import axes as shared_axes
+from ..compositions import elementwise, shifts, stacks, statistics
+from ..ir import Node, Value
 from .binding import CallError, axis_arg, bind, dtype_arg, positional, shape_arg, static
 from .creation import _stacked, contains_value, made
-from .norms import sqrt_zero_slope
-
-FULL = ("s", None, None, None)   # the index spec of `:`
 
 
 def _array(b, x):
@@ -31,6 +30,28 @@ def _array(b, x):
     if contains_value(x):
         return _stacked(b, x)
     return b.constant(made(np.asarray(x)))
+
+
+class BuilderOps:
+    """The Builder's ops plus what some compositions ask beyond the templates' protocol: one
+    graph constant per array object (``const``) and a run-time check (``fail_if``)."""
+
+    def __init__(self, b):
+        self.b = b
+
+    def __getattr__(self, name):
+        return getattr(self.b, name)
+
+    def const(self, array, name):
+        for v, data in self.b.graph.consts.items():
+            if data is array:
+                return v
+        return self.b.constant(array, name)
+
+    def fail_if(self, flag, exception, message):
+        """A ``raise_if`` node: ``exception(message)`` where the 0-d ``flag`` holds."""
+        params = {"exception": exception.__name__, "args": (message,), "negate": False}
+        self.b.target.append(Node("raise_if", (flag,), params, (), self.b.source, "forward"))
 
 
 def _ndim(b, x) -> int:
@@ -77,43 +98,20 @@ def _variance_args(args, kwargs):
     return p["a"], axis_arg(p.get("axis")), ddof, keepdims
 
 
-def variance(b, x, axis, ddof, keepdims):
-    """NumPy's ``_var``: ``sum((x - mean(x, keepdims))**2) / max(n - ddof, 0)``, the division
-    by ``n`` being ``np.mean``'s when ``ddof`` is 0."""
-    params = {} if axis is None else {"axis": axis}
-    centred = b.emit("subtract", (x, b.emit("mean", (x,), {**params, "keepdims": True})))
-    square = b.emit("multiply", (centred, centred))
-    params = {**params, "keepdims": True} if keepdims else params
-    if ddof == 0:
-        return b.emit("mean", (square,), params)
-    shape = b.shape(x)
-    axes = range(len(shape)) if axis is None else _axes(axis, len(shape))
-    count = math.prod(shape[a] for a in axes) if shape else 1
-    return b.emit("divide", (b.emit("sum", (square,), params), max(count - ddof, 0)))
-
-
 def _var(b, args, kwargs):
     x, axis, ddof, keepdims = _variance_args(args, kwargs)
-    return variance(b, _array(b, x), axis, ddof, keepdims)
+    return statistics.variance(b, _array(b, x), axis, ddof, keepdims)
 
 
 def _std(b, args, kwargs):
-    """``sqrt(var)``, whose derivative is 0 where the variance is 0 (a constant slice), as
-    PyTorch's ``std`` gives (JAX gives NaN, sqrt's infinite slope times zero deviations):
-    ``sqrt(var + (var == 0)) * (var != 0)`` has sqrt's value everywhere, exactly, and never
-    differentiates sqrt at 0. Ufuncs only, so a 0-d result stays a NumPy scalar."""
+    """``sqrt(var)`` with derivative 0 where the variance is 0 (:func:`statistics.std`)."""
     x, axis, ddof, keepdims = _variance_args(args, kwargs)
-    return sqrt_zero_slope(b, variance(b, _array(b, x), axis, ddof, keepdims))
+    return statistics.std(b, _array(b, x), axis, ddof, keepdims)
 
 
 # ---- differences, flips, rolls --------------------------------------------------------------
-def _slice_along(b, x, axis, start, stop, step=None):
-    return b.getitem(x, (), (FULL,) * axis + (("s", start, stop, step),))
-
-
 def _diff(b, args, kwargs):
-    """np.diff(a, n=1, axis=-1, prepend, append): ``a[1:] - a[:-1]`` along ``axis``, n times
-    (``!=`` for booleans, as NumPy); ``prepend``/``append`` are concatenated first."""
+    """np.diff(a, n=1, axis=-1, prepend, append): :func:`shifts.diff`."""
     p = bind(args, kwargs, ("a", "n", "axis", "prepend", "append"))
     x, n = _array(b, p["a"]), static(p.get("n", 1), "`n=`")
     if not isinstance(n, (int, np.integer)) or n < 0:
@@ -123,32 +121,9 @@ def _diff(b, args, kwargs):
     axis = _axis(p.get("axis", -1), _ndim(b, x))
     if n == 0:
         return x
-    parts = [_edge(b, p[k], x, axis) for k in ("prepend",) if p.get(k) is not None]
-    parts += [x] + [_edge(b, p[k], x, axis) for k in ("append",) if p.get(k) is not None]
-    if len(parts) > 1:
-        x = b.concatenate(parts, axis=axis)
-    op = "not_equal" if x.aval.dtype == "bool" else "subtract"
-    for _ in range(int(n)):
-        x = b.emit(op, (_slice_along(b, x, axis, 1, None), _slice_along(b, x, axis, None, -1)))
-    return x
-
-
-def _edge(b, value, x, axis):
-    """A ``prepend``/``append`` value: a 0-d one broadcast to one slice of ``x`` along axis."""
-    value = _array(b, value)
-    if _ndim(b, value) == 0:
-        shape = list(b.shape(x))
-        shape[axis] = 1
-        value = b.emit("broadcast_to", (value,), {"shape": tuple(shape)})
-    return value
-
-
-def _flip_axes(b, x, axes):
-    """``x`` reversed along ``axes`` (a slice with step -1 each): a view, as NumPy's."""
-    if not axes:
-        return b.emit("copy", (x,)) if _ndim(b, x) == 0 else x
-    index = tuple(("s", None, None, -1) if a in axes else FULL for a in range(max(axes) + 1))
-    return b.getitem(x, (), index)
+    before, after = (None if p.get(k) is None else shifts.edge(b, _array(b, p[k]), x, axis)
+                     for k in ("prepend", "append"))
+    return shifts.diff(b, x, n, axis, before, after)
 
 
 def _flip(b, args, kwargs):
@@ -156,7 +131,7 @@ def _flip(b, args, kwargs):
     x = _array(b, p["m"])
     axis = static(p.get("axis"), "`axis=`")
     axes = tuple(range(_ndim(b, x))) if axis is None else _axes(axis, _ndim(b, x))
-    return _flip_axes(b, x, axes)
+    return shifts.flip(b, x, axes)
 
 
 def _flip_one(axis, least):
@@ -166,44 +141,32 @@ def _flip_one(axis, least):
         if _ndim(b, x) < least:
             raise CallError(f"needs an array of at least {least} dimension"
                             f"{'s' * (least > 1)}", "NumPy raises ValueError here too")
-        return _flip_axes(b, x, (axis,))
+        return shifts.flip(b, x, (axis,))
     return handler
 
 
 def _roll(b, args, kwargs):
-    """np.roll(a, shift, axis=None) with shifts known while compiling: along each axis, the
-    last ``shift`` entries moved to the front (a concatenation of two slices, a new array);
-    ``axis=None`` rolls the flattened array and restores the shape, as NumPy does."""
+    """np.roll(a, shift, axis=None) with shifts known while compiling (:func:`shifts.roll`)."""
     p = bind(args, kwargs, ("a", "shift", "axis"), required=2)
     x, shift, axis = _array(b, p["a"]), static(p["shift"], "`shift=`"), p.get("axis")
     if axis is None:
-        flat = _roll_axes(b, b.emit("reshape", (x,), {"shape": (-1,)}), {0: shift})
-        return b.emit("reshape", (flat,), {"shape": tuple(b.shape(x))})
-    axes, shifts = static(axis, "`axis=`"), shift
+        _integer_shifts({0: shift})
+        return shifts.roll_flat(b, x, shift)
+    axes = static(axis, "`axis=`")
     try:
-        pairs = np.broadcast(np.asarray(shifts), np.asarray(axes))
+        pairs = np.broadcast(np.asarray(shift), np.asarray(axes))
     except ValueError:
         raise CallError("'shift' and 'axis' should be scalars or 1D sequences of the same "
                         "length", "NumPy raises ValueError here too") from None
-    offsets = {}
-    for sh, ax in pairs:
-        ax = _axis(int(ax), _ndim(b, x))
-        offsets[ax] = offsets.get(ax, 0) + int(sh)
-    return _roll_axes(b, x, offsets)
+    offsets = shifts.roll_offsets(pairs, _ndim(b, x), _axis)
+    _integer_shifts(offsets)
+    return shifts.roll(b, x, offsets)
 
 
-def _roll_axes(b, x, offsets):
+def _integer_shifts(offsets):
     for sh in offsets.values():
         if not isinstance(sh, (int, np.integer)) or isinstance(sh, bool):
             raise CallError(f"takes integer shifts, not {sh!r}", "pass ints")
-    shape, out = b.shape(x), x
-    for axis, sh in sorted(offsets.items()):
-        n = shape[axis]
-        k = int(sh) % n if n else 0
-        if k:
-            out = b.concatenate([_slice_along(b, out, axis, n - k, None),
-                                 _slice_along(b, out, axis, None, n - k)], axis=axis)
-    return b.emit("copy", (out,)) if out is x else out
 
 
 # ---- axes ---------------------------------------------------------------------------------
@@ -211,9 +174,7 @@ def _swapaxes(b, args, kwargs):
     p = bind(args, kwargs, ("a", "axis1", "axis2"), required=3)
     x = _array(b, p["a"])
     i, j = _axis(p["axis1"], _ndim(b, x), "axis1"), _axis(p["axis2"], _ndim(b, x), "axis2")
-    perm = list(range(_ndim(b, x)))
-    perm[i], perm[j] = j, i
-    return b.emit("transpose", (x,), {"axes": tuple(perm)})
+    return shared_axes.swapaxes(b, x, i, j)
 
 
 def _moveaxis(b, args, kwargs):
@@ -225,10 +186,7 @@ def _moveaxis(b, args, kwargs):
     if len(source) != len(destination):
         raise CallError("`source` and `destination` arguments must have the same number of "
                         "elements", "NumPy raises ValueError here too")
-    order = [n for n in range(_ndim(b, x)) if n not in source]
-    for dest, src in sorted(zip(destination, source)):
-        order.insert(dest, src)
-    return b.emit("transpose", (x,), {"axes": tuple(order)})
+    return shared_axes.moveaxis(b, x, source, destination)
 
 
 def _method_swapaxes(b, x, args, kwargs):
@@ -273,57 +231,32 @@ def _items(b, p, name):
     return [_array(b, item) for item in items]
 
 
-def _at_least(b, x, shape):
-    return x if tuple(b.shape(x)) == shape else b.emit("reshape", (x,), {"shape": shape})
-
-
-def _at_least_2d(b, x, row):
-    """A 0-d ``x`` as (1, 1), a 1-D one as a row (1, n) or a column (n, 1), others as they are."""
-    shape = tuple(b.shape(x))
-    if len(shape) < 2:
-        shape = (1, 1) if not shape else (1, *shape) if row else (*shape, 1)
-    return _at_least(b, x, shape)
-
-
 def _vstack(b, args, kwargs):
     """np.vstack: rows (1-D arrays as (1, n), as np.atleast_2d) joined along axis 0."""
-    items = _items(b, bind(args, kwargs, ("tup",)), "vstack")
-    return b.concatenate([_at_least_2d(b, x, row=True) for x in items], axis=0)
+    return stacks.vstack(b, _items(b, bind(args, kwargs, ("tup",)), "vstack"))
 
 
 def _hstack(b, args, kwargs):
     """np.hstack: 1-D arrays joined end to end (0-d ones as length 1), others along axis 1."""
-    items = _items(b, bind(args, kwargs, ("tup",)), "hstack")
-    items = [_at_least(b, x, (1,)) if _ndim(b, x) == 0 else x for x in items]
-    return b.concatenate(items, axis=0 if _ndim(b, items[0]) == 1 else 1)
+    return stacks.hstack(b, _items(b, bind(args, kwargs, ("tup",)), "hstack"))
 
 
 def _column_stack(b, args, kwargs):
     """np.column_stack: 1-D arrays as columns ((n,) as (n, 1)), 2-D ones as they are."""
-    items = _items(b, bind(args, kwargs, ("tup",)), "column_stack")
-    return b.concatenate([_at_least_2d(b, x, row=False) for x in items], axis=1)
+    return stacks.column_stack(b, _items(b, bind(args, kwargs, ("tup",)), "column_stack"))
 
 
 # ---- elementwise compositions ---------------------------------------------------------------
 def _logaddexp(b, args, kwargs):
-    """``log(exp(a) + exp(b))`` as NumPy's npy_logaddexp computes it, without overflow:
-    ``max(a, b) + log1p(exp(-|a - b|))``, and ``a + log(2)`` at a tie (where ``a - b`` would
-    be NaN, with a warning, for two infinities of one sign). The gradient, ``sigmoid(a - b)``
-    in ``a``, is 1/2 to each at a tie, as PyTorch's (np.maximum's rule shares it; ``|a - b|``
-    has slope 0 there)."""
-    x, y = positional(args, 2)
-    top, tie = b.emit("maximum", (x, y)), b.emit("equal", (x, y))
-    apart = [b.emit("where", (tie, 0.0, v)) for v in (x, y)]   # no inf - inf at a tie
-    gap = b.emit("abs", (b.emit("subtract", tuple(apart)),))
-    tail = b.emit("log1p", (b.emit("exp", (b.emit("negative", (gap,)),)),))
-    out = b.emit("add", (top, tail))
+    """``log(exp(a) + exp(b))`` without overflow (:func:`elementwise.logaddexp`), a NumPy
+    scalar for numbers as the ufunc gives."""
+    out = elementwise.logaddexp(b, *positional(args, 2))
     return b.emit("asarray", (out,)) if isinstance(out, Value) and out.aval.is_scalar else out
 
 
 def _round(b, args, kwargs):
-    """np.round(a, decimals=0) (np.around, a.round()): ``rint``, and for other ``decimals``
-    NumPy's ``rint(a * 10**d) / 10**d`` (``rint(a / 10**-d) * 10**-d`` for negative d). Its
-    derivative is 0, as PyTorch's."""
+    """np.round(a, decimals=0) (np.around, a.round()): :func:`elementwise.round_float`;
+    integers as they are, as NumPy returns them."""
     p = bind(args, kwargs, ("a", "decimals", "out"))
     if p.get("out") is not None:
         raise CallError("does not support `out=` here", "use the returned value")
@@ -337,11 +270,7 @@ def _round(b, args, kwargs):
             raise CallError("of integers to negative decimals is not supported",
                             "convert to float first (x.astype(float))")
         return b.emit("asarray" if x.aval.is_scalar else "copy", (x,))
-    if d == 0:
-        return b.emit("rint", (x,))
-    scale = 10.0 ** abs(int(d))
-    inner, outer = ("multiply", "divide") if d > 0 else ("divide", "multiply")
-    return b.emit(outer, (b.emit("rint", (b.emit(inner, (x, scale)),)), scale))
+    return elementwise.round_float(b, x, d)
 
 
 FUNCTIONS = {

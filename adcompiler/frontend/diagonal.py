@@ -13,10 +13,9 @@ compiling, ``np.diag`` keeps folding (:func:`.creation._folded`); ``np.diagonal`
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
+from ..compositions.diagonals import diagonal_positions
 from ..ir import Value
 from .binding import CallError, bind, static
 from .creation import _folded, _stacked, contains_value
@@ -29,16 +28,6 @@ def _flat_positions(b, rows, cols, offset):
         if data is positions:
             return v
     return b.constant(positions, "diagonal")
-
-
-@lru_cache(maxsize=None)
-def diagonal_positions(rows, cols, offset):
-    """The flat positions of ``A[r, r + offset]`` in a rows x cols matrix (read-only; the
-    tape's diagonals gather the same ones)."""
-    r = np.arange(max(0, -offset), min(rows, cols - offset), dtype=np.int64)
-    out = r * cols + r + offset
-    out.flags.writeable = False
-    return out
 
 
 def _matrix_shape(b, a, what):

@@ -12,17 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compositions.statistics import sqrt_zero_slope
 from ..ir import Value
 from .binding import CallError, axis_arg, bind, static
 
 _PARAMS = ("x", "ord", "axis", "keepdims")
-
-
-def sqrt_zero_slope(b, s):
-    """``sqrt(s)`` for ``s >= 0`` whose derivative is 0 where ``s`` is 0: ``sqrt(s + (s == 0))
-    * (s != 0)`` has sqrt's value everywhere, exactly, and never differentiates sqrt at 0."""
-    safe = b.emit("add", (s, b.emit("equal", (s, 0.0))))
-    return b.emit("multiply", (b.emit("sqrt", (safe,)), b.emit("not_equal", (s, 0.0))))
 
 
 def _norm(b, args, kwargs):

@@ -1,80 +1,24 @@
-"""Products and integrals spelled in existing primitives: ``np.add.outer``/``np.multiply.outer``
-(and the other binary ufuncs' ``.outer``), ``np.inner``, ``np.vdot``, ``np.tensordot`` and
-``np.trapezoid``.
+"""The compiler's handlers of the products and integrals written once in
+:mod:`adcompiler.compositions.products`: ``np.add.outer``/``np.multiply.outer`` (and the other
+binary ufuncs' ``.outer``), ``np.inner``, ``np.vdot``, ``np.tensordot``, ``np.trapezoid`` and
+``np.cross``.
 
-``ufunc.outer(a, b)`` is ``ufunc(a reshaped to a.shape + (1,) * b.ndim, b)`` (for 1-D operands
-``a[:, None] * b[None, :]``); ``inner``, ``vdot`` and ``tensordot`` are einsums whose subscripts
-are made here (:func:`inner_subscripts`, :func:`tensordot_subscripts`) and lowered by
-:mod:`.einsum`; ``trapezoid`` is NumPy's own ``(d * (y[1:] + y[:-1]) / 2.0).sum(axis)``.
-Each is written once over ``ops`` (the Builder here, tensors on the tape:
-:mod:`adcompiler.tape.products`), so both record the same primitives and every derivative is a
-primitive's rule. Axes and ``axes=`` are known while compiling.
+Invariants: ``inner``, ``vdot`` and ``tensordot`` are einsums, lowered by :mod:`.einsum` (so
+their subscripts meet the primitive's normal form); axes and ``axes=`` are known while
+compiling; the compositions are the tape's too, so both record the same primitives and every
+derivative is a primitive's rule.
 """
 
 from __future__ import annotations
 
-import string
-
 import numpy as np
 
+from ..compositions.products import (OUTER_UFUNCS, cross, inner_subscripts, outer,
+                                     tensordot_subscripts, trapezoid)
 from ..ir import Value
 from . import einsum
 from .binding import CallError, bind, positional, static
 from .compositions import _array
-from .splits import axis_in, slice_along
-
-OUTER_UFUNCS = ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-                "hypot", "arctan2", "greater", "greater_equal", "less", "less_equal", "equal",
-                "not_equal", "logical_and", "logical_or")
-
-
-def outer(ops, prim, x, y):
-    """``np.<prim>.outer(x, y)``: ``x``'s axes first, then ``y``'s, by broadcasting."""
-    ny = len(ops.shape(y))
-    spread = ops.reshape(x, shape=(*ops.shape(x), *(1,) * ny)) if ny else x
-    return getattr(ops, prim)(spread, y)
-
-
-def inner_subscripts(na, nb) -> str:
-    """``np.inner``'s einsum for operands of ``na`` and ``nb`` (>= 1) dimensions: the last axes
-    summed, the others kept, ``x``'s first (``"az,bz->ab"``)."""
-    letters = string.ascii_letters.replace("z", "")
-    a, b = letters[:na - 1], letters[na - 1:na + nb - 2]
-    return f"{a}z,{b}z->{a}{b}"
-
-
-def tensordot_subscripts(na, nb, axes) -> str:
-    """``np.tensordot``'s einsum: ``axes`` an int N (the last N of ``x`` with the first N of
-    ``y``) or a pair of axis lists; the free axes of ``x``, then of ``y``."""
-    if isinstance(axes, (int, np.integer)):
-        pairs = (list(range(-int(axes), 0)), list(range(int(axes))))
-    else:
-        pairs = tuple([a] if isinstance(a, (int, np.integer)) else list(a) for a in axes)
-    if len(pairs) != 2 or len(pairs[0]) != len(pairs[1]):
-        raise ValueError("shape-mismatch for sum")
-    xa, ya = ([axis_in(a, n) for a in p] for p, n in zip(pairs, (na, nb)))
-    letters = iter(string.ascii_letters)
-    x = [next(letters) for _ in range(na)]
-    y = [x[xa[ya.index(k)]] if k in ya else next(letters) for k in range(nb)]
-    free = [c for k, c in enumerate(x) if k not in xa] + [c for k, c in enumerate(y)
-                                                            if k not in ya]
-    return f"{''.join(x)},{''.join(y)}->{''.join(free)}"
-
-
-def trapezoid(ops, y, x=None, dx=1.0, axis=-1):
-    """NumPy's ``trapezoid``: spacings ``d`` (``dx``, or ``np.diff(x)``, a 1-D ``x`` shaped to
-    lie along ``axis``), then ``(d * (y[1:] + y[:-1]) / 2.0).sum(axis)``."""
-    ndim = len(ops.shape(y))
-    axis = axis_in(axis, ndim)
-    d = dx
-    if x is not None:
-        along = len(ops.shape(x)) - 1 if len(ops.shape(x)) == 1 else axis
-        d = ops.subtract(slice_along(ops, x, along, 1, None), slice_along(ops, x, along, None, -1))
-        if len(ops.shape(x)) == 1:
-            d = ops.reshape(d, shape=tuple(ops.shape(d)[0] if k == axis else 1
-                                           for k in range(ndim)))
-    pairs = ops.add(slice_along(ops, y, axis, 1, None), slice_along(ops, y, axis, None, -1))
-    return ops.sum(ops.divide(ops.multiply(d, pairs), 2.0), axis=axis)
 
 
 # ---- the calls ------------------------------------------------------------------------------
@@ -121,6 +65,11 @@ def _trapezoid(b, args, kwargs):
     return trapezoid(b, _array(b, p["y"]), x, dx, axis)
 
 
+def _cross(b, args, kwargs):
+    p = bind(args, kwargs, ("a", "b"), required=2)
+    return cross(b, _array(b, p["a"]), _array(b, p["b"]))
+
+
 FUNCTIONS = {getattr(np, n).outer: _outer_call(n) for n in OUTER_UFUNCS}
 FUNCTIONS.update({np.inner: _inner, np.vdot: _vdot, np.tensordot: _tensordot,
-                  np.trapezoid: _trapezoid})
+                  np.trapezoid: _trapezoid, np.cross: _cross})

@@ -15,22 +15,14 @@ which invert ``a``).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 
+from ..compositions.solvers import SlogdetResult, ambiguous
 from .binding import CallError, bind
 from .compositions import _array
 from .creation import contains_value
 
 _FLOATS = ("float32", "float64")
-
-
-class SlogdetResult(NamedTuple):
-    """``np.linalg.slogdet``'s result: the sign of the determinant and the log of its size."""
-
-    sign: Any
-    logabsdet: Any
 
 
 def _matrix(b, a, name):
@@ -48,14 +40,6 @@ def _matrix(b, a, name):
         raise CallError(f"needs a square matrix (..., n, n), but `{name}` has shape {shape}",
                         "NumPy raises LinAlgError here: the last two axes must be equal")
     return shape
-
-
-def ambiguous(a_shape, b_shape) -> bool:
-    """A stack of matrices and a ``b`` of one dimension fewer whose last axis is ``n``: NumPy 1
-    solves for ``b``'s rows as vectors, NumPy 2 for ``b`` as one matrix (where that last axis
-    is not ``n``, NumPy 1 raises, and NumPy 2's reading is the only one)."""
-    return (len(a_shape) > 2 and len(b_shape) == len(a_shape) - 1
-            and b_shape[-1] == a_shape[-1])
 
 
 def _solve(b, args, kwargs):

@@ -1,25 +1,69 @@
-"""NumPy functions the compiler spells in other primitives (``adcompiler/frontend/
-compositions.py`` and ``diagonal.py``), spelled the same way on tensors: ``np.var``/``std``,
-``np.diff``, ``np.flip``, ``np.roll``, ``np.swapaxes``/``moveaxis``, ``np.vstack``/``hstack``/
-``column_stack``, ``np.logaddexp``, ``np.diagonal``/``trace``/``diag``, ``np.tril``/``triu``,
-``np.full_like``/``empty_like`` and ``np.add.at``.
+"""The tape's side of the NumPy functions written once in :mod:`adcompiler.compositions`: the
+ops they run on (:class:`TapeOps`), operands as tensors (:func:`tensor_of`), and ``np.var``/
+``std``, ``np.diff``, ``np.flip``/``fliplr``/``flipud``, ``np.roll``, ``np.swapaxes``/
+``moveaxis``, ``np.vstack``/``hstack``/``column_stack`` and ``np.logaddexp`` on tensors.
 
-Invariants: each records the primitives the compiler emits for it, in the same order, so the
-tape's gradient is the compiler's (the choices at ``std``'s zero variance and ``logaddexp``'s
-tie included) and every derivative is a ``templates`` rule; views are made where NumPy makes
-them (``flip`` a reversed slice, ``swapaxes`` a transpose) through :mod:`.views`. What the
-compiler refuses (a diagonal of other axes, ``var(where=)``) runs on the values and is refused
-only where a gradient would be lost (:func:`.numpy_api.run_plain`).
+Invariants: each runs the composition the compiler runs, so the tape records the primitives the
+compiler emits, in the same order, its gradient is the compiler's (the choices at ``std``'s zero
+variance and ``logaddexp``'s tie included) and every derivative is a ``templates`` rule; views
+are made where NumPy makes them (``flip`` a reversed slice, never the operand itself,
+``swapaxes`` a transpose) through :mod:`.views`. Arguments are read as NumPy reads them and
+NumPy's errors are NumPy's; what the compiler refuses (``var(where=)``) is refused here too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from adcompiler.compositions import axes as shared_axes
+from adcompiler.compositions import elementwise, shifts, stacks, statistics
+from adcompiler.compositions.axes import axis_in
+
 from . import numpy_api, views
 from . import tensor as _tensor
-from .record import apply
+from .record import TensorOps
+from .xp import array_module
 
+
+class TapeOps(TensorOps):
+    """The templates' ops on tensors, with views where NumPy makes them (a basic index, a
+    reshape, a broadcast, a transpose), index arrays handed to ``getitem`` as plain arrays,
+    constants on the device of ``like`` (a tensor), and checks raised at once."""
+
+    def __init__(self, like=None):
+        self.like = like
+
+    def getitem(self, x, arrays, index):
+        if not arrays:
+            return views.make("getitem", x, {"index": index})
+        plain = [a._data if isinstance(a, _tensor.Tensor) else a for a in arrays]
+        return super().getitem(x, plain, index)
+
+    def reshape(self, x, shape):
+        return views.make("reshape", x, {"shape": tuple(shape)})
+
+    def broadcast_to(self, x, shape):
+        return views.make("broadcast_to", x, {"shape": tuple(shape)})
+
+    def transpose(self, x, axes):
+        return views.make("transpose", x, {"axes": tuple(axes)})
+
+    def constant(self, array, name="const"):
+        return array_module(self.like._data).asarray(array) if self.like is not None else array
+
+    const = constant
+
+    def fail_if(self, flag, exception, message):
+        if bool(np.asarray(getattr(flag, "_data", flag))):
+            raise exception(message)
+
+
+OPS = TapeOps()   # for the compositions that make no constants
+
+
+def tensor_of(x):
+    """``x`` as a tensor: a constant (a number, a list, an array) one that needs no grad."""
+    return x if isinstance(x, _tensor.Tensor) else _tensor.Tensor._make(np.asarray(x))
 
 
 def _given(value) -> bool:
@@ -27,20 +71,8 @@ def _given(value) -> bool:
     return value is not None and value is not np._NoValue
 
 
-def _tensor_of(x):
-    """``x`` as a tensor: a constant (a number, a list, an array) one that needs no grad."""
-    return x if isinstance(x, _tensor.Tensor) else _tensor.Tensor._make(np.asarray(x))
-
-
-def _axis(axis, ndim):
-    """``axis`` in ``range(ndim)``, as NumPy normalises it (AxisError outside)."""
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim)
-    return int(axis) % ndim
-
-
 def _axes(axis, ndim):
-    axes = tuple(_axis(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    axes = shared_axes.axes_in(axis, ndim)
     if len(set(axes)) != len(axes):
         raise ValueError("repeated axis")
     return axes
@@ -52,191 +84,124 @@ def _refuse(name, **given):
         raise TypeError(f"np.{name}: {', '.join(extra)} not supported on tensors")
 
 
+def unsupported(name, **given):
+    """NotImplementedError for a keyword the compiler refuses with a located error (``out=``)."""
+    for key, value in given.items():
+        if _given(value):
+            raise NotImplementedError(f"np.{name}: `{key}=` is not supported on the tape")
+
+
 # ---- variance and standard deviation --------------------------------------------------------
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """The compiler's ``variance``: ``mean((x - mean(x))**2)``, or for ``ddof`` (NumPy 2's
-    ``correction``) the sum over ``max(n - ddof, 0)``."""
+    """:func:`statistics.variance`; ``ddof`` or NumPy 2's ``correction``."""
     _refuse("var", dtype=dtype, out=out, where=where, mean=mean)
-    return _variance(a, axis, _ddof(ddof, correction), keepdims)
+    return statistics.variance(OPS, *_variance_args(a, axis, ddof, correction, keepdims))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """``sqrt(var + (var == 0)) * (var != 0)``: sqrt's value, and a gradient of 0 where the
-    variance is 0, as the compiler (and PyTorch) give."""
+    """:func:`statistics.std`: sqrt's value, and a gradient of 0 where the variance is 0."""
     _refuse("std", dtype=dtype, out=out, where=where, mean=mean)
-    v = _variance(a, axis, _ddof(ddof, correction), keepdims)
-    return np.sqrt(v + (v == 0)) * (v != 0)
+    return statistics.std(OPS, *_variance_args(a, axis, ddof, correction, keepdims))
 
 
-def _ddof(ddof, correction):
+def _variance_args(a, axis, ddof, correction, keepdims):
     if _given(correction):
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
-        return correction
-    return ddof
-
-
-def _variance(a, axis, ddof, keepdims):
-    x = _tensor_of(a)
+        ddof = correction
     axis = tuple(axis) if isinstance(axis, list) else axis
-    centred = x - apply("mean", (x,), {"axis": axis, "keepdims": True})
-    square = centred * centred
-    keepdims = bool(keepdims) and keepdims is not np._NoValue
-    if ddof == 0:
-        return apply("mean", (square,), {"axis": axis, "keepdims": keepdims})
-    axes = range(x.ndim) if axis is None else _axes(axis, x.ndim)
-    count = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
-    total = apply("sum", (square,), {"axis": axis, "keepdims": keepdims})
-    return total / max(count - ddof, 0)
+    return tensor_of(a), axis, ddof, bool(keepdims) and keepdims is not np._NoValue
 
 
 # ---- differences, flips, rolls --------------------------------------------------------------
-def _slice_along(x, axis, start, stop, step=None):
-    return x[(slice(None),) * axis + (slice(start, stop, step),)]
-
-
 def diff(a, n=1, axis=-1, prepend=None, append=None):
-    """``a[1:] - a[:-1]`` along ``axis``, ``n`` times (``!=`` for booleans, as NumPy);
-    ``prepend``/``append`` (0-d ones broadcast to a slice) are concatenated first."""
-    x = _tensor_of(a)
+    """:func:`shifts.diff`; 0-d ``prepend``/``append`` are broadcast to a slice."""
+    x = tensor_of(a)
     if not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"order must be non-negative but got {n!r}")
     if x.ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional")
-    axis = _axis(axis, x.ndim)
+    axis = axis_in(axis, x.ndim)
     if n == 0:
         return x
-    parts = [_edge(prepend, x, axis)] if _given(prepend) else []
-    parts += [x] + ([_edge(append, x, axis)] if _given(append) else [])
-    if len(parts) > 1:
-        x = apply("concatenate", tuple(parts), {"axis": axis})
-    prim = "not_equal" if x.dtype == np.bool_ else "subtract"
-    for _ in range(int(n)):
-        x = apply(prim, (_slice_along(x, axis, 1, None), _slice_along(x, axis, None, -1)))
-    return x
+    before, after = (shifts.edge(OPS, tensor_of(v), x, axis) if _given(v) else None
+                     for v in (prepend, append))
+    return shifts.diff(OPS, x, n, axis, before, after)
 
 
-def _edge(value, x, axis):
-    value = _tensor_of(value)
-    if value.ndim == 0:
-        shape = list(x.shape)
-        shape[axis] = 1
-        value = views.make("broadcast_to", value, {"shape": tuple(shape)})
-    return value
-
-
-def _flip_axes(x, axes):
-    if not axes:
-        return apply("copy", (x,)) if x.ndim == 0 else x[()]
-    return x[tuple(slice(None, None, -1) if i in axes else slice(None)
-                   for i in range(max(axes) + 1))]
+def _flipped(x, axes):
+    out = shifts.flip(OPS, x, axes)
+    return x[()] if out is x else out   # a view, never the operand itself
 
 
 def flip(m, axis=None):
-    x = _tensor_of(m)
-    return _flip_axes(x, tuple(range(x.ndim)) if axis is None else _axes(axis, x.ndim))
+    x = tensor_of(m)
+    return _flipped(x, tuple(range(x.ndim)) if axis is None else _axes(axis, x.ndim))
 
 
 def _flip_one(axis, least):
     def flip_one(m):
-        x = _tensor_of(m)
+        x = tensor_of(m)
         if x.ndim < least:
             raise ValueError(f"Input must be >= {least}-d.")
-        return _flip_axes(x, (axis,))
+        return _flipped(x, (axis,))
     return flip_one
 
 
 def roll(a, shift, axis=None):
-    """The last ``shift`` entries moved to the front along each axis: a concatenation of two
-    slices (a new array); ``axis=None`` rolls the flattened array and restores the shape."""
-    x = _tensor_of(a)
+    """:func:`shifts.roll`; ``axis=None`` rolls the flattened array and restores the shape."""
+    x = tensor_of(a)
     if axis is None:
-        flat = _roll_axes(views.make("reshape", x, {"shape": (-1,)}), {0: shift})
-        return views.make("reshape", flat, {"shape": x.shape})
-    offsets = {}
-    for sh, ax in np.broadcast(np.asarray(shift), np.asarray(axis)):
-        ax = _axis(int(ax), x.ndim)
-        offsets[ax] = offsets.get(ax, 0) + int(sh)
-    return _roll_axes(x, offsets)
-
-
-def _roll_axes(x, offsets):
-    out = x
-    for axis, sh in sorted(offsets.items()):
-        n = x.shape[axis]
-        k = int(sh) % n if n else 0
-        if k:
-            out = apply("concatenate", (_slice_along(out, axis, n - k, None),
-                                        _slice_along(out, axis, None, n - k)), {"axis": axis})
-    return apply("copy", (out,)) if out is x else out
+        return shifts.roll_flat(OPS, x, shift)
+    pairs = np.broadcast(np.asarray(shift), np.asarray(axis))
+    return shifts.roll(OPS, x, shifts.roll_offsets(pairs, x.ndim, axis_in))
 
 
 # ---- axes -----------------------------------------------------------------------------------
 def swapaxes(a, axis1, axis2):
-    x = _tensor_of(a)
-    perm = list(range(x.ndim))
-    i, j = _axis(axis1, x.ndim), _axis(axis2, x.ndim)
-    perm[i], perm[j] = j, i
-    return views.make("transpose", x, {"axes": tuple(perm)})
+    x = tensor_of(a)
+    return shared_axes.swapaxes(OPS, x, axis_in(axis1, x.ndim), axis_in(axis2, x.ndim))
 
 
 def moveaxis(a, source, destination):
-    x = _tensor_of(a)
+    x = tensor_of(a)
     source, destination = _axes(source, x.ndim), _axes(destination, x.ndim)
     if len(source) != len(destination):
         raise ValueError("`source` and `destination` arguments must have the same number of "
                          "elements")
-    order = [n for n in range(x.ndim) if n not in source]
-    for dest, src in sorted(zip(destination, source)):
-        order.insert(dest, src)
-    return views.make("transpose", x, {"axes": tuple(order)})
+    return shared_axes.moveaxis(OPS, x, source, destination)
 
 
 # ---- stacking -------------------------------------------------------------------------------
-def _at_least_2d(x, row):
-    """A 0-d ``x`` as (1, 1), a 1-D one as a row (1, n) or a column (n, 1)."""
-    x = _tensor_of(x)
-    if x.ndim >= 2:
-        return x
-    shape = (1, 1) if x.ndim == 0 else (1, *x.shape) if row else (*x.shape, 1)
-    return views.make("reshape", x, {"shape": shape})
-
-
-def _joined(name, items, axis, dtype=None, casting="same_kind"):
+def _stack_args(name, dtype=None, casting="same_kind"):
     _refuse(name, dtype=dtype)
     if casting != "same_kind":
         raise TypeError(f"np.{name}: casting= not supported on tensors")
-    return apply("concatenate", tuple(items), {"axis": axis})
 
 
 def vstack(tup, *, dtype=None, casting="same_kind"):
-    return _joined("vstack", [_at_least_2d(x, True) for x in tup], 0, dtype, casting)
+    _stack_args("vstack", dtype, casting)
+    return stacks.vstack(OPS, [tensor_of(x) for x in tup])
 
 
 def hstack(tup, *, dtype=None, casting="same_kind"):
-    items = [views.make("reshape", x, {"shape": (1,)}) if x.ndim == 0 else x
-             for x in map(_tensor_of, tup)]
-    return _joined("hstack", items, 0 if items[0].ndim == 1 else 1, dtype, casting)
+    _stack_args("hstack", dtype, casting)
+    return stacks.hstack(OPS, [tensor_of(x) for x in tup])
 
 
 def column_stack(tup):
-    return _joined("column_stack", [_at_least_2d(x, False) for x in tup], 1)
+    return stacks.column_stack(OPS, [tensor_of(x) for x in tup])
 
 
 # ---- elementwise ----------------------------------------------------------------------------
 def logaddexp(x, y):
-    """``max(x, y) + log1p(exp(-|x - y|))``, with ``x - y`` taken as 0 at a tie (no inf - inf):
-    the compiler's spelling, whose gradient is 1/2 to each argument at a tie. A Python number
-    takes the other argument's dtype first, as NumPy's ufunc gives it (``where(tie, 0.0, 1.0)``
-    alone would be float64)."""
+    """:func:`elementwise.logaddexp`. A Python number takes the other argument's dtype first,
+    as NumPy's ufunc gives it (``where(tie, 0.0, 1.0)`` alone would be float64)."""
     dtype = np.result_type(*(v._data if isinstance(v, _tensor.Tensor) else v for v in (x, y)))
     x, y = (v if isinstance(v, _tensor.Tensor) else np.asarray(v, dtype) for v in (x, y))
-    top, tie = apply("maximum", (x, y)), apply("equal", (x, y))
-    apart = [apply("where", (tie, 0.0, v)) for v in (x, y)]
-    gap = apply("abs", (apply("subtract", tuple(apart)),))
-    return apply("add", (top, apply("log1p", (apply("exp", (apply("negative", (gap,)),)),))))
+    return elementwise.logaddexp(OPS, x, y)
 
 
 numpy_api.FUNCTIONS.update({

@@ -1,27 +1,26 @@
 """``np.einsum`` on tensors, as the compiler records it (``adcompiler/frontend/einsum.py``).
 
-Invariants: the subscripts are brought to the primitive's normal form by the compiler's own
-:func:`~adcompiler.frontend.einsum.plan` (one source of truth): each operand's broadcast axes
-of length 1 squeezed out (views), a letter repeated within one operand taken as a diagonal (a
-writable view, ``DiagonalBackward0``, as NumPy's and PyTorch's: ``y = np.einsum("ii->i", b);
-y[0] *= 3`` writes ``b``; the view's step is the primitive ``einsum`` with the repeated letters,
-whose adjoint puts the cotangent on the diagonal), then one ``einsum`` node
-(``EinsumBackward0``: one primitive, one node, where PyTorch names the last step of its
-decomposition, ``ViewBackward0`` or ``SumBackward1``), or a transpose view where a lone operand
-keeps all its letters, as NumPy's einsum returns a view there (a new one, never the operand
-itself, ``"i->i"`` too). A list holding tensors is their stack, as the compiler's.
-Subscripts that are not a string (the operand-list form) run on the values, refused where a
-gradient would be lost; ``dtype=`` is refused, ``out=``
-stores as a ufunc's does, and ``optimize=`` is passed on (an explicit contraction path is
-refused: it fits the forward contraction only, not the adjoints). A Python number operand is a
-0-d float64 array, as NumPy's einsum takes it.
+Invariants: the subscripts are brought to the primitive's normal form by the compiler's own plan
+(:func:`~adcompiler.compositions.einsum_plan.plan`, one source of truth): each operand's broadcast
+axes of length 1 squeezed out (views), a letter repeated within one operand taken as a diagonal (a
+writable view, ``DiagonalBackward0``, as NumPy's and PyTorch's: ``y = np.einsum("ii->i", b); y[0]
+*= 3`` writes ``b``; the view's step is the primitive ``einsum`` with the repeated letters, whose
+adjoint puts the cotangent on the diagonal), then one ``einsum`` node (``EinsumBackward0``: one
+primitive, one node, where PyTorch names the last step of its decomposition, ``ViewBackward0`` or
+``SumBackward1``), or a transpose view where a lone operand keeps all its letters, as NumPy's
+einsum returns a view there (a new one, never the operand itself, ``"i->i"`` too). A list holding
+tensors is their stack, as the compiler's. Subscripts that are not a string (the operand-list form)
+run on the values, refused where a gradient would be lost; ``dtype=`` is refused, ``out=`` stores
+as a ufunc's does, and ``optimize=`` is passed on (an explicit contraction path is refused: it fits
+the forward contraction only, not the adjoints). A Python number operand is a 0-d float64 array, as
+NumPy's einsum takes it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.frontend.einsum import EinsumError, optimize_arg, plan
+from adcompiler.compositions.einsum_plan import EinsumError, optimize_arg, plan
 from adcompiler.templates.einsum import contract
 
 from . import numpy_api, views

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.frontend.diagonal import diagonal_positions
+from adcompiler.compositions.diagonals import diagonal_positions
 from adcompiler.ir.primitives import build_index
 
 from . import inplace, mode, numpy_api, views

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.frontend.solvers import SlogdetResult, ambiguous
+from adcompiler.compositions.solvers import SlogdetResult, ambiguous
 
 from . import mode, numpy_api
 from .numpy_api import _any_requires, run_plain

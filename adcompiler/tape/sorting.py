@@ -1,8 +1,8 @@
 """``np.sort``, ``np.take_along_axis``, ``np.median``, ``np.quantile``/``np.percentile`` on
 tensors, as the compiler records them (``adcompiler/frontend/sorting.py``).
 
-Invariants: the composition is the compiler's own (:func:`~adcompiler.frontend.sorting.
-sort_along` and friends, run on :class:`_TapeOps`), so the tape records the same primitives: a
+Invariants: the composition is the compiler's own (:mod:`adcompiler.compositions.sorting`, run
+on :class:`~.compositions.TapeOps`), so the tape records the same primitives: a
 stable argsort, a gather of the flattened tensor (a view) at those positions, NumPy's median
 and ``'linear'`` quantile formulas; the gradient at a tie is the compiler's. What the compiler
 refuses (``kind=``/``stable=False``, ``order=``, ``out=``, ``overwrite_input=``, a tuple of axes,
@@ -14,32 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.frontend.sorting import (KINDS, median_along, quantile_along, sort_along,
-                                          take_along)
+from adcompiler.compositions.axes import flattened
+from adcompiler.compositions.sorting import (KINDS, median_along, quantile_along, sort_along,
+                                             take_along)
 
 from . import numpy_api, views
 from . import tensor as _tensor
+from .compositions import OPS, TapeOps
 from .numpy_api import run_plain
-from .record import TensorOps
-from .xp import array_module
-
-
-class _TapeOps(TensorOps):
-    """The templates' ops on tensors, plus constants on the operand's device, a flattening
-    view, and index arrays handed to ``getitem`` as plain arrays."""
-
-    def __init__(self, like):
-        self.like = like
-
-    def const(self, array, name):
-        return array_module(self.like._data).asarray(array)
-
-    def flat(self, x):
-        return views.make("reshape", x, {"shape": (int(np.prod(x.shape)),)})
-
-    def getitem(self, x, arrays, index):
-        plain = [a._data if isinstance(a, _tensor.Tensor) else a for a in arrays]
-        return super().getitem(x, plain, index)
 
 
 def _is_tensor(x) -> bool:
@@ -56,11 +38,11 @@ def _axis(axis, ndim):
 
 
 def _flat(x):
-    return _TapeOps(x).flat(x)
+    return flattened(OPS, x)
 
 
 def _float(x):
-    return x if x.dtype.kind in "fc" else TensorOps().astype(x, np.float64)
+    return x if x.dtype.kind in "fc" else OPS.astype(x, np.float64)
 
 
 def sort(a, axis=-1, kind=None, order=None, *, stable=None):
@@ -68,7 +50,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         return run_plain("np.sort", np.sort, (a, axis, kind, order), {"stable": stable})
     if axis is None:
         a, axis = _flat(a), 0
-    return sort_along(_TapeOps(a), a, _axis(axis, a.ndim))
+    return sort_along(TapeOps(a), a, _axis(axis, a.ndim))
 
 
 def take_along_axis(arr, indices, axis=-1):
@@ -79,7 +61,7 @@ def take_along_axis(arr, indices, axis=-1):
     index = indices._data if _is_tensor(indices) else np.asarray(indices)
     if index.ndim != arr.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    return take_along(_TapeOps(arr), arr, index, _axis(axis, arr.ndim))
+    return take_along(TapeOps(arr), arr, index, _axis(axis, arr.ndim))
 
 
 def _reduced(a, axis):
@@ -102,7 +84,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if not _is_tensor(a) or out is not None or overwrite_input or isinstance(axis, (tuple, list)):
         return run_plain("np.median", np.median, (a, axis, out, overwrite_input, keepdims), {})
     x, ax = _reduced(a, axis)
-    return _kept(median_along(_TapeOps(x), x, ax), a.ndim, axis, keepdims)
+    return _kept(median_along(TapeOps(x), x, ax), a.ndim, axis, keepdims)
 
 
 def _quantile(fn, scale):
@@ -121,7 +103,7 @@ def _quantile(fn, scale):
             raise ValueError("Quantiles must be in the range [0, 1]" if scale == 1
                              else "Percentiles must be in the range [0, 100]")
         x, ax = _reduced(a, axis)
-        return _kept(quantile_along(_TapeOps(x), x, qs, ax, weak), a.ndim, axis, keepdims)
+        return _kept(quantile_along(TapeOps(x), x, qs, ax, weak), a.ndim, axis, keepdims)
     return quantile
 
 

@@ -1,0 +1,31 @@
+"""Elementwise NumPy functions spelled in other ufuncs: ``np.logaddexp`` and ``np.round``.
+
+Invariants: NumPy's values, in NumPy's own steps (``npy_logaddexp``, ``round``'s scaled
+``rint``); ufuncs only, so a 0-d result is a NumPy scalar where the ufuncs give one. The
+gradient of ``logaddexp`` is ``sigmoid(a - b)`` in ``a``, 1/2 to each at a tie; ``round``'s is
+0, as PyTorch's. The caller converts the operands (a Python number takes the other operand's
+dtype on the tape) and sends integers and ``out=`` elsewhere.
+"""
+
+from __future__ import annotations
+
+
+def logaddexp(ops, x, y):
+    """``log(exp(x) + exp(y))`` as NumPy's npy_logaddexp computes it, without overflow:
+    ``max(x, y) + log1p(exp(-|x - y|))``, with ``x - y`` taken as 0 at a tie (where it would
+    be NaN, with a warning, for two infinities of one sign). At a tie the gradient is 1/2 to
+    each, as PyTorch's (np.maximum's rule shares it; ``|x - y|`` has slope 0 there)."""
+    top, tie = ops.maximum(x, y), ops.equal(x, y)
+    apart = [ops.where(tie, 0.0, v) for v in (x, y)]   # no inf - inf at a tie
+    gap = ops.abs(ops.subtract(*apart))
+    return ops.add(top, ops.log1p(ops.exp(ops.negative(gap))))
+
+
+def round_float(ops, x, decimals):
+    """``np.round`` of a float array: ``rint``, and for other ``decimals`` NumPy's ``rint(x *
+    10**d) / 10**d`` (``rint(x / 10**-d) * 10**-d`` for negative d)."""
+    if decimals == 0:
+        return ops.rint(x)
+    scale = 10.0 ** abs(int(decimals))
+    inner, outer = (ops.multiply, ops.divide) if decimals > 0 else (ops.divide, ops.multiply)
+    return outer(ops.rint(inner(x, scale)), scale)
