@@ -8,24 +8,15 @@ and an output aval computed by :func:`adcompiler.ir.shapes.infer`. While a build
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from typing import Optional
 
 import numpy as np
 
-from .graph import Aval, Graph, Literal, Node, Value
+from .graph import ACTIVE, Aval, Graph, Literal, Node, Value
 from .primitives import MATH_NAMES, PRIMS, last_writes, split_call, writes_once
 from .shapes import infer
 
 _EXPANDING = (("n",), ("e",), ("s", None, None, None))  # None, ..., and a full slice ":"
-_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
-
-
-def current_builder() -> "Builder":
-    b = _ACTIVE.get()
-    if b is None:
-        raise RuntimeError("IR values can only be combined while a Builder is active")
-    return b
 
 
 class NeedsShape(Exception):
@@ -45,11 +36,11 @@ class Builder:
         self._tokens = []
 
     def __enter__(self):
-        self._tokens.append(_ACTIVE.set(self))
+        self._tokens.append(ACTIVE.set(self))
         return self
 
     def __exit__(self, *exc):
-        _ACTIVE.reset(self._tokens.pop())
+        ACTIVE.reset(self._tokens.pop())
 
     # ---- emitting -----------------------------------------------------------------------------
     def atom(self, x):

@@ -1,17 +1,32 @@
 """Values, literals, nodes and graphs of the SSA IR; values carry abstract shapes and dtypes.
+A graph prints in the stable text form whose grammar :mod:`adcompiler.ir` documents.
 
 A :class:`Value` is defined once (by a parameter, a constant or a node) and identified by object
 identity; its ``name`` is only a printing hint made unique per graph by :meth:`Graph.unique_name`.
-Arithmetic operators on a value emit nodes into the active :class:`~adcompiler.ir.builder.Builder`,
-which is what lets one derivative template run on IR values as well as on arrays.
+Arithmetic operators on a value emit nodes into the active :class:`~adcompiler.ir.builder.Builder`
+(:data:`ACTIVE`, which a Builder sets while it is entered), which is what lets one derivative
+template run on IR values as well as on arrays. The same graph prints byte-identically in any
+process: names come from the graph, attributes print sorted, nothing depends on ids or hashing
+order.
 """
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
+
+# The Builder that Value's operators emit into: set by ``with Builder(graph):``.
+ACTIVE: contextvars.ContextVar = contextvars.ContextVar("adcompiler_builder", default=None)
+
+
+def current_builder():
+    b = ACTIVE.get()
+    if b is None:
+        raise RuntimeError("IR values can only be combined while a Builder is active")
+    return b
 
 SCALAR_KINDS = ("float", "int", "bool")
 
@@ -98,7 +113,6 @@ class Value:
 
     # Operators emit nodes into the active builder (see adcompiler.ir.builder).
     def _emit(self, prim, *args):
-        from .builder import current_builder
         return current_builder().emit(prim, args)
 
     def __add__(self, o): return self._emit("add", self, o)
@@ -229,5 +243,61 @@ class Graph:
         return new
 
     def __str__(self):
-        from .printer import print_graph
         return print_graph(self)
+
+
+# ---- the text form ------------------------------------------------------------------------
+def print_graph(graph) -> str:
+    names = _Namer()
+    params = ", ".join(f"{names(p)}: {p.aval}" for p in graph.params)
+    lines = [f"graph {graph.name}({params}) {{"]
+    for v in graph.consts:
+        lines.append(f"  {names(v)}: {v.aval} = const")
+    _print_nodes(graph.nodes, names, lines, "  ", top=True)
+    lines.append("  return " + ", ".join(_atom(x, names) for x in graph.outputs))
+    lines.append("}")
+    return "\n".join(lines)
+
+
+_BLOCK_NAMES = {"cond": ("then", "else"), "loop": ("body",), "while": ("test", "body"),
+                "fused": ("expr",)}
+
+
+def _print_nodes(nodes, names, lines, indent, top=False):
+    phase = "forward"
+    for node in nodes:
+        if top and node.phase != phase:
+            phase = node.phase
+            lines.append(f"{indent}# {phase}")
+        outs = ", ".join(f"{names(v)}: {v.aval}" for v in node.outputs)
+        attrs = ""
+        params = {k: v for k, v in node.params.items() if v is not None}
+        if params:
+            attrs = "[" + ", ".join(f"{k}={params[k]!r}" for k in sorted(params)) + "]"
+        args = " ".join(_atom(x, names) for x in node.inputs)
+        lhs = f"{outs} = " if outs else ""  # a raise_if check has no outputs
+        lines.append(f"{indent}{lhs}{node.prim}{attrs} {args}".rstrip())
+        for label, block in zip(_BLOCK_NAMES.get(node.prim, ()), node.regions):
+            bparams = ", ".join(f"{names(p)}: {p.aval}" for p in block.params)
+            lines.append(f"{indent}  {label}({bparams}):" if block.params
+                         else f"{indent}  {label}:")
+            _print_nodes(block.nodes, names, lines, indent + "    ")
+            lines.append(f"{indent}    yield " + ", ".join(_atom(x, names) for x in block.outputs))
+
+
+def _atom(x, names):
+    return repr(x.value) if isinstance(x, Literal) else names(x)
+
+
+class _Namer:
+    """Names for printing: a value's own name, else %0, %1... in order of first appearance."""
+
+    def __init__(self):
+        self.anon = {}
+
+    def __call__(self, v: Value) -> str:
+        if v.name:
+            return v.name
+        if v not in self.anon:
+            self.anon[v] = f"%{len(self.anon)}"
+        return self.anon[v]
