@@ -17,10 +17,9 @@ from .errors import AssertionFailed, CompileError  # noqa: E402
 from .api.higher import hessian, jacobian  # noqa: E402
 from .checking.symbolic import symbolic  # noqa: E402
 
-# Modules every compilation reads, which the modules above import only inside functions (to
-# break import cycles): loaded with the package rather than during the first compilation.
+# Registers how a call to a gradient object lowers (pipeline.LOWERINGS), which compiling
+# grad(grad(f)) needs: loaded with the package.
 from .api import regradient as _regradient  # noqa: E402,F401
-from .transforms import control as _control  # noqa: E402,F401
 
 from .version import __version__  # noqa: E402
 from .frontend.public import PUBLIC as _PUBLIC  # noqa: E402

@@ -4,7 +4,9 @@ Invariants: the adjoint of a ``cond`` is a ``cond`` on the same predicate whose 
 the cotangents of every active value the branches read; the adjoint of a ``loop`` is a reversed
 ``loop`` carrying the cotangents of the carried values and of the active outer values it reads;
 the forward loop stacks, per iteration, exactly the values the adjoint body reads (residuals),
-into arrays preallocated from the trip count.
+into arrays preallocated from the trip count. Each is handed ``backprop``
+(:func:`adcompiler.transforms.reverse.backprop`) for the nodes of its blocks: the reverse sweep
+calls into this module, never the other way.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from ..ir import Aval, Block, Literal, Node, Value
 from .loop_exit import count_taken, drop_guard, exit_guard
 from .residuals import defined_in, reads, stack_residuals, stacked_outputs
-from .reverse import accumulate, backprop, cotangent_name, name_cotangent, typed_number
+from .cotangents import accumulate, cotangent_name, name_cotangent, typed_number
 
 
 def cotangent_aval(x: Value) -> Aval:
@@ -69,7 +71,7 @@ def _new_value(b, x, aval=None):
 
 
 # ---- if / else --------------------------------------------------------------------------------
-def backprop_cond(b, node, ct):
+def backprop_cond(b, node, ct, backprop):
     pred = node.inputs[0]
     free = _active_free(b, node.regions)
     if not free:
@@ -142,7 +144,7 @@ def _add_counter(b, node) -> Value:
     return final
 
 
-def backprop_loop(b, node, ct):
+def backprop_loop(b, node, ct, backprop):
     stacked = stacked_outputs(node)  # before _loop_parts gives a while loop its counter
     guard = exit_guard(node)
     body, k, carried_in, inits, n = _loop_parts(b, node, guard)
