@@ -1,7 +1,8 @@
 """The tape's side of the NumPy functions written once in :mod:`adcompiler.compositions`: the
 ops they run on (:class:`TapeOps`), operands as tensors (:func:`tensor_of`), and ``np.var``/
 ``std``, ``np.diff``, ``np.flip``/``fliplr``/``flipud``, ``np.roll``, ``np.swapaxes``/
-``moveaxis``, ``np.vstack``/``hstack``/``column_stack`` and ``np.logaddexp`` on tensors.
+``moveaxis``, ``np.vstack``/``hstack``/``column_stack``, ``np.logaddexp`` and ``np.linalg.norm`` on
+tensors.
 
 Invariants: each runs the composition the compiler runs, so the tape records the primitives the
 compiler emits, in the same order, its gradient is the compiler's (the choices at ``std``'s zero
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcompiler.compositions import axes as shared_axes
-from adcompiler.compositions import elementwise, shifts, stacks, statistics
+from adcompiler.compositions import elementwise, norms, shifts, stacks, statistics
 from adcompiler.compositions.axes import axis_in
 
 from . import numpy_api, views
@@ -27,7 +28,7 @@ from .xp import array_module
 
 class TapeOps(TensorOps):
     """The templates' ops on tensors, with views where NumPy makes them (a basic index, a
-    reshape, a broadcast, a transpose), index arrays handed to ``getitem`` as plain arrays,
+    reshape, a broadcast, a transpose, a squeeze), index arrays handed to ``getitem`` as plain arrays,
     constants on the device of ``like`` (a tensor), and checks raised at once."""
 
     def __init__(self, like=None):
@@ -47,6 +48,9 @@ class TapeOps(TensorOps):
 
     def transpose(self, x, axes):
         return views.make("transpose", x, {"axes": tuple(axes)})
+
+    def squeeze(self, x, axis):
+        return views.make("squeeze", x, {"axis": axis})
 
     def constant(self, array, name="const"):
         return array_module(self.like._data).asarray(array) if self.like is not None else array
@@ -204,8 +208,21 @@ def logaddexp(x, y):
     return elementwise.logaddexp(OPS, x, y)
 
 
+# ---- norms ----------------------------------------------------------------------------------
+def norm(x, ord=None, axis=None, keepdims=False):
+    """:func:`norms.norm`: the norms that are sums and maxima over entries; the norms of
+    singular values (a matrix's ``ord=2``) run on the values, and NumPy raises for what it
+    refuses."""
+    axes = tuple(range(np.ndim(x))) if axis is None else tuple(axis) if isinstance(
+        axis, (tuple, list)) else (axis,)
+    out = norms.norm(OPS, x, ord, axes, axis is None, bool(keepdims))
+    if out is None:
+        return numpy_api.run_plain("np.linalg.norm", np.linalg.norm, (x, ord, axis, keepdims), {})
+    return out
+
+
 numpy_api.FUNCTIONS.update({
-    np.var: var, np.std: std, np.diff: diff, np.flip: flip, np.fliplr: _flip_one(1, 2),
+    np.linalg.norm: norm, np.var: var, np.std: std, np.diff: diff, np.flip: flip, np.fliplr: _flip_one(1, 2),
     np.flipud: _flip_one(0, 1), np.roll: roll, np.swapaxes: swapaxes, np.moveaxis: moveaxis,
     np.vstack: vstack, np.hstack: hstack, np.column_stack: column_stack,
 })

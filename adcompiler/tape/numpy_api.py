@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compositions.elementwise import round_float
 from ..ir.primitives import ELEMENTWISE
 from . import mode, views
 from . import tensor as _tensor
-from .record import apply
+from .record import TENSOR_OPS, apply
 from .xp import common_module
 
 # NumPy's function -> the primitive the tape records (np.absolute: abs, np.true_divide: divide)
@@ -165,33 +166,6 @@ def dot(a, b, out=None):
     return _into(apply("dot", (a, b)), out)
 
 
-def _norm(x, ord=None, axis=None, keepdims=False):
-    """``np.linalg.norm`` as the compiler spells it (``adcompiler/frontend/norms.py``): the
-    2- and Frobenius norms ``sqrt(sum(x * x))`` with gradient 0 at zero (as PyTorch's), the
-    vector norms ``1``, ``inf``, ``-inf`` and ``p`` from ``abs``, the matrix norms ``1``,
-    ``-1``, ``inf``, ``-inf`` as extreme sums of ``abs``; the norms of singular values (a
-    matrix's ``ord=2``) run on the values, and NumPy raises for what it refuses."""
-    ndim = np.ndim(x)
-    axes = tuple(range(ndim)) if axis is None else tuple(axis) if isinstance(
-        axis, (tuple, list)) else (axis,)
-    reduce = {"axis": None if axis is None else axes, "keepdims": keepdims}
-    if ord is None or (ord == "fro" and len(axes) == 2) or (ord == 2 and len(axes) == 1):
-        s = np.sum(x * x, **reduce)
-        return np.sqrt(s + (s == 0)) * (s != 0)
-    if len(axes) == 1 and ord in (1, np.inf, -np.inf):
-        size = np.abs(x)
-        return {1: np.sum, np.inf: np.max, -np.inf: np.min}[ord](size, **reduce)
-    if len(axes) == 1 and isinstance(ord, (int, float)) and ord != 0:
-        return np.sum(np.abs(x) ** float(ord), **reduce) ** (1.0 / float(ord))
-    if len(axes) == 2 and ord in (1, -1, np.inf, -np.inf):
-        rows, cols = axes
-        first, second = (rows, cols) if ord in (1, -1) else (cols, rows)
-        sums = np.sum(np.abs(x), axis=first, keepdims=True)
-        pick = (np.max if ord > 0 else np.min)(sums, axis=second, keepdims=True)
-        return pick if keepdims else np.squeeze(pick, axis=tuple(sorted((rows, cols))))
-    return run_plain("np.linalg.norm", np.linalg.norm, (x, ord, axis, keepdims), {})
-
-
 def scan(prim):
     """``np.cumsum``/``np.cumprod`` (and the methods): one primitive along one axis, of the
     flattened array for ``axis=None``; ``dtype=`` converts first."""
@@ -209,16 +183,12 @@ def scan(prim):
 
 
 def rounded(a, decimals=0, out=None):
-    """``np.round``: ``rint``, of ``a * 10**d`` for other decimals, as NumPy (and the
-    compiler); no gradient. Integers are returned as they are, as NumPy does."""
+    """``np.round``: the compiler's :func:`~adcompiler.compositions.elementwise.round_float`
+    (``rint``, of ``a * 10**d`` for other decimals, as NumPy); no gradient. Integers are
+    returned as they are, as NumPy does."""
     if out is not None or _dtype_of(a).kind in "iub":
         return run_plain("np.round", np.round, (a, decimals), {} if out is None else {"out": out})
-    if decimals == 0:
-        return apply("rint", (a,))
-    scale = 10.0 ** abs(decimals)
-    if decimals > 0:
-        return apply("divide", (apply("rint", (apply("multiply", (a, scale)),)), scale))
-    return apply("multiply", (apply("rint", (apply("divide", (a, scale)),)), scale))
+    return round_float(TENSOR_OPS, a, decimals)
 
 
 def _creation(fn):
@@ -247,7 +217,7 @@ FUNCTIONS = {
     np.shape: _shape_of, np.ndim: lambda a: len(_shape_of(a)),
     np.size: lambda a, axis=None: int(np.prod(_shape_of(a))) if axis is None else
     _shape_of(a)[axis],
-    np.linalg.norm: _norm, np.round: rounded, np.around: rounded,
+    np.round: rounded, np.around: rounded,
     np.cumsum: scan("cumsum"), np.cumprod: scan("cumprod"),
     np.ravel: lambda a, order="C": _order("ravel", order) or views.make(
         "reshape", a, {"shape": (-1,)}),
