@@ -3,7 +3,7 @@
 A ``custom_vjp`` function registers three primitives of family ``"custom"``, each called by name
 in generated code: the function itself (``lse = logsumexp(z)``), its ``fwd`` (returning the pair
 ``(value, residuals)``) and its ``bwd`` (returning one cotangent per argument). Its adjoint rule
-(:func:`templates.defvjp_user`) emits ``res = fwd(*args)[1]`` and ``bwd(res, g)[i]``.
+(:func:`defvjp_user`) emits ``res = fwd(*args)[1]`` and ``bwd(res, g)[i]``.
 Invariants: the generated module binds every such name to the user's object
 (:func:`runtime_names`); shapes and dtypes of results are learnt by running ``fwd`` once per
 input signature on the call's real arguments, never on made-up data (recorded by running the
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 
-from adcompiler import templates
+from ..templates import defvjp_user
 
 from . import examples as custom_examples, rules as custom_rules
 from ..errors import CompileError
@@ -189,7 +189,7 @@ def _register(fn) -> tuple:
         name = _free_name("custom:" + spell, obj)
         PRIMS[name] = Prim(name, obj, "custom", spell, None, diff, abstract=abstract)
         names.append(name)
-    templates.defvjp_user(names[0], fn.adjoint)
+    defvjp_user(names[0], fn.adjoint)
     return tuple(names)
 
 

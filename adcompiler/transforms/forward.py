@@ -18,7 +18,7 @@ from ..errors import CompileError
 from ..ir import Literal, Value
 from ..ir.builder import Builder
 from ..ir.primitives import MATH_NAMES, PRIMS
-from adcompiler import templates
+from ..templates import has_jvp, tangent
 from .reverse import active_values
 
 # Not differentiable to reverse mode (no adjoint rule), but linear in their first input: a
@@ -147,10 +147,10 @@ def _tangent_rule(b, node, i, dx, ans, args):
         return LINEAR_READS[node.prim](b, dx, ans, *args)
     if PRIMS[node.prim].family == "custom":
         raise _refusal(node.prim)
-    if not templates.has_jvp(node.prim, i):
+    if not has_jvp(node.prim, i):
         raise CompileError(f"no tangent rule for argument {i} of `{node.prim}` "
                            f"(in: {node.source})")
-    return templates.tangent(b, node.prim, i, dx, ans, args, node.params)
+    return tangent(b, node.prim, i, dx, ans, args, node.params)
 
 
 def _name(b, t, x: Value):

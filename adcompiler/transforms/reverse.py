@@ -13,7 +13,7 @@ from ..errors import CompileError
 from ..ir import Graph, Literal, Value, walk
 from ..ir.builder import Builder
 from ..ir.primitives import PRIMS
-from adcompiler import templates
+from ..templates import cotangent, has_rule
 
 from . import control
 from .cotangents import accumulate, name_cotangent, typed_number
@@ -133,10 +133,10 @@ def _backprop_node(b: Builder, node, g, ct):
         x = node.inputs[i]
         if not (isinstance(x, Value) and x in b.active):
             continue
-        if not templates.has_rule(node.prim, i):
+        if not has_rule(node.prim, i):
             raise CompileError(f"no derivative rule for argument {i} of `{node.prim}` "
                                f"(in: {node.source})")
-        c = templates.cotangent(b, node.prim, i, g, node.outputs[0], args, node.params)
+        c = cotangent(b, node.prim, i, g, node.outputs[0], args, node.params)
         accumulate(b, ct, x, c)
 
 
