@@ -4,8 +4,8 @@ A condition known while compiling picks its branch statically; a traced one beco
 whose outputs are the variables either branch rebinds. An ``if`` holding a ``return`` takes the
 statements after it as the continuation of each branch that falls through, and merges the
 returned value like a variable (the paths' avals joined by :mod:`.statements.joins`); loops
-are :mod:`.loops`'. Invariant: a merged variable has one abstract value on every path (a Python float
-meeting a 0-d array becomes the array; a tuple or list is merged entry by entry, see
+are :mod:`.loops`'. Invariant: a merged variable has one abstract value on every path (a Python
+float meeting a 0-d array becomes the array; a tuple or list is merged entry by entry, see
 :mod:`.structured`), else a located error says which variable disagrees, where it is read.
 """
 
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import NOT_A_CHECK
 from .inplace import Unreadable
 from .shortcircuit import runs_unconditionally
 from .statements.blocks import NO_RETURN, returns_inside, run_block, run_statements
+from .statements.checks import NOT_A_CHECK, lower_checked_if
 from .statements.conditions import check_condition
 from .statements.joins import aval_of, coerce, join, joinable
 from .statements.table import statement
@@ -39,7 +39,7 @@ class ControlLowering:
             branch = stmt.body if test else stmt.orelse
             return run_statements(self, branch) if rest is None else run_block(self, branch + rest)
         check_condition(self.src, stmt.test, test)
-        checked = self.lower_checked_if(stmt, test, rest)  # `if <traced>: raise ...` (.checks)
+        checked = lower_checked_if(self, stmt, test, rest)  # `if <traced>: raise ...`
         if checked is not NOT_A_CHECK:
             return checked
         env0 = dict(self.scope.env)

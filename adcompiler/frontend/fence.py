@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from .checks import allowed_parts
+from .statements.checks import allowed_parts
 from .lists import is_append
 from .local_functions import check_definition
 from .setitem import is_add_at

@@ -10,8 +10,8 @@ it cannot cast back, a shape that would change) or one that writes into a module
 closure array is a located error, and so is one inside an ``if``/``for``/``while`` body that
 would change any name but its own target and the names that block passes on (see
 ``check_region``; a called function's own loop passes its update back to the caller's name, see
-:mod:`.loop_writes`). Python numbers and NumPy scalars (shape ``()``) are immutable: ``+=`` on
-them only rebinds the name.
+:mod:`.statements.loop_updates`). Python numbers and NumPy scalars (shape ``()``) are
+immutable: ``+=`` on them only rebinds the name.
 """
 
 from __future__ import annotations

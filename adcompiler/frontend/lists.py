@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..ir import Aval, Literal, Value
 from .indexing import IndexLowering
 from .inplace import rebind_hint
-from .loop_writes import rebound_first, updated_in_place
+from .statements.loop_updates import rebound_first, updated_in_place
 
 _FRESH_ROWS = {"zeros_like", "copy", "add"}  # new arrays of rows (not Python lists)
 _READ_HINT = "read it by index after the loop (xs[k]), or np.array(xs) for an array of rows"

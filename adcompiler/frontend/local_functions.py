@@ -26,7 +26,6 @@ from .inplace import Unreadable
 from .source import FunctionSource, as_def
 from .statements import blocks  # (a module: blocks reads own_scope from here)
 from .statements.context import Scope
-from .statements.table import statement
 
 _P = inspect.Parameter
 
@@ -79,10 +78,6 @@ def check_definition(src, node) -> None:
 
 class LocalFunctionLowering:
     """Mixin of the lowering: defining and inlining nested functions."""
-
-    @statement(ast.FunctionDef)
-    def define_function(self, stmt: ast.FunctionDef):
-        self.scope.env[stmt.name] = self.local_function(stmt, stmt.name, stmt.body)
 
     def expr_Lambda(self, node: ast.Lambda):
         body = [ast.copy_location(ast.Return(node.body), node.body)]

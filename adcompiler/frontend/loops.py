@@ -18,7 +18,7 @@ import ast
 
 from . import jumps, reversed_range
 from .inplace import AfterBreak, InLoopOnly, Unreadable
-from .loop_writes import LoopWriteChecks, _assigned
+from .statements.loop_updates import LoopWriteChecks, assigned
 from .structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
                          traceable)
 from .unrolled import UnrolledLoopLowering
@@ -106,7 +106,7 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
         keeps what the body left (carried); after a loop that may break, reading the target
         is a located error."""
         names = _target_names(stmt)
-        rebound = set(_assigned(stmt.body))
+        rebound = set(assigned(stmt.body))
         kept = {name: self.scope.env.get(name, _UNBOUND) for name in names if name in rebound}
         if breaks:
             self.scope.env.update({name: AfterBreak(stmt.lineno) for name in names})
@@ -145,7 +145,7 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
         """Lower a loop whose body rebinds names bound before it: find one aval per carried
         leaf (re-lowering until they agree), then emit the node and rebind the names (a tuple
         or list as its carried entries, see :class:`.structured.LoopState`)."""
-        names = [name for name in _assigned(stmt.body) if name in self.scope.env]
+        names = [name for name in assigned(stmt.body) if name in self.scope.env]
         passed = self.check_loop_aliases(stmt, names)
         state = LoopState(self.scope.env, names)
         avals, blocks, body_env = self.lower_body(stmt, state, make_blocks)
@@ -182,7 +182,7 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
         ``for t in range(n): h = ...``. The loop does not carry them (that would need a value
         to start from), so reading them after it is a located error."""
         targets = _target_names(stmt) if isinstance(stmt, ast.For) else []
-        return [name for name in _assigned(stmt.body) if name not in self.scope.env
+        return [name for name in assigned(stmt.body) if name not in self.scope.env
                 and name not in targets and isinstance(body_env.get(name), (
                     Value, Literal, InLoopOnly, tuple, list))]
 

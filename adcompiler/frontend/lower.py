@@ -17,12 +17,10 @@ import types
 
 import numpy as np
 
-from ..errors import AssertionFailed, CompileError
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
 from .parameters import python_call_error
 from . import fence
-from .checks import CheckLowering
 from .comprehensions import ComprehensionLowering, own_names
 from .control import ControlLowering
 from .expressions import ExpressionLowering
@@ -34,10 +32,9 @@ from .local_functions import LocalFunctionLowering, refuse_escape
 from .setitem import SetitemLowering
 from .windows import WindowLowering
 from .source import read_function
-from .statements import assignments, expression_statements  # noqa: F401 (their handlers)
+from .statements import assignments, checks, expression_statements  # noqa: F401 (handlers)
 from .statements.blocks import run_body
 from .statements.context import LoopContext, Scope, Unrolling
-from .statements.table import statement
 from .unpacking import UnpackLowering
 
 _MISSING = object()
@@ -46,7 +43,7 @@ _MAX_INLINE_DEPTH = 32
 
 class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLowering,
                InplaceLowering, SetitemLowering, WindowLowering, ControlLowering, LoopLowering,
-               LocalFunctionLowering, CheckLowering, UnpackLowering):
+               LocalFunctionLowering, UnpackLowering):
     """The lowering of one function's body (or an inlined call's), into ``graph`` through
     ``builder``: ``src`` is its source, ``depth`` how many calls it is inlined into; its state
     is in three small objects (:mod:`.statements.context`): ``scope`` (the names),
@@ -142,30 +139,6 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
                 target, f"the value stored here is a view of the array that `{stored[root]} = "
                 "...` may just have changed: NumPy would store the changed data", "index with arrays "
                 "to swap (Y[[0, 1]] = Y[[1, 0]]), or .copy() the right side's items")
-
-    # ---- assert ---------------------------------------------------------------------------------
-    @statement(ast.Assert)
-    def lower_assert(self, stmt):
-        """``assert`` on what is known while compiling (shapes, dtypes, static arguments) is
-        checked then, for each signature compiled; one on traced values is a run-time check
-        raising AssertionError (always, whatever ``python -O`` says; see .checks)."""
-        test = self.expr(stmt.test)
-        if isinstance(test, Value):
-            return self.lower_assert_check(stmt, test)
-        if not test:
-            self.refuse_after_checks(stmt, "failing `assert`")
-            said = "" if stmt.msg is None else f": {self.assert_message(stmt.msg)}"
-            raise AssertionFailed(f"AssertionError for these inputs{said}",
-                                  self.src.location(stmt), "the assertion fails for every "
-                                  "call with these shapes, dtypes and static arguments")
-
-    def assert_message(self, msg) -> str:
-        """The failing assert's message as Python formats it; its source text where it reads
-        traced values."""
-        try:
-            return str(self.static_argument(msg))
-        except CompileError:
-            return self.src.text(msg)
 
     # ---- calls to the user's own functions ----------------------------------------------------
     def is_user_function(self, func):

@@ -1,9 +1,21 @@
-"""Statement lowering: one handler per statement form, registered by AST node type.
+"""Statement lowering: one handler per statement form, registered by AST node type, and the
+state the handlers share, passed explicitly.
 
-:mod:`.table` is the registry (``STATEMENTS``, filled by the ``@statement(ast.If)`` decorator
-beside each handler, and ``lower_statement``, which looks a statement's handler up); the
-expression statements (``xs.append(v)``, ``np.add.at(...)``, a bare call of the user's
-function) are told apart by their own predicates in one place, :mod:`.expression_statements`.
-Invariant: every statement the fence lets through has a handler here, or does nothing
-(``pass``, a docstring).
+- :mod:`.table`: the registry (``STATEMENTS``, filled by ``@statement(ast.If)`` beside each
+  handler; ``lower_statement`` looks a statement's handler up).
+- :mod:`.blocks`: a function body (``return`` ends it) and a branch's or loop's body, run
+  statement by statement through the registry.
+- :mod:`.context`: the lowering's state in three objects: ``Scope`` (the names),
+  ``LoopContext`` (the blocks open around a statement), ``Unrolling`` (comprehensions).
+- :mod:`.assignments`: ``x = ...``, ``x: T = ...``, a nested ``def``.
+- :mod:`.expression_statements`: the forms of ``ast.Expr`` (``xs.append(v)``,
+  ``np.add.at(...)``, a bare call of the user's function), each told by its predicate.
+- :mod:`.checks`: ``raise``, ``assert``, ``with np.errstate(...)``, run-time checks.
+- :mod:`.joins`: one aval for a variable from every path binding it; :mod:`.conditions`: a
+  traced condition's checks; :mod:`.loop_updates`: in-place updates inside loop bodies.
+
+The handlers of ``if``, loops and augmented assignment are still methods of the lowering's
+mixins (:mod:`..control`, :mod:`..loops`, :mod:`..inplace`), registered the same way.
+Invariant: every statement the fence lets through has a handler, or does nothing (``pass``, a
+docstring).
 """

@@ -1,5 +1,7 @@
-"""The handlers of plain and annotated assignment: the right side lowered once, then bound to each
-target (:meth:`..lower.Lowering.bind`: names, tuples and lists unpacked, subscripts stored into).
+"""The handlers of the statements that bind a name: plain and annotated assignment (the right
+side lowered once, then bound to each target by :meth:`..lower.Lowering.bind`: names, tuples
+and lists unpacked, subscripts stored into) and a nested ``def`` (bound to its function value,
+:class:`..local_functions.LocalFunction`, its defaults evaluated now).
 
 Augmented assignment (``y *= v``), with NumPy's in-place meaning, is :mod:`..inplace`'s.
 Invariant: an annotation is never evaluated (``x: float`` without a value binds nothing).
@@ -23,3 +25,8 @@ def assign(lowering, stmt: ast.Assign):
 def annotated(lowering, stmt: ast.AnnAssign):
     if stmt.value is not None:
         lowering.bind(stmt.target, lowering.expr(stmt.value), stmt)
+
+
+@statement(ast.FunctionDef)
+def define(lowering, stmt: ast.FunctionDef):
+    lowering.scope.env[stmt.name] = lowering.local_function(stmt, stmt.name, stmt.body)

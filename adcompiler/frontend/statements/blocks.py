@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from ..local_functions import own_scope
+from . import checks  # (a module: checks runs blocks too)
 from .table import lower_statement
 
 NO_RETURN = object()  # what run_block gives when the statements fall through
@@ -47,7 +48,7 @@ def run_block(lowering, stmts):
                                          or _defines_read(stmt, stmts[i + 1:])):
             return lowering.lower_if(stmt, rest=stmts[i + 1:])
         if isinstance(stmt, ast.With):  # np.errstate: its body in place (.checks)
-            lowering.enter_with(stmt)
+            checks.enter_with(lowering, stmt)
             return run_block(lowering, stmt.body + stmts[i + 1:])
         run_statements(lowering, [stmt])
     return NO_RETURN

@@ -1,19 +1,19 @@
-"""What a loop body writes in place, and the writes a compiled loop refuses: an update of an
-array another name also holds (NumPy changes both, a loop carries names), and an update of the
-rows being looped over (NumPy's later rows see it). An update of a called function's parameter
-in its own loop is passed back to the caller's name for that array after the loop. Used by
-:mod:`.loops` and :mod:`.lists`."""
+"""In-place updates inside a loop body: what it writes in place, and the writes a compiled loop
+refuses: an update of an array another name also holds (NumPy changes both, a loop carries
+names), and an update of the rows being looped over (NumPy's later rows see it). An update of a
+called function's parameter in its own loop is passed back to the caller's name for that array
+after the loop. Used by :mod:`..loops` and :mod:`..lists`."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
-from .inplace import Stale, Unreadable, alias_copy_hint, lowering_of, memory_root, open_producers
-from .local_functions import own_scope
-from .setitem import add_at_target
-from .structured import flat, label
-from ..ir import Value
+from ..inplace import Stale, Unreadable, alias_copy_hint, lowering_of, memory_root, open_producers
+from ..local_functions import own_scope
+from ..setitem import add_at_target
+from ..structured import flat, label
+from ...ir import Value
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ReboundInLoop(Unreadable):
 
 
 class LoopWriteChecks:
-    """Mixin of :class:`.loops.LoopLowering`: the checks of a loop body's in-place writes."""
+    """Mixin of :class:`..loops.LoopLowering`: the checks of a loop body's in-place writes."""
 
     def check_loop_aliases(self, stmt, carried) -> dict:
         """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop
@@ -66,7 +66,7 @@ class LoopWriteChecks:
     def stale_before_loop(self, stmt, name, value: Value, body) -> list:
         """A loop ``body`` that updates ``name`` in place (``stmt``) changes ``value``'s memory,
         but the loop carries names, not arrays: every other name that shares that memory, a
-        view or the array a view looks into, here or in a caller, goes :class:`.inplace.Stale`.
+        view or the array a view looks into, here or in a caller, goes :class:`..inplace.Stale`.
         A caller's name for ``value`` itself (the array passed in) is unreadable only while the
         loop runs: returns those ``(env, name, marker)``, which :meth:`pass_back` rebinds to the
         array the loop leaves (none where the body also rebinds ``name``: it stays unreadable)."""
@@ -180,7 +180,7 @@ def rebound_first(body, name) -> bool:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id == name):
             return True
-        if any(updated_in_place(n) == name or name in _assigned([n])
+        if any(updated_in_place(n) == name or name in assigned([n])
                for n in own_scope([stmt]) if isinstance(n, ast.stmt)):
             return False
     return False
@@ -193,10 +193,10 @@ def _rebinds(body, name) -> bool:
                and id(n) not in updates for n in own_scope(body))
 
 
-def _assigned(stmts) -> list:
+def assigned(stmts) -> list:
     """Names (re)bound anywhere in ``stmts``, in order of first assignment (not the names a
     comprehension binds, nor those a nested def or lambda binds: they are their own, see
-    :mod:`.comprehensions` and :mod:`.local_functions`)."""
+    :mod:`..comprehensions` and :mod:`..local_functions`)."""
     names = {}
     for stmt in stmts:
         own = {id(n) for c in ast.walk(stmt) if isinstance(c, ast.comprehension)
