@@ -693,7 +693,8 @@ NOT_SIZE_THRESHOLDS = {
         "pieces one output's slices cut it into (slice offsets, not sizes)",
     "adcompiler.backends.numba_emit._ATOM": "operator precedence of an atom when parenthesising",
     "adcompiler.api.fastpath.MAX_GUARDS": "compiled signatures the generated guard chain tests",
-    "adcompiler.frontend.loops._MAX_AVAL_ROUNDS": "rounds of a loop's carried-aval inference",
+    "adcompiler.frontend.statements.loops._MAX_AVAL_ROUNDS":
+        "rounds of a loop's carried-aval inference",
     "adcompiler.frontend.lower._MAX_INLINE_DEPTH": "nesting depth of inlined helper calls",
     "adcompiler.api.function_keys._DEPTH": "how deep helpers inside helpers are compared",
     "adcompiler.passes.algebra.MAX_NODES":

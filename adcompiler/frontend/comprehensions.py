@@ -9,8 +9,8 @@ too. Invariants: the comprehension's names are its own (Python 3): after it, eac
 before (or unbound again); every iterable's length and every filter are known while compiling,
 and at most :data:`MAX_ITERATIONS` iterations are unrolled per outermost comprehension, else a
 located error. The same iteration (:meth:`ComprehensionLowering.iteration_items`, ``kind``
-LOOP) gives the items of a ``for`` loop over a list or tuple, which :mod:`.unrolled` unrolls
-with a budget of its own.
+LOOP) gives the items of a ``for`` loop over a list or tuple, which
+:mod:`.statements.unrolled` unrolls with a budget of its own.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class ComprehensionLowering:
 
     def check_length(self, node, n, kind=COMPREHENSION):
         """``n`` more iterations must fit in what the outermost comprehension (``kind``
-        COMPREHENSION) or unrolled loop (LOOP, see :mod:`.unrolled`) may still unroll."""
+        COMPREHENSION) or unrolled loop (LOOP, see :mod:`.statements.unrolled`) may still unroll."""
         if kind == COMPREHENSION and n > self.unrolling.left:
             raise self.src.error(node, f"this comprehension would unroll more than "
                                  f"{MAX_ITERATIONS} iterations: the compiler writes out every "

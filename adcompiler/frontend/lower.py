@@ -22,17 +22,17 @@ from ..ir.builder import Builder
 from .parameters import python_call_error
 from . import fence
 from .comprehensions import ComprehensionLowering, own_names
-from .control import ControlLowering
 from .expressions import ExpressionLowering
 from .indexing import IndexLowering
 from .inplace import InplaceLowering, Unreadable, memory_root, open_producers
 from .lists import ListLowering
-from .loops import LoopLowering
 from .local_functions import LocalFunctionLowering, refuse_escape
 from .setitem import SetitemLowering
 from .windows import WindowLowering
 from .source import read_function
 from .statements import assignments, checks, expression_statements  # noqa: F401 (handlers)
+from .statements.control import ControlLowering
+from .statements.loops import LoopLowering
 from .statements.blocks import run_body
 from .statements.context import LoopContext, Scope, Unrolling
 from .unpacking import UnpackLowering

@@ -11,11 +11,14 @@ state the handlers share, passed explicitly.
 - :mod:`.expression_statements`: the forms of ``ast.Expr`` (``xs.append(v)``,
   ``np.add.at(...)``, a bare call of the user's function), each told by its predicate.
 - :mod:`.checks`: ``raise``, ``assert``, ``with np.errstate(...)``, run-time checks.
+- :mod:`.control`: ``if`` (and conditional expressions, ``and``/``or``): ``cond`` nodes.
+- :mod:`.loops`: compiled ``for``/``while`` loops; :mod:`.unrolled`: a ``for`` over a Python
+  sequence, unrolled; :mod:`.loop_updates`: in-place updates inside loop bodies.
 - :mod:`.joins`: one aval for a variable from every path binding it; :mod:`.conditions`: a
-  traced condition's checks; :mod:`.loop_updates`: in-place updates inside loop bodies.
+  traced condition's checks.
 
-The handlers of ``if``, loops and augmented assignment are still methods of the lowering's
-mixins (:mod:`..control`, :mod:`..loops`, :mod:`..inplace`), registered the same way.
+The handlers of ``if``, loops and augmented assignment (:mod:`..inplace`) are still methods of
+the lowering's mixins, registered the same way.
 Invariant: every statement the fence lets through has a handler, or does nothing (``pass``, a
 docstring).
 """

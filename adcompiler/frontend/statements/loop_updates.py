@@ -2,7 +2,7 @@
 refuses: an update of an array another name also holds (NumPy changes both, a loop carries
 names), and an update of the rows being looped over (NumPy's later rows see it). An update of a
 called function's parameter in its own loop is passed back to the caller's name for that array
-after the loop. Used by :mod:`..loops` and :mod:`..lists`."""
+after the loop. Used by :mod:`.loops` and :mod:`..lists`."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class ReboundInLoop(Unreadable):
 
 
 class LoopWriteChecks:
-    """Mixin of :class:`..loops.LoopLowering`: the checks of a loop body's in-place writes."""
+    """Mixin of :class:`.loops.LoopLowering`: the checks of a loop body's in-place writes."""
 
     def check_loop_aliases(self, stmt, carried) -> dict:
         """NumPy's ``y *= 2`` in a loop also changes every other name for that array; a loop

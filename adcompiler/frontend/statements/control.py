@@ -3,10 +3,10 @@
 A condition known while compiling picks its branch statically; a traced one becomes a ``cond``
 whose outputs are the variables either branch rebinds. An ``if`` holding a ``return`` takes the
 statements after it as the continuation of each branch that falls through, and merges the
-returned value like a variable (the paths' avals joined by :mod:`.statements.joins`); loops
+returned value like a variable (the paths' avals joined by :mod:`.joins`); loops
 are :mod:`.loops`'. Invariant: a merged variable has one abstract value on every path (a Python
 float meeting a 0-d array becomes the array; a tuple or list is merged entry by entry, see
-:mod:`.structured`), else a located error says which variable disagrees, where it is read.
+:mod:`..structured`), else a located error says which variable disagrees, where it is read.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inplace import Unreadable
-from .shortcircuit import runs_unconditionally
-from .statements.blocks import NO_RETURN, returns_inside, run_block, run_statements
-from .statements.checks import NOT_A_CHECK, lower_checked_if
-from .statements.conditions import check_condition
-from .statements.joins import aval_of, coerce, join, joinable
-from .statements.table import statement
-from .structured import Diverged, fill, first_difference, flat, ident, label, same
-from ..ir import Aval, Block, Literal, Node, Value
+from ...ir import Aval, Block, Literal, Node, Value
+from ..inplace import Unreadable
+from ..shortcircuit import runs_unconditionally
+from ..structured import Diverged, fill, first_difference, flat, ident, label, same
+from .blocks import NO_RETURN, returns_inside, run_block, run_statements
+from .checks import NOT_A_CHECK, lower_checked_if
+from .conditions import check_condition
+from .joins import aval_of, coerce, join, joinable
+from .table import statement
 
 
 class ControlLowering:
@@ -86,7 +86,7 @@ class ControlLowering:
         """``name`` after an ``if`` that binds it to one of ``values``: a tuple or list entry by
         entry (each entry a ``cond`` output appended to ``outs``, or the one Python value both
         paths hold). Where they cannot be joined, a value that is an error where read
-        (:class:`Unjoined`, :class:`.structured.Diverged`); for a returned value or a conditional
+        (:class:`Unjoined`, :class:`..structured.Diverged`); for a returned value or a conditional
         expression, which are read at once, a located error now."""
         eager = name in (RESULT, EXPRESSION)
         where = "the returned value" if name == RESULT else name
