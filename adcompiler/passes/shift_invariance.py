@@ -37,8 +37,8 @@ import math
 
 from ..ir import Literal, Value, walk
 from .forward_uses import forward_uses
-
-OTHER = ("other",)
+from .shift_layouts import LAYOUT_RULES  # shape primitives and reductions
+from .shift_tags import OTHER, Unknown
 
 
 def cotangent_vanishes(ops, ans) -> bool:
@@ -69,21 +69,17 @@ def _step(node, tags):
         try:
             tag = _transfer(node, [tags.get(x) if isinstance(x, Value) else None
                                    for x in node.inputs])
-        except Exception:  # _Unknown, or parameters of a form no rule expected: not proven
+        except Exception:  # Unknown, or parameters of a form no rule expected: not proven
             tag = OTHER
     for v in node.outputs:
         if tag is not None:
             tags[v] = tag
 
 
-class _Unknown(Exception):
-    """A node the analysis has no exact rule for: its result is OTHER."""
-
-
 def _ndim(x) -> int:
     shape = x.aval.known_shape
     if shape is None:
-        raise _Unknown
+        raise Unknown
     return len(shape)
 
 
@@ -92,7 +88,7 @@ def _aligned(tag, node, i):
     if tag is None:
         return None
     if tag is OTHER:
-        raise _Unknown
+        raise Unknown
     offset = len(node.out.aval.known_shape) - _ndim(node.inputs[i])
     return tag[0], tag[1], tuple(None if e is None else e + offset for e in tag[2])
 
@@ -112,7 +108,7 @@ def _number(x):
 def _transfer(node, tags):
     rule = _RULES.get(node.prim)
     if rule is None:
-        raise _Unknown
+        raise Unknown
     return rule(node, tags)
 
 
@@ -120,10 +116,10 @@ def _add_subtract(node, tags):
     sign = 1.0 if node.prim == "add" else -1.0
     a, b = (_aligned(t, node, i) for i, t in enumerate(tags))
     if any(t is not None and t[0] != "shift" for t in (a, b)):
-        raise _Unknown
+        raise Unknown
     if a is not None and b is not None:
         if a[2] != b[2]:
-            raise _Unknown
+            raise Unknown
         return _make("shift", a[1] + sign * b[1], a[2])
     return a if a is not None else _make("shift", sign * b[1], b[2])
 
@@ -132,14 +128,14 @@ def _multiply(node, tags):
     a, b = (_aligned(t, node, i) for i, t in enumerate(tags))
     if a is not None and b is not None:
         if a[0] != "scale" or b[0] != "scale" or a[2] != b[2]:
-            raise _Unknown
+            raise Unknown
         return _make("scale", a[1] + b[1], a[2])
     tag, other = (a, node.inputs[1]) if a is not None else (b, node.inputs[0])
     if tag[0] == "scale":
         return tag   # (v e^kc) * w == (v w) e^kc
     factor = _number(other)
     if factor is None:
-        raise _Unknown
+        raise Unknown
     return _make("shift", tag[1] * factor, tag[2])
 
 
@@ -147,17 +143,17 @@ def _divide(node, tags):
     a, b = (_aligned(t, node, i) for i, t in enumerate(tags))
     if a is not None and b is not None:
         if a[0] != "scale" or b[0] != "scale" or a[2] != b[2]:
-            raise _Unknown
+            raise Unknown
         return _make("scale", a[1] - b[1], a[2])
     if b is not None:
         if b[0] != "scale":
-            raise _Unknown
+            raise Unknown
         return _make("scale", -b[1], b[2])
     if a[0] == "scale":
         return a
     factor = _number(node.inputs[1])
     if factor is None:
-        raise _Unknown
+        raise Unknown
     return _make("shift", a[1] / factor, a[2])
 
 
@@ -165,28 +161,26 @@ def _unary(kind_in, kind_out, sign=1.0):
     def rule(node, tags):
         tag = _aligned(tags[0], node, 0)
         if tag[0] != kind_in:
-            raise _Unknown
+            raise Unknown
         return _make(kind_out, sign * tag[1], tag[2])
     return rule
 
 
 def _astype(node, tags):
     if not node.out.aval.is_float:
-        raise _Unknown
+        raise Unknown
     return _aligned(tags[0], node, 0)
 
 
 def _where(node, tags):
     """``where(cond, a + kc, b + kc)`` is ``where(cond, a, b) + kc`` (and so for scales)."""
     if tags[0] is not None:
-        raise _Unknown
+        raise Unknown
     a, b = _aligned(tags[1], node, 1), _aligned(tags[2], node, 2)
     if a is None or a != b:
-        raise _Unknown
+        raise Unknown
     return a
 
-
-from .shift_layouts import LAYOUT_RULES  # noqa: E402  (shape primitives and reductions)
 
 _RULES = {"add": _add_subtract, "subtract": _add_subtract, "multiply": _multiply,
           "divide": _divide, "negative": lambda n, t: _negate(_aligned(t[0], n, 0)),

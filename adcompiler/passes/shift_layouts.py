@@ -1,7 +1,7 @@
 """The rules of :mod:`.shift_invariance` for primitives that move axes: reductions (which factor
 a shift or a scale out when it is constant along the reduced axes) and shape primitives (which
 only carry the layout ``emb`` of the perturbation along). Each rule takes ``(node, tags)`` and
-returns the result's tag, or raises ``_Unknown`` where the result depends on the perturbation
+returns the result's tag, or raises :class:`.shift_tags.Unknown` where the result depends on the perturbation
 in a way the analysis does not track (a reduction along an axis the perturbation varies on,
 a partial slice of such an axis, a reshape that merges axes)."""
 
@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import math
 
-
-def _unknown():
-    from .shift_invariance import _Unknown
-    return _Unknown()
+from .shift_tags import OTHER, Unknown
 
 
 def _tag(tags):
-    from .shift_invariance import OTHER
     tag = tags[0]
     if tag is None or tag is OTHER or any(t is not None for t in tags[1:]):
-        raise _unknown()
+        raise Unknown
     return tag
 
 
 def _shape(x):
     shape = x.aval.known_shape
     if shape is None:
-        raise _unknown()
+        raise Unknown
     return tuple(shape)
 
 
@@ -36,7 +32,7 @@ def _moved(emb, mapping):
     out = []
     for e in emb:
         if e is not None and mapping.get(e) is None:
-            raise _unknown()
+            raise Unknown
         out.append(None if e is None else mapping[e])
     return tuple(out)
 
@@ -50,7 +46,7 @@ def _reduction(node, tags):
     axes = tuple(range(len(shape))) if axis is None else tuple(
         a % len(shape) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
     if any(e in axes for e in emb):
-        raise _unknown()
+        raise Unknown
     if kind == "shift" and node.prim == "sum":
         k = k * math.prod(shape[a] for a in axes)
     if node.params.get("keepdims"):
@@ -70,7 +66,7 @@ def _same_entries(node, tags):
     long_before = [a for a, d in enumerate(before) if d != 1]
     long_after = [a for a, d in enumerate(after) if d != 1]
     if [before[a] for a in long_before] != [after[a] for a in long_after]:
-        raise _unknown()
+        raise Unknown
     return kind, k, _moved(emb, dict(zip(long_before, long_after)))
 
 
@@ -93,7 +89,7 @@ def _getitem(node, tags):
     partial slice on an axis the perturbation runs along, or index arrays, are not tracked."""
     kind, k, emb = _tag(tags)
     if len(node.inputs) != 1:
-        raise _unknown()
+        raise Unknown
     ndim = len(_shape(node.inputs[0]))
     spec = list(node.params["index"])
     if any(item[0] == "e" for item in spec):
@@ -111,7 +107,7 @@ def _getitem(node, tags):
         elif item[0] in ("s", "i"):
             axis, out = axis + 1, out + (item[0] == "s")   # dropped from mapping: not along c
         else:
-            raise _unknown()
+            raise Unknown
     return kind, k, _moved(emb, mapping)
 
 
