@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Value
-from .statements.table import statement
 
 # list_get: an element of a list is the very array the list holds (see .lists)
 VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "list_get"}
@@ -100,39 +99,8 @@ class Stale(Unreadable):
 
 
 class InplaceLowering:
-    """Mixin of the lowering for augmented assignment."""
-
-    @statement(ast.AugAssign)
-    def augmented(self, stmt):
-        target = stmt.target
-        if isinstance(target, ast.Subscript):
-            return self.assign_subscript(target, self.expr(stmt.value), stmt, op=stmt.op)
-        if not isinstance(target, ast.Name):
-            raise self.src.error(target, "augmented assignment to an attribute is not "
-                                 "supported", "assign to a plain name")
-        old = self.lookup(target.id, target)
-        new = self.expr(ast.BinOp(left=target, op=stmt.op, right=stmt.value, **_loc(stmt)))
-        if _is_mutable_array(old):
-            new = self.write_back(stmt, old, new)
-            self.update_aliases(stmt, old, new)
-        self.bind(target, new, stmt)
-
-    def write_back(self, stmt, old: Value, new: Value) -> Value:
-        """``new`` as NumPy stores it into ``old``: same shape, cast to ``old``'s dtype."""
-        name, op = stmt.target.id, _OP_TEXT.get(type(stmt.op), "op")
-        if new.aval.shape != old.aval.shape:
-            raise self.src.error(
-                stmt, f"`{name} {op}= ...` would change `{name}`'s shape from "
-                f"{old.aval.shape} to {new.aval.shape}; NumPy cannot do that in place",
-                f"write `{name} = {name} {op} ...` to make a new array")
-        if new.aval.dtype == old.aval.dtype:
-            return new
-        if not np.can_cast(new.aval.dtype, old.aval.dtype, "same_kind"):
-            raise self.src.error(
-                stmt, f"NumPy cannot store the {new.aval.dtype} result in the "
-                f"{old.aval.dtype} array `{name}` in place (casting rule 'same_kind')",
-                f"write `{name} = {name} {op} ...` to make a new {new.aval.dtype} array")
-        return self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+    """Mixin of the lowering: in-place updates of arrays (``y op= v``, ``y[i] = v``), the names
+    they change, the blocks they are refused in."""
 
     def update_aliases(self, stmt, old: Value, new: Value, name=None):
         """Rebind every name for ``old`` to ``new``; names for views of its memory go stale.
@@ -187,7 +155,7 @@ class InplaceLowering:
         generated code refuses a call passing it memory they share (backends.distinct)."""
         at = self.src.location(stmt)
         others = tuple(p.name for p in self.graph.params
-                       if p is not param and _is_mutable_array(p))
+                       if p is not param and is_mutable_array(p))
         self.graph.writes[param.name] = (os.path.basename(at.filename), at.lineno,
                                          self.src.text(stmt), others)
 
@@ -294,7 +262,7 @@ def lowering_of(env, frame):
 def rebind_hint(stmt, name) -> str:
     if not isinstance(stmt, ast.AugAssign) or not isinstance(stmt.target, ast.Name):
         return f"take a .copy() first (`{name} = {name}.copy()`) so no other name shares it"
-    op = _OP_TEXT.get(type(stmt.op), "op")
+    op = OP_TEXT.get(type(stmt.op), "op")
     return f"write `{name} = {name} {op} ...` to make a new array instead"
 
 
@@ -309,7 +277,7 @@ def write_through_hint(src, stmt, name) -> str | None:
     if len(bound) != 1 or not isinstance(bound[0], ast.Subscript) \
             or not isinstance(bound[0].value, ast.Name):
         return None
-    op = _OP_TEXT.get(type(stmt.op), "op")
+    op = OP_TEXT.get(type(stmt.op), "op")
     return (f"write the update through the array itself, `{src.text(bound[0])} {op}= "
             f"{src.text(stmt.value)}`, which changes `{bound[0].value.id}` as NumPy does")
 
@@ -334,7 +302,7 @@ def alias_copy_hint(tree, name, other) -> str:
             "under both names, as in NumPy, use one name for the array")
 
 
-def _is_mutable_array(x) -> bool:
+def is_mutable_array(x) -> bool:
     """Arrays are updated in place; Python numbers and NumPy scalars (shape ()) are not."""
     return isinstance(x, Value) and not x.aval.is_scalar and x.aval.shape != ()
 
@@ -368,9 +336,5 @@ def _scalar_int(x) -> bool:
     return aval.known_shape == () and np.dtype(aval.dtype).kind in "iu"
 
 
-_OP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
+OP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",
             ast.MatMult: "@", ast.FloorDiv: "//", ast.Mod: "%"}
-
-
-def _loc(node) -> dict:
-    return {k: getattr(node, k) for k in ("lineno", "col_offset", "end_lineno", "end_col_offset")}

@@ -43,6 +43,36 @@ def is_append(stmt) -> bool:
             and call.func.attr == "append" and isinstance(call.func.value, ast.Name))
 
 
+def lower_append(lowering, stmt):
+    """``xs.append(v)``: recorded for the loop's stack (see :meth:`ListLowering.lower_while`)."""
+    call = stmt.value
+    name = call.func.value.id
+    held = lowering.scope.env.get(name)
+    frame = lowering.loop.appending[-1] if lowering.loop.appending else None
+    if len(call.args) == 1 and is_list(lowering.expr(call.args[0])):
+        raise lowering.src.error(stmt, "a list of lists (what a while loop inside another "
+                                 "loop keeps) cannot be differentiated yet",
+                                 "keep one list per value, or restructure the nested loop")
+    if not isinstance(held, Building):
+        raise lowering.src.error(stmt, f"`{name}.append(...)` compiles only at the top level "
+                                 f"of a while loop's body, to a list made empty before it",
+                                 "in a for loop, preallocate an array (xs = np.zeros((n, ...)))"
+                                 " and write xs[i] = v")
+    if frame is None or held.lineno != frame[0].lineno or not any(
+            s is stmt for s in frame[0].body):
+        raise lowering.src.error(stmt, f"`{name}.append(...)` must run once in every iteration: "
+                                 "at the top level of the while loop's body, not inside an "
+                                 "`if` or a nested loop", "append on every path (a zero where "
+                                 "nothing is computed), at the body's top level")
+    if len(call.args) != 1 or call.keywords:
+        raise lowering.src.error(call, "append takes one value", f"{name}.append(value)")
+    records = frame[1]
+    if any(t is lowering.b.target and n == name for t, n, _ in records):
+        raise lowering.src.error(stmt, f"`{name}` is appended to twice per iteration",
+                                 "append once per iteration; use two lists")
+    records.append((lowering.b.target, name, lowering.expr(call.args[0])))
+
+
 def _empty(x) -> bool:
     """``[]``, as the lowering holds it: a static Python list with nothing in it."""
     return isinstance(x, list) and not x
@@ -105,35 +135,6 @@ class ListLowering:
                                      "very array, so the update would change its entries too",
                                      f"{rebind_hint(node, arg.id)}, or append "
                                      f"`{arg.id}.copy()`")
-
-    def lower_append(self, stmt):
-        """``xs.append(v)``: recorded for the loop's stack (see :meth:`lower_while`)."""
-        call = stmt.value
-        name = call.func.value.id
-        held = self.scope.env.get(name)
-        frame = self.loop.appending[-1] if self.loop.appending else None
-        if len(call.args) == 1 and is_list(self.expr(call.args[0])):
-            raise self.src.error(stmt, "a list of lists (what a while loop inside another "
-                                 "loop keeps) cannot be differentiated yet",
-                                 "keep one list per value, or restructure the nested loop")
-        if not isinstance(held, Building):
-            raise self.src.error(stmt, f"`{name}.append(...)` compiles only at the top level "
-                                 f"of a while loop's body, to a list made empty before it",
-                                 "in a for loop, preallocate an array (xs = np.zeros((n, ...)))"
-                                 " and write xs[i] = v")
-        if frame is None or held.lineno != frame[0].lineno or not any(
-                s is stmt for s in frame[0].body):
-            raise self.src.error(stmt, f"`{name}.append(...)` must run once in every iteration: "
-                                 "at the top level of the while loop's body, not inside an "
-                                 "`if` or a nested loop", "append on every path (a zero where "
-                                 "nothing is computed), at the body's top level")
-        if len(call.args) != 1 or call.keywords:
-            raise self.src.error(call, "append takes one value", f"{name}.append(value)")
-        records = frame[1]
-        if any(t is self.b.target and n == name for t, n, _ in records):
-            raise self.src.error(stmt, f"`{name}` is appended to twice per iteration",
-                                 "append once per iteration; use two lists")
-        records.append((self.b.target, name, self.expr(call.args[0])))
 
     def _stack(self, node, body, name, value, append):
         """The ``while`` node's new stacked output holding ``value`` of every iteration."""

@@ -82,34 +82,6 @@ class SetitemLowering:
                                  "this array's items one per True entry, in order)",
                                  "use np.where(mask, values, y) with values shaped like y")
 
-    def lower_add_at(self, stmt):
-        """``np.add.at(y, idx, v)`` (what generated adjoint code writes where indices repeat):
-        ``y`` with ``v`` added at ``idx``, every repeat counted, as an update of ``y``."""
-        call = stmt.value
-        if self.expr(call.func) != np.add.at:
-            raise self.src.error(call.func, f"`{self.src.text(call.func)}(...)` is not "
-                                 "np.add.at: its result would be dropped",
-                                 "assign the result to a name")
-        if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], ast.Name):
-            raise self.src.error(call, "np.add.at compiles as np.add.at(y, index, values) on a "
-                                 "named array y", "name the array first")
-        target = call.args[0]
-        old = self.lookup(target.id, target)
-        if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
-            raise self.src.error(target, f"`{target.id}` is not an array that can be updated",
-                                 "update arrays made with np.zeros, .copy() and the like")
-        index = self.expr(call.args[1])
-        items = index if isinstance(index, tuple) else (index,)
-        items = self.constant_masks(old, items, call.args[1])  # a mask known now: positions
-        arrays = []
-        spec = tuple(self.index_item(item, arrays, call.args[1]) for item in items)
-        value = self.operand(self.expr(call.args[2]), call.args[2])
-        new = self.b.emit("index_add", (old, value, *arrays), {"index": spec})
-        if new.aval.dtype != old.aval.dtype:
-            new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
-        self.update_aliases(stmt, old, new, target.id)
-        self.bind(target, new, stmt)
-
     def subscript_read(self, base, items, node):
         mask = _mask(items)
         if mask is not None:
@@ -132,6 +104,35 @@ class SetitemLowering:
         items = self.windows(old, items, node)
         spec = tuple(self.index_item(item, arrays, node) for item in items)
         return self.b.setitem(old, value, arrays, spec)
+
+
+def lower_add_at(lowering, stmt):
+    """``np.add.at(y, idx, v)`` (what generated adjoint code writes where indices repeat):
+    ``y`` with ``v`` added at ``idx``, every repeat counted, as an update of ``y``."""
+    call = stmt.value
+    if lowering.expr(call.func) != np.add.at:
+        raise lowering.src.error(call.func, f"`{lowering.src.text(call.func)}(...)` is not "
+                                 "np.add.at: its result would be dropped",
+                                 "assign the result to a name")
+    if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], ast.Name):
+        raise lowering.src.error(call, "np.add.at compiles as np.add.at(y, index, values) on a "
+                                 "named array y", "name the array first")
+    target = call.args[0]
+    old = lowering.lookup(target.id, target)
+    if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
+        raise lowering.src.error(target, f"`{target.id}` is not an array that can be updated",
+                                 "update arrays made with np.zeros, .copy() and the like")
+    index = lowering.expr(call.args[1])
+    items = index if isinstance(index, tuple) else (index,)
+    items = lowering.constant_masks(old, items, call.args[1])  # a mask known now: positions
+    arrays = []
+    spec = tuple(lowering.index_item(item, arrays, call.args[1]) for item in items)
+    value = lowering.operand(lowering.expr(call.args[2]), call.args[2])
+    new = lowering.b.emit("index_add", (old, value, *arrays), {"index": spec})
+    if new.aval.dtype != old.aval.dtype:
+        new = lowering.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+    lowering.update_aliases(stmt, old, new, target.id)
+    lowering.bind(target, new, stmt)
 
 
 def is_add_at(stmt) -> bool:

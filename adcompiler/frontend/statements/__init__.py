@@ -7,7 +7,7 @@ state the handlers share, passed explicitly.
   statement by statement through the registry.
 - :mod:`.context`: the lowering's state in three objects: ``Scope`` (the names),
   ``LoopContext`` (the blocks open around a statement), ``Unrolling`` (comprehensions).
-- :mod:`.assignments`: ``x = ...``, ``x: T = ...``, a nested ``def``.
+- :mod:`.assignments`: ``x = ...``, ``x: T = ...``, ``x op= ...``, a nested ``def``.
 - :mod:`.expression_statements`: the forms of ``ast.Expr`` (``xs.append(v)``,
   ``np.add.at(...)``, a bare call of the user's function), each told by its predicate.
 - :mod:`.checks`: ``raise``, ``assert``, ``with np.errstate(...)``, run-time checks.
@@ -17,8 +17,8 @@ state the handlers share, passed explicitly.
 - :mod:`.joins`: one aval for a variable from every path binding it; :mod:`.conditions`: a
   traced condition's checks.
 
-The handlers of ``if``, loops and augmented assignment (:mod:`..inplace`) are still methods of
-the lowering's mixins, registered the same way.
+Every handler is a function of the lowering; what they call on it (``expr``, ``bind``, the
+loops' ``lower_for``/``lower_while``, the branches' ``merge_branches``...) is still its mixins'.
 Invariant: every statement the fence lets through has a handler, or does nothing (``pass``, a
 docstring).
 """

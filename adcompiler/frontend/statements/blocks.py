@@ -14,7 +14,7 @@ import ast
 
 from ..local_functions import own_scope
 from . import checks  # (a module: checks runs blocks too)
-from .table import lower_statement
+from .table import STATEMENTS, lower_statement
 
 NO_RETURN = object()  # what run_block gives when the statements fall through
 
@@ -46,7 +46,7 @@ def run_block(lowering, stmts):
             return lowering.expr(stmt.value)
         if isinstance(stmt, ast.If) and (returns_inside(stmt)
                                          or _defines_read(stmt, stmts[i + 1:])):
-            return lowering.lower_if(stmt, rest=stmts[i + 1:])
+            return STATEMENTS[ast.If](lowering, stmt, rest=stmts[i + 1:])  # (.control)
         if isinstance(stmt, ast.With):  # np.errstate: its body in place (.checks)
             checks.enter_with(lowering, stmt)
             return run_block(lowering, stmt.body + stmts[i + 1:])

@@ -27,40 +27,47 @@ from .joins import aval_of, coerce, join, joinable
 from .table import statement
 
 
+@statement(ast.If)
+def lower_if(lowering, stmt: ast.If, rest=None):
+    """An ``if``: a static condition runs one branch; a traced one is a run-time check (a branch
+    that only raises, :mod:`.checks`) or a ``cond`` merging what the branches bind. ``rest``:
+    the statements after an ``if`` holding a ``return``, run as each branch's continuation
+    (the returned value is what this gives)."""
+    lowering.b.source = f"if {lowering.src.text(stmt.test)}:"
+    test = lowering.expr(stmt.test)
+    if not isinstance(test, Value):
+        branch = stmt.body if test else stmt.orelse
+        return (run_statements(lowering, branch) if rest is None
+                else run_block(lowering, branch + rest))
+    check_condition(lowering.src, stmt.test, test)
+    checked = lower_checked_if(lowering, stmt, test, rest)  # `if <traced>: raise ...`
+    if checked is not NOT_A_CHECK:
+        return checked
+    env0 = dict(lowering.scope.env)
+    blocks, envs = [], []
+    for stmts in (stmt.body, stmt.orelse):
+        block = Block()
+        with lowering.loop.merging(lowering.b, block):
+            if rest is None:
+                run_statements(lowering, stmts)
+            else:
+                lowering.scope.env[RESULT] = run_block(lowering, stmts + rest)
+                if lowering.scope.env[RESULT] is NO_RETURN and returns_inside(stmt):
+                    raise lowering.src.error(stmt, "not every path through this `if` returns "
+                                             "a value", "add a return at the end")
+        envs.append(lowering.scope.env)
+        lowering.scope.env = dict(env0)
+        blocks.append(block)
+    lowering.merge_branches(stmt, test, blocks, envs, env0)
+    if rest is not None:
+        return lowering.scope.env.pop(RESULT)
+
+
 class ControlLowering:
-    """Mixin of the lowering for control-flow statements."""
+    """Mixin of the lowering: merging an ``if``'s branches (:class:`..lists.ListLowering`
+    narrows it), conditional expressions and ``and``/``or``."""
 
     # ---- if -----------------------------------------------------------------------------------
-    @statement(ast.If)
-    def lower_if(self, stmt: ast.If, rest=None):
-        self.b.source = f"if {self.src.text(stmt.test)}:"
-        test = self.expr(stmt.test)
-        if not isinstance(test, Value):
-            branch = stmt.body if test else stmt.orelse
-            return run_statements(self, branch) if rest is None else run_block(self, branch + rest)
-        check_condition(self.src, stmt.test, test)
-        checked = lower_checked_if(self, stmt, test, rest)  # `if <traced>: raise ...`
-        if checked is not NOT_A_CHECK:
-            return checked
-        env0 = dict(self.scope.env)
-        blocks, envs = [], []
-        for stmts in (stmt.body, stmt.orelse):
-            block = Block()
-            with self.loop.merging(self.b, block):
-                if rest is None:
-                    run_statements(self, stmts)
-                else:
-                    self.scope.env[RESULT] = run_block(self, stmts + rest)
-                    if self.scope.env[RESULT] is NO_RETURN and returns_inside(stmt):
-                        raise self.src.error(stmt, "not every path through this `if` returns "
-                                             "a value", "add a return at the end")
-            envs.append(self.scope.env)
-            self.scope.env = dict(env0)
-            blocks.append(block)
-        self.merge_branches(stmt, test, blocks, envs, env0)
-        if rest is not None:
-            return self.scope.env.pop(RESULT)
-
     def merge_branches(self, stmt, test, blocks, envs, env0):
         header = f"if {self.src.text(stmt.test)}:"
         names = [n for n in dict.fromkeys(list(envs[0]) + list(envs[1]))

@@ -15,8 +15,8 @@ import ast
 
 from .. import fence
 from ..expressions import NOT_USER
-from ..lists import ListLowering, is_append
-from ..setitem import SetitemLowering, is_add_at
+from ..lists import is_append, lower_append
+from ..setitem import is_add_at, lower_add_at
 from .table import statement
 
 
@@ -32,8 +32,8 @@ def bare_call(lowering, stmt: ast.Expr):
 
 
 # (predicate on the statement, handler(lowering, stmt)), in the order they are tried
-EXPRESSION_FORMS = ((is_append, ListLowering.lower_append),
-                    (is_add_at, SetitemLowering.lower_add_at),
+EXPRESSION_FORMS = ((is_append, lower_append),
+                    (is_add_at, lower_add_at),
                     (fence.may_call_user, bare_call))
 
 

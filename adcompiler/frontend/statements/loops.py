@@ -32,31 +32,32 @@ _MAX_AVAL_ROUNDS = 3
 _UNBOUND = object()
 
 
+@statement(ast.For, ast.While)
+def lower_loop(lowering, stmt):
+    """A ``for``/``while``, after rewriting break/continue and traced range bounds; a
+    ``for`` over a Python sequence is unrolled (:mod:`.unrolled`)."""
+    if isinstance(stmt, ast.For) and lowering.unrolls(stmt.iter):
+        return lowering.lower_unrolled(stmt)
+    if isinstance(stmt, ast.For) and reversed_range.is_reversed(stmt.iter):
+        before, stmt = reversed_range.rewrite(lowering, stmt)
+        run_statements(lowering, before)
+    if isinstance(stmt, ast.For) and lowering.traced_range(stmt.iter):
+        if stmt.orelse:
+            raise lowering.src.error(stmt, "`for ... else` is not supported", "drop the else")
+        before, stmt = jumps.rewrite_traced_range(stmt, f"loop{stmt.lineno}_i")
+        run_statements(lowering, before)
+    breaks = jumps.breaks(stmt.body)
+    before, stmt = jumps.rewrite_loop(stmt)
+    run_statements(lowering, before)
+    if isinstance(stmt, ast.For):
+        lowering.lower_for(stmt, breaks)
+    else:
+        lowering.lower_while(stmt)
+
+
 class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
     """Mixin of the lowering for loops (the joins of carried values: :mod:`.joins`;
     the body's statements: :mod:`.blocks`)."""
-
-    @statement(ast.For, ast.While)
-    def lower_loop(self, stmt):
-        """A ``for``/``while``, after rewriting break/continue and traced range bounds; a
-        ``for`` over a Python sequence is unrolled (:mod:`.unrolled`)."""
-        if isinstance(stmt, ast.For) and self.unrolls(stmt.iter):
-            return self.lower_unrolled(stmt)
-        if isinstance(stmt, ast.For) and reversed_range.is_reversed(stmt.iter):
-            before, stmt = reversed_range.rewrite(self, stmt)
-            run_statements(self, before)
-        if isinstance(stmt, ast.For) and self.traced_range(stmt.iter):
-            if stmt.orelse:
-                raise self.src.error(stmt, "`for ... else` is not supported", "drop the else")
-            before, stmt = jumps.rewrite_traced_range(stmt, f"loop{stmt.lineno}_i")
-            run_statements(self, before)
-        breaks = jumps.breaks(stmt.body)
-        before, stmt = jumps.rewrite_loop(stmt)
-        run_statements(self, before)
-        if isinstance(stmt, ast.For):
-            self.lower_for(stmt, breaks)
-        else:
-            self.lower_while(stmt)
 
     def traced_range(self, node) -> bool:
         env = self.scope.env
