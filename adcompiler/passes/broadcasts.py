@@ -25,28 +25,29 @@ from __future__ import annotations
 from ..ir import Aval, Literal, Node, Value, walk
 from ..ir.primitives import PRIMS
 from ..ir.shapes import infer
+from .rewrite import Walker
 
 
 def drop_implicit_broadcasts(graph):
-    readers = _readers(graph)
-    graph.nodes = _rewrite(graph.nodes, {}, readers)
-    return graph
+    """One walk, blocks before their owner, in one scope: ``producers`` (every node walked
+    so far, at any depth) and ``readers`` (every value's readers)."""
+    return _WALK.graph(graph, ({}, _readers(graph)))
 
 
-def _rewrite(nodes, producers, readers) -> list:
-    kept = []
-    for node in nodes:
-        for block in node.regions:
-            block.nodes = _rewrite(block.nodes, producers, readers)
-        if _elementwise(node):
-            _narrow(node, producers)
-            inner = _scalar_op_first(node, producers, readers)
-            if inner is not None:
-                kept.append(inner)
-                producers[inner.out] = inner
-        kept.append(node)
-        producers.update((v, node) for v in node.outputs)
-    return kept
+def _rewrite(node, scope) -> tuple:
+    producers, readers = scope
+    placed = (node,)
+    if _elementwise(node):
+        _narrow(node, producers)
+        inner = _scalar_op_first(node, producers, readers)
+        if inner is not None:
+            placed = (inner, node)
+            producers[inner.out] = inner
+    producers.update((v, node) for v in node.outputs)
+    return placed
+
+
+_WALK = Walker(visit=_rewrite)
 
 
 def _elementwise(node) -> bool:

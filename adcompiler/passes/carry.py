@@ -24,28 +24,27 @@ from __future__ import annotations
 
 from ..backends.aliasing import fresh, is_view, updates_slot
 from ..ir import Node, Value, walk
-from .rewrite import use_counts
+from .rewrite import Walker, use_counts
 
 _UPDATES = ("setitem", "index_add")  # update their first input (written in place if owned)
 
 
 def copy_updated_carries(graph):
     producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
-    graph.nodes = _visit(graph, graph.nodes, producer, _carried_params(graph))
+    Walker(visit=_copy_before).graph(graph, (graph, producer, _carried_params(graph)))
     sink_updates(graph)
     return graph
 
 
-def _visit(graph, nodes, producer, carried) -> list:
-    out = []
-    for node in nodes:
-        for block in node.regions:
-            block.nodes = _visit(graph, block.nodes, producer, carried)
-        if node.prim in ("loop", "while"):
-            out.extend(_copy_inits(graph, node, producer, carried))
-            _copy_stacked_views(node, producer)
-        out.append(node)
-    return out
+def _copy_before(node, scope) -> list:
+    """``node``, a loop (its inner loops done first: the walk visits blocks before their
+    owner) with the copies of its updated carried arrays put before it."""
+    if node.prim not in ("loop", "while"):
+        return (node,)
+    graph, producer, carried = scope
+    copies = _copy_inits(graph, node, producer, carried)
+    _copy_stacked_views(node, producer)
+    return copies + [node]
 
 
 def _copy_stacked_views(loop, producer):
@@ -138,7 +137,7 @@ def sink_updates(graph):
     that keeps every node after the nodes whose results it reads, so the same values."""
     producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
     facts = (_holders(graph), use_counts(graph), {}, producer)
-    _sink(graph.nodes, facts)
+    Walker(leave=_sink).graph(graph, facts)
 
 
 def _holders(graph) -> dict:
@@ -156,13 +155,10 @@ def _holders(graph) -> dict:
     return edges
 
 
-def _sink(nodes, facts):
-    """:func:`sink_updates` in ``nodes`` and, first, in their blocks. Each update moves at
-    most once (two updates of one array each read it: they would swap forever), so the walk
-    ends."""
-    for node in nodes:
-        for block in node.regions:
-            _sink(block.nodes, facts)
+def _sink(nodes, facts) -> list:
+    """:func:`sink_updates` in one scope's ``nodes`` (the walk did their blocks first), in
+    place. Each update moves at most once (two updates of one array each read it: they would
+    swap forever), so the loop ends."""
     i, moved = 0, set()
     while i < len(nodes):
         node = nodes[i]
@@ -174,6 +170,7 @@ def _sink(nodes, facts):
         else:
             moved.add(node)
             nodes.insert(last, nodes.pop(i))
+    return nodes
 
 
 def _last_read(nodes, i, facts):

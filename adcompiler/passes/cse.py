@@ -10,7 +10,7 @@ both would turn the first such update into a copy.
 from __future__ import annotations
 
 from ..ir import Literal, Value
-from .rewrite import resolve, substitute
+from .rewrite import Walker, resolve, substitute
 
 
 _CREATIONS = {"zeros", "ones", "full", "zeros_like", "ones_like", "copy", "astype",
@@ -36,29 +36,35 @@ def _creates_array(node) -> bool:
 
 def eliminate_common_subexpressions(graph):
     subst = {}
-    graph.nodes = _cse_nodes(graph.nodes, {}, subst)
+    _WALK.graph(graph, ({}, subst))
     return substitute(graph, subst)
 
 
-def _cse_nodes(nodes, seen, subst):
-    kept = []
-    for node in nodes:
-        node.inputs = tuple(resolve(subst, x) for x in node.inputs)
-        if node.regions or not node.outputs or _creates_array(node):  # (a raise_if check)
-            for block in node.regions:
-                block.nodes = _cse_nodes(block.nodes, dict(seen), subst)
-                block.outputs = [resolve(subst, x) for x in block.outputs]
-            _one_stack_per_value(node, subst)
-            kept.append(node)
-            continue
-        key = _key(node)
-        if key in seen:
-            for old, new in zip(node.outputs, seen[key].outputs):
-                subst[old] = new
-        else:
-            seen[key] = node
-            kept.append(node)
-    return kept
+def _visit(node, scope):
+    """``node`` kept, or merged into the earlier node of its key (its outputs substituted)."""
+    seen, subst = scope
+    node.inputs = tuple(resolve(subst, x) for x in node.inputs)
+    if node.regions or not node.outputs or _creates_array(node):  # (a raise_if check)
+        for block in node.regions:
+            block.outputs = [resolve(subst, x) for x in block.outputs]
+        _one_stack_per_value(node, subst)
+        return (node,)
+    key = _key(node)
+    if key in seen:
+        for old, new in zip(node.outputs, seen[key].outputs):
+            subst[old] = new
+        return ()
+    seen[key] = node
+    return (node,)
+
+
+def _enter(scope, node, block):
+    """A block may reuse what was computed before it, never what a sibling block computed."""
+    seen, subst = scope
+    return dict(seen), subst
+
+
+_WALK = Walker(visit=_visit, enter=_enter)
 
 
 def _one_stack_per_value(node, subst):

@@ -14,33 +14,64 @@ for anything live stay.
 from __future__ import annotations
 
 from ..ir import Value, walk
+from .rewrite import Walker
 
 
 def eliminate_dead_code(graph):
     live = {v for v in graph.outputs if isinstance(v, Value)}
-    graph.nodes = _sweep(graph.nodes, live)
+    _SWEEP.graph(graph, _Liveness(live))
     graph.consts = {v: a for v, a in graph.consts.items() if v in live}
     return graph
+
+
+class _Liveness:
+    """The scope of the backwards sweep: the values read later (``live``, shared by every
+    block), each region node's kept output positions (None: all of them), and ``dry``: a trial
+    sweep (for the carried values' fixpoint), which marks what the sweep would, changing nothing."""
+
+    def __init__(self, live, dry=False, keep=None):
+        self.live, self.dry, self.keep = live, dry, keep or {}
 
 
 def _mark(live, xs):
     live.update(x for x in xs if isinstance(x, Value))
 
 
-def _sweep(nodes, live, dry=False):
-    """Keep live nodes, walking backwards; marks what they read as live. ``dry``: change no
-    node, only mark what the sweep would (for the carried values' fixpoint)."""
-    kept = []
-    for node in reversed(nodes):
-        if not any(v in live for v in node.outputs) and not _inner_live(node, live):
-            continue
-        keep = _kept(node, live)
-        if not dry and keep is not None:
-            _prune(node, keep)
-            keep = None
-        _mark_node(node, keep, live, dry)
-        kept.append(node)
-    return kept[::-1]
+def _visit(node, scope):
+    """Drop ``node`` if nothing reads it; else prune its unread outputs (a trial only notes
+    them) and mark what it reads from outside its blocks (its blocks' yields are marked on
+    entering them, :func:`_enter`)."""
+    live = scope.live
+    if not any(v in live for v in node.outputs) and not _inner_live(node, live):
+        return ()
+    keep = scope.keep[node] if node in scope.keep else _kept(node, live)
+    if not scope.dry and keep is not None:
+        _prune(node, keep)
+        keep = None
+    scope.keep[node] = keep
+    loop = node.prim in ("loop", "while")
+    if loop:  # a kept carried value stays: the next iteration reads it
+        _mark(live, [v for i, v in enumerate(node.outputs[:_carried(node)]) if _in(i, keep)])
+    inputs = node.inputs
+    if loop and keep is not None:
+        first = 1 if node.prim == "loop" else 0  # a for loop's first input is its count
+        inputs = inputs[:first] + tuple(x for i, x in enumerate(inputs[first:]) if i in keep)
+    _mark(live, inputs)  # (before the blocks: no block defines what its owner reads)
+    return (node,)
+
+
+def _enter(scope, node, block):
+    """Mark what ``block`` yields for the kept outputs as live (a while's test: its pred)."""
+    yields = block.outputs
+    if not (node.prim == "while" and block is node.regions[0]):
+        keep = scope.keep[node]
+        yields = [x for i, x in enumerate(yields) if _in(i, keep)]
+    _mark(scope.live, yields)
+    return scope
+
+
+_SWEEP = Walker(visit=_visit, enter=_enter, backwards=True)
+_TRIAL = Walker(visit=_visit, enter=_enter, backwards=True, write=False)
 
 
 def _kept(node, live):
@@ -55,26 +86,6 @@ def _kept(node, live):
     else:
         return None
     return None if len(keep) == n else keep
-
-
-def _mark_node(node, keep, live, dry):
-    """Mark what ``node`` reads, keeping only the output positions ``keep`` (None: all)."""
-    loop = node.prim in ("loop", "while")
-    if loop:  # a kept carried value stays: the next iteration reads it
-        _mark(live, [v for i, v in enumerate(node.outputs[:_carried(node)]) if _in(i, keep)])
-    for block in node.regions:
-        yields = block.outputs
-        if not (node.prim == "while" and block is node.regions[0]):  # (a test yields its pred)
-            yields = [x for i, x in enumerate(yields) if _in(i, keep)]
-        _mark(live, yields)
-        nodes = _sweep(block.nodes, live, dry)
-        if not dry:
-            block.nodes = nodes
-    inputs = node.inputs
-    if loop and keep is not None:
-        first = 1 if node.prim == "loop" else 0  # a for loop's first input is its count
-        inputs = inputs[:first] + tuple(x for i, x in enumerate(inputs[first:]) if i in keep)
-    _mark(live, inputs)
 
 
 def _in(i, keep) -> bool:
@@ -101,7 +112,8 @@ def _dead_carried(node, live) -> set:
     stacked = {i for i in range(carried, len(node.outputs)) if node.outputs[i] in live}
     while dead:
         trial = set(live)
-        _mark_node(node, (set(range(carried)) - dead) | stacked, trial, dry=True)
+        keep = {node: (set(range(carried)) - dead) | stacked}
+        _TRIAL.nodes([node], _Liveness(trial, dry=True, keep=keep))
         revived = {i for i in dead if any(p in trial for p in _carried_params(node, i))}
         if not revived:
             break

@@ -13,16 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Block, Node, Value
-from .rewrite import use_counts
+from .rewrite import Walker, use_counts
 from ..ir.primitives import PRIMS
 
 MIN_SIZE = 4096
 
 
 def fuse_elementwise(graph):
-    uses = use_counts(graph)
-    graph.nodes = _fuse_nodes(graph.nodes, uses, graph)
-    return graph
+    """Every scope's chains grouped, a block's before its owner's (:func:`_fuse_nodes`)."""
+    return Walker(leave=_fuse_nodes).graph(graph, (use_counts(graph), graph))
 
 
 def fusible(node) -> bool:
@@ -35,10 +34,9 @@ def fusible(node) -> bool:
             and int(np.prod(aval.shape)) >= MIN_SIZE)
 
 
-def _fuse_nodes(nodes, uses, graph):
-    for node in nodes:
-        for block in node.regions:
-            block.nodes = _fuse_nodes(block.nodes, uses, graph)
+def _fuse_nodes(nodes, scope):
+    """One scope's nodes with each chain replaced by its fused node."""
+    uses, graph = scope
     group_of = {}   # node -> the list of nodes of its group (shared list object)
     producer = {n.outputs[0]: n for n in nodes if fusible(n)}
     for node in nodes:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from ..ir import Literal, Node, Value, walk
 from ..ir.shapes import infer
-from .rewrite import substitute, use_counts
+from .rewrite import Walker, substitute, use_counts
 
 _ROW = (("a", 0),)                          # the getitem index of ``s[k]``
 _ELEMENTWISE = ("add", "subtract", "multiply")
@@ -45,21 +45,21 @@ _ELEMENTWISE = ("add", "subtract", "multiply")
 
 def hoist_loop_invariant_rows(graph):
     subst = {}
-    graph.nodes = _hoist_block(graph, graph.nodes, subst)
+    _WALK.graph(graph, (graph, subst))
     return substitute(graph, subst)
 
 
-def _hoist_block(graph, nodes, subst) -> list:
-    """``nodes`` with each loop's hoisted values put before it (inner loops first); fills
-    ``subst`` with the loops' stacks of hoisted rows, which are the hoisted arrays."""
-    out = []
-    for node in nodes:
-        for block in node.regions:
-            block.nodes = _hoist_block(graph, block.nodes, subst)
-        if node.prim == "loop" and isinstance(node.inputs[0], Literal):
-            out.extend(_Loop(graph, node).hoist(subst))
-        out.append(node)
-    return out
+def _hoist_before(node, scope) -> list:
+    """``node``, a loop (its inner loops done first: the walk visits blocks before their
+    owner) with its hoisted values put before it; fills ``subst`` with the loops' stacks of
+    hoisted rows, which are the hoisted arrays."""
+    graph, subst = scope
+    if node.prim == "loop" and isinstance(node.inputs[0], Literal):
+        return _Loop(graph, node).hoist(subst) + [node]
+    return (node,)
+
+
+_WALK = Walker(visit=_hoist_before)
 
 
 class _Loop:
