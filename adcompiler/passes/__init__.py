@@ -1,6 +1,9 @@
 """Graph-to-graph optimisation passes, run in the order of :data:`PIPELINE`.
 
-Each pass is a function ``Graph -> Graph`` in its own module, named by a verb.
+Each pass is a function ``Graph -> Graph`` in its own module, named by a verb. Those that
+descend into nested regions do it through one walker (:class:`.rewrite.Walker`); simplify's
+rules share one protocol (:class:`.rewrite.Rewrite`) and run in the order of the tuple
+:data:`.simplify.RULES`.
 """
 
 from .algebra import simplify_fused_symbolically

@@ -1,5 +1,6 @@
-"""Shared by the passes: the one walk over nested scopes (:class:`Walker`), value substitution
-(uses of values replaced by other values or literals) and use counts.
+"""Shared by the passes: the one walk over nested scopes (:class:`Walker`), the protocol of
+:mod:`.simplify`'s rules (:class:`Rewrite`), value substitution (uses of values replaced by
+other values or literals) and use counts.
 
 A scope is the graph's node list or a block's. :class:`Walker` visits every scope of a graph,
 each nested scope inside the visit of the scope that owns it, and lets a pass replace each node
@@ -91,6 +92,29 @@ class Walker:
             nodes = self.nodes(block.nodes, self.enter(scope, node, block))
             if self.write:
                 block.nodes = nodes
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """What a rule of :mod:`.simplify` did to its node. Every rule is ``rule(node, ctx)`` and
+    returns None where it does not apply (the node unchanged), else a ``Rewrite``:
+
+    - ``Rewrite()`` (:data:`IN_PLACE`): the node was rewritten in place; the next rules see it
+      as it now is;
+    - ``before``: the node was rewritten in place and reads these new nodes, emitted before it
+      (in order);
+    - ``value``: the node's result is this value or literal; the node goes and no later rule
+      runs.
+
+    ``ctx.producers`` maps each value to the node defining it, among the nodes kept so far in
+    the node's block and the blocks around it; ``ctx.local`` lists the block's own kept nodes.
+    """
+
+    before: tuple = ()
+    value: object = None
+
+
+IN_PLACE = Rewrite()
 
 
 def resolve(subst: dict, x):

@@ -1,9 +1,9 @@
 """The rules of :mod:`.shift_invariance` for primitives that move axes: reductions (which factor
 a shift or a scale out when it is constant along the reduced axes) and shape primitives (which
 only carry the layout ``emb`` of the perturbation along). Each rule takes ``(node, tags)`` and
-returns the result's tag, or raises :class:`.shift_tags.Unknown` where the result depends on the perturbation
-in a way the analysis does not track (a reduction along an axis the perturbation varies on,
-a partial slice of such an axis, a reshape that merges axes)."""
+returns the result's tag, or raises :class:`.shift_tags.Unknown` where the result depends on
+the perturbation in a way the analysis does not track (a reduction along an axis the
+perturbation varies on, a partial slice of such an axis, a reshape that merges axes)."""
 
 from __future__ import annotations
 

@@ -6,54 +6,59 @@ a read ``out[i]`` adds its cotangent back: in a loop such pairs made the cotange
 on every iteration. The rules cancel them where the index writes each entry once (ints,
 slices, 0-d index values): a rewrite happens only when the result has exactly the node's
 abstract value. Two scatters of one slice merge (``x[:-1]`` read twice gives one
-``dx[:-1] = a + b``).
+``dx[:-1] = a + b``). Every rule is ``rule(node, ctx)`` under the protocol of
+:class:`.rewrite.Rewrite`.
 """
 
 from __future__ import annotations
 
 from ..ir import Literal, Node, Value
 from ..ir.primitives import writes_once
+from .rewrite import IN_PLACE, Rewrite
 
 
-def merge_scatters(node, producers, local) -> list:
+def merge_scatters(node, ctx):
     """``index_add[i](scatter_add[i](a), b)`` becomes ``scatter_add[i](a + b)`` (and the same
     over ``index_add``): two adjoints of one gather (``x[:-1]`` read twice) add before they
     scatter, so one pass over the slice instead of two, and the sum can fuse. Rewritten in
-    place, where both are in one block (``local``: its nodes so far); returns the new ``add``
-    node to emit before it."""
+    place, where both are in one block (``ctx.local``: its nodes so far), with the new
+    ``add`` node before it."""
     if node.prim != "index_add":
-        return []
+        return None
     acc, b, *arrays = node.inputs
-    inner = producers.get(acc)
+    inner = ctx.producers.get(acc)
     if inner is None or inner.prim not in ("scatter_add", "index_add") or \
             inner.params.get("index") != node.params.get("index"):
-        return []
-    if not any(n is inner for n in reversed(local)):  # an update before the `if` this branch
-        return []  # is in: merged, its input would be read on this path, the update on others
+        return None
+    # an update before the `if` this branch is in: merged, its input would be read on this
+    # path, the update on others
+    if not any(n is inner for n in reversed(ctx.local)):
+        return None
     first = 0 if inner.prim == "scatter_add" else 1
     a, inner_arrays = inner.inputs[first], list(inner.inputs[first + 1:])
     if inner_arrays != arrays or not isinstance(a, Value) or not isinstance(b, Value) or \
             a.aval != b.aval:
-        return []
+        return None
     total = Node("add", (a, b), {}, (Value(a.aval),), node.source, node.phase)
     node.prim, node.params = inner.prim, dict(inner.params)
     node.inputs = inner.inputs[:first] + (total.out,) + tuple(arrays)
-    return [total]
+    return Rewrite(before=(total,))
 
 
-def set_after_zeroing(node, producers):
+def set_after_zeroing(node, ctx):
     """``index_add[i](setitem[i](a, 0.0), g)`` is ``setitem[i](a, g)`` where the index writes
     each entry once (a scalar store's adjoint: the entry's cotangent is zeroed, then the read
     of it on the right-hand side adds one back), rewritten in place."""
     if node.prim != "index_add":
-        return
+        return None
     acc, g, *arrays = node.inputs
-    zeroed = producers.get(acc)
+    zeroed = ctx.producers.get(acc)
     if (zeroed is None or zeroed.prim != "setitem" or zeroed.params != node.params
             or list(zeroed.inputs[2:]) != arrays or not isinstance(zeroed.inputs[1], Literal)
             or zeroed.inputs[1].value != 0 or not _once(node)):
-        return
+        return None
     node.prim, node.inputs = "setitem", (zeroed.inputs[0], g, *arrays)
+    return IN_PLACE
 
 
 def _once(node) -> bool:
@@ -64,16 +69,16 @@ def _once(node) -> bool:
         node.params["index"], [0 if isinstance(a, Literal) else a.aval.ndim for a in arrays])
 
 
-def rewrite_same_entries(node, producers):
+def rewrite_same_entries(node, ctx):
     """``setitem[i](a, a[i])`` is ``a``: the entries written are the ones already there."""
     if node.prim != "setitem" or not isinstance(node.inputs[1], Value):
         return None
     a, v, *arrays = node.inputs
-    read = producers.get(v)
+    read = ctx.producers.get(v)
     if (read is not None and read.prim == "getitem" and read.inputs[0] is a
             and list(read.inputs[1:]) == arrays and read.params == node.params
             and a.aval == node.out.aval):
-        return a
+        return Rewrite(value=a)
     return None
 
 
@@ -85,33 +90,44 @@ def _same_place(update, node) -> bool:
             and update.params == node.params and update.inputs[2:] == node.inputs[k:])
 
 
-def overwritten(node, producers):
+def overwritten(node, ctx):
     """``setitem[i](setitem[i](a, v), w)`` and ``setitem[i](index_add[i](a, g), w)`` are
     ``setitem[i](a, w)``: every entry the first one wrote, the second overwrites (a store's
     adjoint zeroes the entry it gave its cotangent), rewritten in place."""
+    done = None
     while node.prim == "setitem":
-        inner = producers.get(node.inputs[0])
+        inner = ctx.producers.get(node.inputs[0])
         if not _same_place(inner, node) or inner.inputs[0].aval != node.out.aval:
-            return
-        node.inputs = (inner.inputs[0],) + node.inputs[1:]
+            return done
+        node.inputs, done = (inner.inputs[0],) + node.inputs[1:], IN_PLACE
+    return done
 
 
-def read_back(node, producers) -> list:
+def read_back(node, ctx):
     """``getitem[i](index_add[i](a, g))`` is ``a[i] + g`` (and ``a[i]`` may be read back
     again), where the index writes each entry once and ``g`` has the entry's exact abstract
-    value (no broadcast, no cast): rewritten in place; returns the nodes to emit before it."""
+    value (no broadcast, no cast): rewritten in place, with the nodes it reads before it."""
+    return _read_back(node, ctx.producers)
+
+
+def _read_back(node, producers):
     inner = _update_read(node, producers)
     if inner is None or inner.prim != "index_add":
-        return []
+        return None
     new = []
     base = _entry(inner.inputs[0], node, producers, new)
     node.prim, node.inputs, node.params = "add", (base, inner.inputs[1]), {}
-    return new
+    return Rewrite(before=tuple(new))
 
 
-def written_entry(node, producers):
+def written_entry(node, ctx):
     """``getitem[i](setitem[i](a, v))`` is ``v`` (the index writing each entry once, ``v``
     of the entry's exact abstract value)."""
+    value = _written(node, ctx.producers)
+    return None if value is None else Rewrite(value=value)
+
+
+def _written(node, producers):
     inner = _update_read(node, producers)
     return inner.inputs[1] if inner is not None and inner.prim == "setitem" else None
 
@@ -133,10 +149,11 @@ def _entry(x, like, producers, new) -> Value:
     be (appending the nodes made to ``new``)."""
     read = Node("getitem", (x,) + like.inputs[1:], dict(like.params),
                 (Value(like.out.aval),), like.source, like.phase)
-    written = written_entry(read, producers)
+    written = _written(read, producers)
     if written is not None:
         return written
-    new.extend(read_back(read, producers))
+    nested = _read_back(read, producers)
+    new.extend(nested.before if nested is not None else ())
     new.append(read)
     producers[read.out] = read
     return read.out
