@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import difflib
 import inspect
 import types
 
@@ -31,10 +30,10 @@ from .setitem import SetitemLowering
 from .windows import WindowLowering
 from .source import read_function
 from .statements import assignments, checks, expression_statements  # noqa: F401 (handlers)
-from .statements.control import ControlLowering
-from .statements.loops import LoopLowering
 from .statements.blocks import run_body
 from .statements.context import LoopContext, Scope, Unrolling
+from .statements.control import ControlLowering
+from .statements.loops import LoopLowering
 from .unpacking import UnpackLowering
 
 _MISSING = object()
@@ -59,8 +58,6 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
 
     def start(self, graph: Graph, builder: Builder, depth, scope: Scope):
         self.graph, self.b, self.depth = graph, builder, depth
-        if scope.caller is not None:  # nested functions' defaults: the outermost call's list
-            scope.held_defaults = scope.caller.scope.held_defaults
         self.scope, self.loop, self.unrolling = scope, LoopContext(), Unrolling()
 
     # ---- names --------------------------------------------------------------------------------
@@ -90,6 +87,7 @@ class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLow
         if name in own_names(self.src.tree):
             return (f"`{name}` is bound only inside a comprehension, whose names are its own (as "
                     "in Python 3): assign it before this line to use it here")
+        import difflib  # here, on this error path only: it is slow to import
         known = [*self.scope.env, *self.scope.closure, *self.scope.fn.__globals__, *vars(builtins)]
         close = difflib.get_close_matches(name, known, n=1)
         if close:

@@ -16,25 +16,25 @@ error leaves it.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 
 from ..comprehensions import MAX_ITERATIONS
 
 
-@dataclass(eq=False)
 class Scope:
     """The names one function's lowering resolves (Python's rules: see :mod:`..lower`)."""
 
-    fn: object                # the user's function: its globals (a nested one: its definer's)
-    locals: set               # the names it assigns anywhere: reading one unbound is an error
-    closure: dict             # its closure cells' contents (empty for a nested def or lambda)
-    caller: object = None     # the Lowering this call is inlined into, if any
-    definer: object = None    # for a nested function's body: the Lowering defining it
-    local: object = None      # ... and the LocalFunction itself
-    held_defaults: list = field(default_factory=list)  # every nested function's defaults
-    #                           (names for arrays, updated as env's: .local_functions), shared
-    #                           by a call and the calls inlined into it
-    env: dict = field(default_factory=dict)  # name -> what it is bound to now
+    def __init__(self, fn, local_names: set, closure: dict, caller=None, definer=None,
+                 local=None):
+        self.fn = fn                # the user's function: its globals (nested: its definer's)
+        self.locals = local_names   # the names it assigns anywhere: read unbound, an error
+        self.closure = closure      # its closure cells' contents (none for a nested function)
+        self.caller = caller        # the Lowering this call is inlined into, if any
+        self.definer = definer      # for a nested function's body: the Lowering defining it
+        self.local = local          # ... and the LocalFunction itself
+        self.env: dict = {}         # name -> what it is bound to now
+        # every nested function's defaults (names for arrays, updated as env's:
+        # .local_functions), one list shared by a call and the calls inlined into it
+        self.held_defaults: list = caller.scope.held_defaults if caller is not None else []
 
     @property
     def frames(self) -> list:
@@ -47,16 +47,16 @@ class Scope:
         return frames
 
 
-@dataclass(eq=False)
 class LoopContext:
     """The blocks open around the statement being lowered, in one function's lowering."""
 
-    depth: int = 0            # how many loop bodies are being lowered around the statement
-    own_blocks: tuple = ()    # the node lists of the open blocks whose names this lowering merges
-    calls_wrote: set = frozenset()  # names a called function updated in the loop body lowered now
-    appending: tuple = ()     # (while statement, records) of the loops lowered now that append
-    unroll_left: int = MAX_ITERATIONS  # iterations the outermost unrolled loop may still unroll
-    unrolled: int = 0         # how many unrolled loops are open (their budget is the outermost's)
+    def __init__(self):
+        self.depth = 0             # how many loop bodies are being lowered around the statement
+        self.own_blocks = ()       # the node lists of the open blocks whose names this merges
+        self.calls_wrote = frozenset()  # names a called function updated in the body lowered now
+        self.appending = ()        # (while statement, records) of the loops lowered now that append
+        self.unroll_left = MAX_ITERATIONS  # iterations the outermost unrolled loop may still unroll
+        self.unrolled = 0          # how many unrolled loops are open (they share one budget)
 
     @contextlib.contextmanager
     def merging(self, builder, block):
@@ -96,14 +96,14 @@ class LoopContext:
                 self.unroll_left = MAX_ITERATIONS
 
 
-@dataclass(eq=False)
 class Unrolling:
     """The comprehensions being unrolled, in one function's lowering."""
 
-    left: int = MAX_ITERATIONS  # iterations the outermost comprehension may still unroll
-    running: tuple = ()         # each comprehension being unrolled, outermost first: {a name it
-    #                             binds: its value before it (or UNBOUND)}, read by
-    #                             .local_functions
+    def __init__(self):
+        self.left = MAX_ITERATIONS  # iterations the outermost comprehension may still unroll
+        self.running = ()           # each comprehension being unrolled, outermost first: {a name
+        #                             it binds: its value before it (or UNBOUND)}, read by
+        #                             .local_functions
 
     @contextlib.contextmanager
     def comprehension(self, saved):
