@@ -14,9 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-import numpy as np
-
-from ...ir import Aval, Block, Literal, Node, Value
+from ...ir import Aval, Block, Node, Value
 from ..inplace import Unreadable
 from ..shortcircuit import runs_unconditionally
 from ..structured import Diverged, fill, first_difference, flat, ident, label, same
