@@ -1,7 +1,7 @@
 """``np.average``, ``np.nansum``/``nanmean``/``nanmax``/``nanmin``, ``np.take``, ``np.pad``
 (constant mode), ``np.cross``, ``np.polyval``, ``np.convolve`` and ``np.interp``: compositions
-of existing primitives (``adcompiler/frontend/reductions_more.py``, on the tape
-``adcompiler/tape/reductions_more.py``).
+of existing primitives, written once in ``adcompiler/compositions/`` (statistics, splits,
+products, signals) and run by the compiler and the tape alike.
 
 Each function's value is checked against NumPy's, its gradient against finite differences
 (grad, value_and_grad, jvp, hessian), and the tape's gradient against the compiled one.

@@ -18,7 +18,7 @@ from . import compositions, inplace, matrices, solvers, views  # noqa: F401 (sol
 from . import einsum  # noqa: F401 (registers np.einsum)
 from . import sorting  # noqa: F401 (registers np.sort, np.median, np.quantile...)
 from . import products, splits  # noqa: F401 (register np.split, np.tile, ufunc.outer...)
-from . import reductions_more  # noqa: F401 (registers np.average, nansum, take, pad, cross...)
+from . import signals, statistics  # noqa: F401 (register np.average, nansum, polyval, interp...)
 from .numpy_api import dot as numpy_dot
 from .numpy_api import rounded, scan, wrap_plain
 from .record import apply
