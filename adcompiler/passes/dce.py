@@ -29,6 +29,8 @@ class _Liveness:
     block), each region node's kept output positions (None: all of them), and ``dry``: a trial
     sweep (for the carried values' fixpoint), which marks what the sweep would, changing nothing."""
 
+    __slots__ = ("live", "dry", "keep")
+
     def __init__(self, live, dry=False, keep=None):
         self.live, self.dry, self.keep = live, dry, keep or {}
 
@@ -44,11 +46,13 @@ def _visit(node, scope):
     live = scope.live
     if not any(v in live for v in node.outputs) and not _inner_live(node, live):
         return ()
-    keep = scope.keep[node] if node in scope.keep else _kept(node, live)
-    if not scope.dry and keep is not None:
-        _prune(node, keep)
-        keep = None
-    scope.keep[node] = keep
+    keep = None
+    if node.regions:
+        keep = scope.keep[node] if node in scope.keep else _kept(node, live)
+        if not scope.dry and keep is not None:
+            _prune(node, keep)
+            keep = None
+        scope.keep[node] = keep
     loop = node.prim in ("loop", "while")
     if loop:  # a kept carried value stays: the next iteration reads it
         _mark(live, [v for i, v in enumerate(node.outputs[:_carried(node)]) if _in(i, keep)])

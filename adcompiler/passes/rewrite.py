@@ -70,19 +70,19 @@ class Walker:
         """The new node list of one scope, every scope nested in it rewritten on the way."""
         if self.backwards:
             return self._backwards(nodes, scope)
-        out = []
+        out, visit = [], self.visit
         for node in nodes:
             if node.regions:
                 self._blocks(node, scope)
-            out.extend(self.visit(node, scope))
+            out.extend(visit(node, scope))
         return self.leave(out, scope)
 
     def _backwards(self, nodes, scope) -> list:
-        out = []
+        out, visit = [], self.visit
         for node in reversed(nodes):
-            placed = self.visit(node, scope)
-            for kept in reversed(placed):
-                self._blocks(kept, scope)
+            for kept in reversed(visit(node, scope)):
+                if kept.regions:
+                    self._blocks(kept, scope)
                 out.append(kept)
         out.reverse()
         return self.leave(out, scope)

@@ -55,7 +55,7 @@ RULES = (
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Scope:
     """The ``ctx`` of the rules in one block: ``producers`` (the nodes kept so far here and in
     the blocks around it, by value), ``local`` (this block's kept nodes) and the shared
