@@ -1,5 +1,5 @@
 """``raise`` (while compiling, or as a run-time check), ``assert`` on traced values, and
-``with np.errstate(...)`` in compiled functions (adcompiler/frontend/checks.py)."""
+``with np.errstate(...)`` in compiled functions (adcompiler/frontend/statements/checks.py)."""
 
 import re
 import warnings
