@@ -9,18 +9,31 @@ against and the dynamic side of the static-versus-dynamic comparison.
     >>> b.backward(); a.grad
     tensor(7.3891)
 
-Modules: ``tensor`` (state), ``operators``/``methods``/``numpy_api`` (what records),
-``record`` (one primitive on the tape), ``node`` (grad_fns and saved values), ``inplace``
-(versions, ``CopySlices``), ``views`` (storage shared with a base), ``engine`` (backward and
-grad), ``checks`` (what user code hands the tape: hook results, ``.grad =``, ``custom_vjp``
-cotangents, ``backward``'s arguments), ``forward_ad`` (dual numbers), ``functional``
-(``dynamic_grad``), ``format`` (the repr), ``mode`` (no_grad), ``xp`` (NumPy/CuPy).
+Modules, from the floor up (each imports only modules on the floors below it):
+
+1. ``xp`` (NumPy/CuPy), ``mode`` (no_grad, dual levels), ``names`` (PyTorch's node names),
+   ``format`` (the repr), ``node`` (grad_fns, hooks, placeholders: nothing of ``Tensor``);
+2. ``tensor``: ``Tensor``'s state, its constructors (``Tensor``, ``tensor``, ``Tensor._make``)
+   and what reads only that state; every module above imports ``Tensor`` from here;
+3. what records: ``saved`` (the values a node keeps, their version checks), ``record`` (one
+   primitive on the tape, ``apply``), ``views`` (storage shared with a base), ``inplace``
+   (versions, ``CopySlices``), ``numpy_api`` (the NumPy protocols), then the NumPy functions
+   spelled in primitives (``compositions``, ``matrices``, ``solvers``, ``einsum``, ``sorting``,
+   ``splits``, ``products``, ``signals``, ``statistics``); ``checks`` (what user code hands the
+   tape: hook results, ``.grad =``, ``custom_vjp`` cotangents, ``backward``'s arguments) and
+   ``engine`` (backward and grad);
+4. what gives ``Tensor`` its behaviour: ``operators``, ``methods``, and ``assembly``, the one
+   place that attaches their members (and ``numpy_api``'s protocols) to the class; it is
+   imported first, below, so every ``Tensor`` is whole before any user code sees one;
+5. the entry points: ``factory`` (``ones``, ``tape.exp``...), ``forward_ad`` (dual numbers),
+   ``functional`` (``dynamic_grad``), ``custom`` (``custom_vjp`` calls on the tape).
 
 Invariant: ``Tensor``'s state and every error message follow PyTorch; the one deliberate
 difference is the default float dtype, float64 (NumPy's), printed as ``torch.DoubleTensor`` in
 the in-place error where the seeds (float32) print ``torch.FloatTensor``.
 """
 
+from . import assembly  # noqa: F401 (Tensor's operators, methods, NumPy protocols: first)
 from . import forward_ad
 from .engine import backward, grad
 from .factory import (FUNCTIONS as _FUNCTIONS, full, ones, ones_like, randn, zeros,

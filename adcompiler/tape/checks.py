@@ -5,17 +5,17 @@ tensor hook returns, a value assigned to ``.grad``, and the cotangents of a ``cu
 Invariant: each check raises PyTorch's error type (and, where PyTorch has one, its wording)
 before anything is computed or stored, so no malformed gradient ever reaches the engine; a value
 that passes is returned unchanged (or as the list the engine walks).
+
+Layering: above ``Tensor`` (it tells tensors from other values, :mod:`.tensor`) and below
+what calls it: :mod:`.engine`, the ``.grad`` setter (:mod:`.methods`) and :mod:`.custom`.
 """
 
 from __future__ import annotations
 
-import dis
-import sys
-
 import numpy as np
 
-from . import tensor as _tensor
 from .node import tensor_type_name
+from .tensor import Tensor
 from .xp import device_of
 
 # PyTorch's C++ names of scalar types, as its messages print them
@@ -23,27 +23,6 @@ _C_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "in
             "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
             "bool": "bool", "complex128": "c10::complex<double>",
             "complex64": "c10::complex<float>"}
-
-
-_STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap}
-PLAIN_STORE = (
-    "{target} = t stores a tensor that requires grad into a plain NumPy array, which would drop "
-    "its gradient silently (NumPy reports it as 'setting an array element with a sequence'). "
-    "Start from a tensor instead, whose element assignments are recorded: a = tape.zeros(shape), "
-    "a = tape.tensor(np.zeros(shape)), or, in NumPy code, a = np.zeros_like(x) for a tensor x; "
-    "store t.detach() to drop the gradient on purpose.")
-
-
-def storing_into_array(depth: int) -> bool:
-    """Whether the Python code ``depth`` frames above the caller is running ``a[i] = t``: a NumPy
-    array's ``__setitem__`` converts ``t`` with ``float()`` (or ``int()``, ``complex()``), called
-    from C, so the frame above the conversion is the one doing the assignment."""
-    try:
-        frame = sys._getframe(depth + 1)
-    except ValueError:
-        return False
-    code, at = frame.f_code.co_code, frame.f_lasti
-    return 0 <= at < len(code) and code[at] in _STORES
 
 
 def type_name(x) -> str:
@@ -62,7 +41,7 @@ def outputs(tensors) -> list:
     """The tensors to differentiate, as a list: each must be a tensor."""
     tensors = listed(tensors)
     for t in tensors:
-        if not isinstance(t, _tensor.Tensor):
+        if not isinstance(t, Tensor):
             raise TypeError(f"outputs to differentiate must be Tensors (one, or a list or "
                             f"tuple of them), but got {type_name(t)}")
     return tensors
@@ -74,7 +53,7 @@ def inputs(x, caller: str) -> list:
     if not targets:
         raise RuntimeError(f"`inputs` argument to `{caller}()` cannot be empty.")
     for t in targets:
-        if not isinstance(t, _tensor.Tensor):
+        if not isinstance(t, Tensor):
             raise RuntimeError("all inputs have to be Tensors, but got "
                                f"{type_name(t)} (wrap arrays with tape.tensor(..., "
                                "requires_grad=True) before computing with them)")
@@ -97,7 +76,7 @@ def gradient(g):
 def hook_result(hook, result, g):
     """What ``hook`` returned in place of the gradient ``g``: a tensor like ``g``."""
     name = getattr(hook, "__name__", "<unknown>")
-    if not isinstance(result, _tensor.Tensor):
+    if not isinstance(result, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type_name(result)}' (hook "
                         f"'{name}' must return a tensor shaped like its argument, or None)")
     shape, dtype, device = _meta(g)
@@ -114,7 +93,7 @@ def hook_result(hook, result, g):
 
 def _meta(g):
     """Shape, dtype and device of a gradient (a tensor, an array or a NumPy scalar)."""
-    if isinstance(g, _tensor.Tensor):
+    if isinstance(g, Tensor):
         return g.shape, g.dtype, g.device
     return tuple(np.shape(g)), np.dtype(getattr(g, "dtype", None) or np.result_type(g)), \
         device_of(g)
@@ -125,7 +104,7 @@ def assigned_grad(t, value):
     """``value`` as ``t``'s gradient: None, or a tensor of ``t``'s shape, dtype and device."""
     if value is None:
         return None
-    if not isinstance(value, _tensor.Tensor):
+    if not isinstance(value, Tensor):
         raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
                         f"{type_name(value)} (wrap it: tape.tensor(value))")
     if value is t:

@@ -10,6 +10,10 @@ variance and ``logaddexp``'s tie included) and every derivative is a ``templates
 are made where NumPy makes them (``flip`` a reversed slice, never the operand itself,
 ``swapaxes`` a transpose) through :mod:`.views`. Arguments are read as NumPy reads them and
 NumPy's errors are NumPy's; what the compiler refuses (``var(where=)``) is refused here too.
+
+Layering: above :mod:`.numpy_api` and :mod:`.views`, into whose tables it registers its
+functions; :mod:`.methods` (``var``, ``std``, ``swapaxes``) and the modules of other NumPy
+functions (:mod:`.sorting`, :mod:`.splits`...) build on it.
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from adcompiler.compositions import elementwise, norms, shifts, stacks, statisti
 from adcompiler.compositions.axes import axis_in
 
 from . import numpy_api, views
-from . import tensor as _tensor
 from .record import TensorOps
+from .tensor import Tensor
 from .xp import array_module
 
 
@@ -37,7 +41,7 @@ class TapeOps(TensorOps):
     def getitem(self, x, arrays, index):
         if not arrays:
             return views.make("getitem", x, {"index": index})
-        plain = [a._data if isinstance(a, _tensor.Tensor) else a for a in arrays]
+        plain = [a._data if isinstance(a, Tensor) else a for a in arrays]
         return super().getitem(x, plain, index)
 
     def reshape(self, x, shape):
@@ -67,7 +71,7 @@ OPS = TapeOps()   # for the compositions that make no constants
 
 def tensor_of(x):
     """``x`` as a tensor: a constant (a number, a list, an array) one that needs no grad."""
-    return x if isinstance(x, _tensor.Tensor) else _tensor.Tensor._make(np.asarray(x))
+    return x if isinstance(x, Tensor) else Tensor._make(np.asarray(x))
 
 
 def _given(value) -> bool:
@@ -203,8 +207,8 @@ def column_stack(tup):
 def logaddexp(x, y):
     """:func:`elementwise.logaddexp`. A Python number takes the other argument's dtype first,
     as NumPy's ufunc gives it (``where(tie, 0.0, 1.0)`` alone would be float64)."""
-    dtype = np.result_type(*(v._data if isinstance(v, _tensor.Tensor) else v for v in (x, y)))
-    x, y = (v if isinstance(v, _tensor.Tensor) else np.asarray(v, dtype) for v in (x, y))
+    dtype = np.result_type(*(v._data if isinstance(v, Tensor) else v for v in (x, y)))
+    x, y = (v if isinstance(v, Tensor) else np.asarray(v, dtype) for v in (x, y))
     return elementwise.logaddexp(OPS, x, y)
 
 

@@ -14,6 +14,9 @@ run on the values, refused where a gradient would be lost; ``dtype=`` is refused
 as a ufunc's does, and ``optimize=`` is passed on (an explicit contraction path is refused: it fits
 the forward contraction only, not the adjoints). A Python number operand is a 0-d float64 array, as
 NumPy's einsum takes it.
+
+Layering: above :mod:`.numpy_api`, into whose ``FUNCTIONS`` it registers ``np.einsum`` (it is
+loaded by :mod:`.assembly`); :mod:`.products` builds on it.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ from adcompiler.compositions.einsum_plan import EinsumError, optimize_arg, plan
 from adcompiler.templates.einsum import contract
 
 from . import numpy_api, views
-from . import tensor as _tensor
 from .numpy_api import _extras, _into, _shape_of, run_plain
 from .record import apply
+from .tensor import Tensor
 
 
 class _Forward:
@@ -60,7 +63,7 @@ def _operand(x):
     """An operand as NumPy's einsum takes it: a tensor or an array as it is, a list holding
     tensors their stack (as the compiler's ``np.array`` of traced values), anything else an
     array (a Python number a 0-d float64 one)."""
-    if isinstance(x, _tensor.Tensor) or hasattr(x, "shape"):
+    if isinstance(x, Tensor) or hasattr(x, "shape"):
         return x
     if isinstance(x, (list, tuple)) and _holds_tensor(x):
         return _stacked(x)
@@ -70,7 +73,7 @@ def _operand(x):
 def _holds_tensor(x):
     if isinstance(x, (list, tuple)):
         return any(_holds_tensor(v) for v in x)
-    return isinstance(x, _tensor.Tensor)
+    return isinstance(x, Tensor)
 
 
 def _stacked(items):
@@ -99,7 +102,7 @@ def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=
         raise ValueError(f"np.einsum {exc}") from None
     xs = [_prepared(x, op) for x, op in zip(xs, p.operands)]
     result = contract(_Forward, [op.letters for op in p.operands], p.out, xs, optimize)
-    if isinstance(result, _tensor.Tensor) and any(result is x for x in operands[1:]):
+    if isinstance(result, Tensor) and any(result is x for x in operands[1:]):
         # the subscripts leave the lone operand as it is ("i->i"): a new view of it, as
         # NumPy's and PyTorch's einsum return (never the operand itself)
         result = views.make("transpose", result, {"axes": tuple(range(result.ndim))})

@@ -6,6 +6,9 @@ its incoming gradients; tensor hooks run before a gradient is used or stored and
 only nodes that lead to the requested inputs run; saved values are freed afterwards unless
 ``retain_graph``. Without ``create_graph`` the rules run on plain arrays (``ArrayOps``); with it
 they run on tensors (``TensorOps``) under grad mode, so the gradients are differentiable again.
+
+Layering: above what records (:mod:`.record`, :mod:`.node`) and :mod:`.checks`; below what
+calls it, ``Tensor.backward`` (:mod:`.methods`) and :mod:`.functional`.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import itertools
 import numpy as np
 
 from . import checks, mode
-from . import tensor as _tensor
 from .node import AccumulateGrad
 from .record import TENSOR_OPS, apply
+from .tensor import Tensor
 from .xp import array_module, array_ops
 
 
@@ -74,21 +77,21 @@ def _seed(i, t, g, create_graph):
         if t._data.size != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         g = xp.ones_like(t._data)
-    elif not isinstance(g, _tensor.Tensor):
+    elif not isinstance(g, Tensor):
         g = xp.asarray(checks.gradient(g), dtype=t._data.dtype)
     if tuple(g.shape) != t.shape:
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                            f"{tuple(g.shape)} and output[{i}] has a shape of {t.shape}.")
     if create_graph:
         return _as_tensor(g)
-    return g._data if isinstance(g, _tensor.Tensor) else g
+    return g._data if isinstance(g, Tensor) else g
 
 
 def _as_tensor(g):
     """``g`` as a tensor (NumPy turns 0-d results into scalars; a tensor holds 0-d arrays)."""
-    if isinstance(g, _tensor.Tensor):
+    if isinstance(g, Tensor):
         return g
-    return _tensor.Tensor._make(array_module(g).asarray(g))
+    return Tensor._make(array_module(g).asarray(g))
 
 
 class _Pass:
@@ -181,7 +184,7 @@ class _Pass:
 
 
 def _array(x):
-    return x._data if isinstance(x, _tensor.Tensor) else x
+    return x._data if isinstance(x, Tensor) else x
 
 
 def _discover(edges):
@@ -252,12 +255,12 @@ def accumulate(t, g, create_graph):
     if create_graph:
         g = _as_tensor(g)
         g = apply("copy", (g,), name="CopyBackwards") if g._requires_grad else \
-            _tensor.Tensor._make(g._data.astype(dtype, copy=True))
+            Tensor._make(g._data.astype(dtype, copy=True))
         t._grad = g if t._grad is None else t._grad + g
         return
     g = _array(g)
     if t._grad is None:
-        t._grad = _tensor.Tensor._make(array_module(g).array(g, dtype=dtype, copy=True))
+        t._grad = Tensor._make(array_module(g).array(g, dtype=dtype, copy=True))
         return
     # into the existing .grad in place, as PyTorch does without create_graph (even for a grad
     # that requires grad: its graph is kept), bumping its version: a graph that saved it fails

@@ -4,6 +4,9 @@
 
 Invariant: the text depends only on the values, dtype, device and autograd state; float64, int64
 and bool are the default dtypes (no ``dtype=`` suffix), the other dtypes print NumPy's name.
+
+Layering: on the floor, below ``Tensor`` (:mod:`.tensor` takes its repr from here): it reads a
+tensor's attributes only, and imports only :mod:`.xp` and :mod:`.mode`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import math
 
 import numpy as np
 
+from .mode import dual_level_token
 from .xp import device_of, to_numpy
 
 PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = 4, 1000, 3, 80
@@ -116,7 +120,6 @@ def _with_suffixes(text, suffixes, indent):
 
 def tensor_repr(t) -> str:
     """``tensor(...)`` with the suffixes PyTorch prints (device, dtype, grad_fn, tangent)."""
-    from .mode import dual_level_token
     prefix = "tensor("
     a = to_numpy(t._data)
     suffixes = []

@@ -7,6 +7,9 @@ has its primal's shape and dtype; a dual (and an unpacked primal) is a view of t
 from, with its storage and graph, holding tangents of its own; the tangent of a view is a view of
 its base's tangent, and an in-place update writes into a tensor's tangent
 (:func:`.inplace.write_tangent`), as in PyTorch.
+
+Layering: an entry point, above :mod:`.views` and ``Tensor`` (:mod:`.tensor`); nothing of the
+tape imports it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import itertools
 from collections import namedtuple
 
 from . import mode, views
-from . import tensor as _tensor
+from .tensor import Tensor
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 _TOKENS = itertools.count()
@@ -55,7 +58,6 @@ def make_dual(tensor, tangent, *, level=None):
     token = mode._DUAL_LEVEL.get()
     if token is None:
         raise RuntimeError(_NO_LEVEL)
-    Tensor = _tensor.Tensor
     primal = tensor if isinstance(tensor, Tensor) else Tensor(tensor)
     tangent = tangent if isinstance(tangent, Tensor) else Tensor(tangent)
     if tangent.shape != primal.shape:

@@ -9,6 +9,9 @@ leaf that requires grad can only be assigned through indexing, which moves it in
 interior (the seeds' PyTorch 1.1 behaviour; backward then raises); any other in-place use, and
 any update through a view of it, raises at once. In forward mode the update's tangent is written
 into the tensor's tangent in place (:func:`write_tangent`).
+
+Layering: above :mod:`.views` and :mod:`.record`; below what calls it: :mod:`.numpy_api`
+(``out=``), the operators and the methods.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ from adcompiler.ir.primitives import PRIMS, build_index, store
 from adcompiler.templates import cotangent
 
 from . import mode, views
-from . import tensor as _tensor
 from .node import Node, Placeholder, _dtype, _shape, node_class
 from .record import apply, beside_device
+from .tensor import Tensor
 from .xp import array_module, common_module, is_device_array
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -45,7 +48,7 @@ def _index_spec(key):
     items = key if isinstance(key, tuple) else (key,)
     spec, arrays = [], []
     for item in items:
-        if isinstance(item, _tensor.Tensor):
+        if isinstance(item, Tensor):
             item = item._data
         if item is None:
             spec.append(("n",))
@@ -103,7 +106,7 @@ class SliceNode(Node):
 
 # ---- updates --------------------------------------------------------------------------------
 def _requires(x) -> bool:
-    return isinstance(x, _tensor.Tensor) and x._requires_grad
+    return isinstance(x, Tensor) and x._requires_grad
 
 
 def _check_leaf(t, other=None):
@@ -127,13 +130,13 @@ def _finish(t, node):
 def setitem(t, key, value, name="CopySlices"):
     """``t[key] = value`` in place; records ``CopySlices`` when gradients are involved."""
     spec, arrays = index_spec(key, t._data)
-    value = value if isinstance(value, _tensor.Tensor) else _constant(value)
+    value = value if isinstance(value, Tensor) else _constant(value)
     views.check_write(t, _requires(value))
-    if any(isinstance(a, _tensor.Tensor) and type(a._data) is not np.ndarray for a in (t, value)):
+    if any(isinstance(a, Tensor) and type(a._data) is not np.ndarray for a in (t, value)):
         value = beside_device(name, (t, value))[1]
     recording = mode.is_grad_enabled() and (t._requires_grad or _requires(value))
     node = _slice_node(name, spec, arrays, t, value) if recording else None
-    data = value._data if isinstance(value, _tensor.Tensor) else value
+    data = value._data if isinstance(value, Tensor) else value
     xp = common_module([t._data, data, *arrays], name)
     t._counter.before_write(t)
     store(xp, t._data, build_index(spec, arrays), data)   # repeated indices: NumPy's last
@@ -194,7 +197,6 @@ def _constant(value):
 
 
 def _slice_node(name, spec, arrays, base, value):
-    Tensor = _tensor.Tensor
     edges = [base._edge() if base._requires_grad else None,
              value._edge() if isinstance(value, Tensor) and value._requires_grad else None]
     meta = [(base.shape, base.dtype), (_shape(value), _dtype(value))]
@@ -221,7 +223,7 @@ def write_tangent(t, key, value):
     level = mode.dual_level_token()
     if level is None or t._data.dtype.kind not in "fc":
         return
-    new = value._tangent(level) if isinstance(value, _tensor.Tensor) else None
+    new = value._tangent(level) if isinstance(value, Tensor) else None
     old = t._tangent(level)
     if old is None and new is None:
         return
@@ -253,7 +255,7 @@ def _zero_tangent(t, level):
     info = t._view
     owner = t if info is None else info.owner
     if owner._tangent(level) is None:
-        owner._set_tangent(level, _tensor.Tensor._make(array_module(owner._data).zeros_like(
+        owner._set_tangent(level, Tensor._make(array_module(owner._data).zeros_like(
             owner._data)))
     if owner is t:
         return t._tangent(level)

@@ -9,6 +9,9 @@ Invariants: ``np.diagonal``/``np.diag`` of a matrix is a view of it, as NumPy's 
 ``np.add.at`` into a tensor is one in-place ``index_add`` (repeated indices add up). Matrices of
 other axes or ranks than the compiler takes run on the values (refused where a gradient would
 be lost).
+
+Layering: above :mod:`.numpy_api` and :mod:`.inplace`, into whose tables it registers;
+:mod:`.methods` (``diagonal``, ``trace``) builds on it.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from adcompiler.compositions.diagonals import diagonal_positions
 from adcompiler.ir.primitives import build_index
 
 from . import inplace, mode, numpy_api, views
-from . import tensor as _tensor
 from .numpy_api import on_module, run_plain
 from .record import apply
+from .tensor import Tensor
 from .xp import array_module
 
 _FIRST_TWO = ((0, 1), (0, -1), (-2, 1), (-2, -1))
@@ -53,7 +56,7 @@ def _on_device(x, positions):
 
 
 def _is_matrix(a, axis1, axis2) -> bool:
-    return isinstance(a, _tensor.Tensor) and a.ndim == 2 and (axis1, axis2) in _FIRST_TWO
+    return isinstance(a, Tensor) and a.ndim == 2 and (axis1, axis2) in _FIRST_TWO
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
@@ -70,7 +73,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 def diag(v, k=0):
     """Of a matrix its diagonal ``k``; of a vector the matrix holding it on diagonal ``k``."""
-    if not isinstance(v, _tensor.Tensor) or v.ndim not in (1, 2):
+    if not isinstance(v, Tensor) or v.ndim not in (1, 2):
         return run_plain("np.diag", np.diag, (v, k), {})
     if v.ndim == 2:
         return _diagonal_view(v, int(k))
@@ -96,7 +99,7 @@ def _triangle(lower):
 # ---- creation -------------------------------------------------------------------------------
 def _like(a, dtype, shape):
     dtype = np.dtype(dtype) if dtype is not None else np.asarray(
-        a._data if isinstance(a, _tensor.Tensor) else a).dtype
+        a._data if isinstance(a, Tensor) else a).dtype
     shape = np.shape(a) if shape is None else (
         (shape,) if np.ndim(shape) == 0 else tuple(shape))
     return tuple(int(s) for s in shape), dtype
@@ -117,15 +120,15 @@ def empty_like(prototype, dtype=None, order="K", subok=True, shape=None):
     if order not in ("K", "C", "A") or subok is not True:
         raise TypeError("np.empty_like: only C-ordered arrays are supported on tensors")
     shape, dtype = _like(prototype, dtype, shape)
-    data = prototype._data if isinstance(prototype, _tensor.Tensor) else prototype
-    return _tensor.Tensor._make(on_module(np.zeros, "np.zeros", [data])(shape, dtype=dtype))
+    data = prototype._data if isinstance(prototype, Tensor) else prototype
+    return Tensor._make(on_module(np.zeros, "np.zeros", [data])(shape, dtype=dtype))
 
 
 # ---- np.add.at ------------------------------------------------------------------------------
 def add_at(a, indices, b=None):
     """``np.add.at(a, indices, b)`` into a tensor ``a``: ``b`` broadcast to the indexed region
     and added in place, repeated indices adding up (the primitive ``index_add``)."""
-    if not isinstance(a, _tensor.Tensor) or b is None:   # into a plain array: values only
+    if not isinstance(a, Tensor) or b is None:   # into a plain array: values only
         return run_plain("np.add.at", np.add.at, (a, indices) + (() if b is None else (b,)),
                          {})
     if a.is_leaf and a._requires_grad and mode.is_grad_enabled():
@@ -136,7 +139,7 @@ def add_at(a, indices, b=None):
     region = a._data[build_index(spec, arrays)].shape
     if np.shape(b) != region:
         b = views.make("broadcast_to", b, {"shape": region}) if isinstance(
-            b, _tensor.Tensor) else np.broadcast_to(np.asarray(b), region)
+            b, Tensor) else np.broadcast_to(np.asarray(b), region)
     inplace.update(a, "index_add", b, arrays, {"index": spec}, rebind=False)
 
 

@@ -5,23 +5,32 @@
 Invariant: each method is one primitive (or one in-place update); where NumPy and PyTorch
 disagree the NumPy meaning wins (``transpose`` permutes, ``max`` returns only the values,
 ``flatten`` copies), so that unmodified NumPy code runs on tensors. The shape methods give views
-(:mod:`.views`) wherever NumPy does.
+(:mod:`.views`) wherever NumPy does. The two that record nothing, ``backward`` and the ``.grad``
+property, hand over to :mod:`.engine` and :mod:`.checks`.
+
+Layering: above what records and the engine; :class:`Methods` is not a base class:
+:mod:`.assembly` copies its members onto ``Tensor`` (:mod:`.tensor`, which imports nothing from
+here).
 """
 
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
-from . import compositions, inplace, matrices, solvers, views  # noqa: F401 (solvers: np.linalg)
-from . import einsum  # noqa: F401 (registers np.einsum)
-from . import sorting  # noqa: F401 (registers np.sort, np.median, np.quantile...)
-from . import products, splits  # noqa: F401 (register np.split, np.tile, ufunc.outer...)
-from . import signals, statistics  # noqa: F401 (register np.average, nansum, polyval, interp...)
+from . import checks, compositions, engine, inplace, matrices, views
 from .numpy_api import dot as numpy_dot
 from .numpy_api import rounded, scan, wrap_plain
 from .record import apply
+from .tensor import Tensor
+
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
 
 _UNARY = ["exp", "log", "log1p", "expm1", "sqrt", "square", "sin", "cos", "tan", "tanh", "sinh",
           "cosh", "arctan", "arcsin", "arccos", "abs", "negative", "reciprocal", "sign"]
@@ -71,7 +80,7 @@ def _shape_args(args):
 def _same_data(t, dtype, kind):
     """Refuse the ``view(dtype, type)`` that would not be ``t``'s own data as it is."""
     if kind is not None and kind is not np.ndarray and not (
-            isinstance(kind, builtins.type) and issubclass(kind, Methods)):
+            isinstance(kind, builtins.type) and issubclass(kind, Tensor)):
         raise TypeError(f"view(type={getattr(kind, '__name__', kind)}): a tensor's view is a "
                         "tensor; take t.detach().numpy().view(...) for an ndarray subclass")
     if dtype is not None and np.dtype(dtype) != t.dtype:
@@ -81,10 +90,25 @@ def _same_data(t, dtype, kind):
 
 
 class Methods:
-    """The named methods of :class:`~adcompiler.tape.Tensor`."""
+    """The named methods of :class:`~adcompiler.tape.Tensor` (attached by :mod:`.assembly`)."""
 
-    __slots__ = ()
+    # ---- autograd -----------------------------------------------------------------------------
+    @property
+    def grad(self):
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
+        return self._grad
 
+    @grad.setter
+    def grad(self, value):
+        self._grad = checks.assigned_grad(self, value)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf), times ``gradient``, into every leaf's ``.grad``."""
+        engine.backward([self], None if gradient is None else [gradient], retain_graph,
+                        create_graph, inputs)
+
+    # ---- arithmetic ---------------------------------------------------------------------------
     def clip(self, min=None, max=None):
         return apply("clip", (self, min, max))
 
@@ -122,7 +146,7 @@ class Methods:
             raise TypeError(f"view() takes a shape, or at most a dtype and a type ({len(args)} "
                             "arguments given)")
         for a in args:
-            if isinstance(a, builtins.type) and issubclass(a, (np.ndarray, Methods)):
+            if isinstance(a, builtins.type) and issubclass(a, (np.ndarray, Tensor)):
                 type = a
             else:
                 dtype = a

@@ -7,6 +7,11 @@ give views where NumPy does, :mod:`.views`); composite functions (``np.linalg.no
 plain values (with CuPy's function of the same name on CuPy arrays) and is allowed only where
 no gradient is lost (no input requires grad, or the result is integer or boolean); otherwise it
 raises a TypeError naming the function.
+
+Layering: above :mod:`.record`, :mod:`.views` and :mod:`.inplace` (``out=`` into a tensor);
+the composite modules register into :data:`FUNCTIONS` and :data:`UFUNC_METHODS` from above
+(:mod:`.assembly` imports them all), and :class:`NumpyProtocol`'s members are attached to
+``Tensor`` by :mod:`.assembly`.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import numpy as np
 from ..compositions.elementwise import round_float
 from ..ir.primitives import ELEMENTWISE
 from . import mode, views
-from . import tensor as _tensor
+from .inplace import adopt
 from .record import TENSOR_OPS, apply
+from .tensor import Tensor
 from .xp import common_module
 
 # NumPy's function -> the primitive the tape records (np.absolute: abs, np.true_divide: divide)
@@ -27,7 +33,7 @@ _UFUNCS = {**{r.fn: r.name for r in ELEMENTWISE
 
 
 def _is_tensor(x) -> bool:
-    return isinstance(x, _tensor.Tensor)
+    return isinstance(x, Tensor)
 
 
 def _unwrap(x):
@@ -53,7 +59,7 @@ def wrap_plain(result):
     if isinstance(result, tuple):
         return tuple(wrap_plain(r) for r in result)
     if hasattr(result, "shape") and hasattr(result, "dtype") and getattr(result, "ndim", 0) > 0:
-        return _tensor.Tensor._make(result)
+        return Tensor._make(result)
     return result
 
 
@@ -197,7 +203,7 @@ def _creation(fn):
     def create(*args, **kwargs):
         values, kwvalues = _unwrap(args), {k: _unwrap(v) for k, v in kwargs.items()}
         result = on_module(fn, fn.__name__, [*values, *kwvalues.values()])(*values, **kwvalues)
-        return _tensor.Tensor._make(result)
+        return Tensor._make(result)
     return create
 
 
@@ -242,9 +248,8 @@ UFUNC_METHODS: dict = {}
 
 
 class NumpyProtocol:
-    """``__array_ufunc__`` and ``__array_function__`` of :class:`~adcompiler.tape.Tensor`."""
-
-    __slots__ = ()
+    """``__array_ufunc__`` and ``__array_function__`` of :class:`~adcompiler.tape.Tensor`
+    (attached by :mod:`.assembly`)."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.pop("out", None)
@@ -285,7 +290,6 @@ def _store(result, out):
         return result
     (target,) = out
     if _is_tensor(target):
-        from .inplace import adopt
         return adopt(target, result)
     if result._requires_grad and mode.is_grad_enabled():
         raise TypeError("cannot store a result that requires grad into a plain NumPy array "

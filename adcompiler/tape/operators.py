@@ -4,6 +4,10 @@ tensors, ``t[i]`` records a gather (a view for a basic index: ints, slices, None
 
 Invariant: every operator maps to exactly one primitive of ``adcompiler.ir.primitives`` (or to
 :mod:`.inplace`), so the tape and the compiler differentiate the same operations.
+
+Layering: above what records (:mod:`.record`, :mod:`.views`, :mod:`.inplace`,
+:mod:`.numpy_api`); :class:`Operators` is not a base class: :mod:`.assembly` copies its members
+onto ``Tensor`` (:mod:`.tensor`, which imports nothing from here).
 """
 
 from __future__ import annotations
@@ -45,9 +49,7 @@ def _logical(prim):
 
 
 class Operators:
-    """The operator methods of :class:`~adcompiler.tape.Tensor`."""
-
-    __slots__ = ()
+    """The operator methods of :class:`~adcompiler.tape.Tensor` (attached by :mod:`.assembly`)."""
 
     __add__, __radd__ = _binary("add")
     __sub__, __rsub__ = _binary("subtract")

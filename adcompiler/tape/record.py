@@ -8,6 +8,9 @@ requires grad iff grad mode is on, the primitive is differentiable, the result i
 some input requires grad.
 :class:`TensorOps` is the templates' ``ops`` protocol on tensors: rules run on it record their
 own operations, which is how ``create_graph=True`` and forward mode work.
+
+Layering: above ``Tensor`` (:mod:`.tensor`) and the nodes (:mod:`.saved`, :mod:`.node`);
+everything that records goes through it, so nothing below it records.
 """
 
 from __future__ import annotations
@@ -18,15 +21,14 @@ from adcompiler.ir.primitives import PRIMS, evaluate, split_call
 from adcompiler.templates import has_jvp, tangent
 
 from . import mode
-from . import tensor as _tensor
 from .names import node_name
-from .node import prim_node
+from .saved import prim_node
+from .tensor import Tensor
 from .xp import array_module, array_ops, common_module, compute, is_device_array, shares
 
 
 def apply(prim: str, args, params=None, name=None):
     """``prim[params](*args)`` as a tensor; ``name`` overrides the PyTorch node name."""
-    Tensor = _tensor.Tensor
     params = params or {}
     args, data, requires, where = _arguments(args)
     if where is _TENSOR_ON_DEVICE:
@@ -53,7 +55,6 @@ def _arguments(args):
     """One pass over the arguments (``apply`` runs for every operation): the arguments (lists
     made arrays), their arrays, whether one requires grad, and where a CuPy array is (None:
     nowhere, all on the host; else whether a tensor or a constant holds it)."""
-    Tensor = _tensor.Tensor
     values, data, requires, where = [], [], False, None
     for a in args:
         if isinstance(a, Tensor):
@@ -84,8 +85,8 @@ def beside_device(prim, args):
     takes those); a tensor on the host is refused, as PyTorch refuses a CPU tensor (this tape
     does not copy gradients back to the host: move it with ``tape.tensor(x, device="cuda")``)."""
     for a in args:
-        if isinstance(a, _tensor.Tensor) and isinstance(a._data, np.ndarray):
-            devices = {a.device for a in args if isinstance(a, _tensor.Tensor)}
+        if isinstance(a, Tensor) and isinstance(a._data, np.ndarray):
+            devices = {a.device for a in args if isinstance(a, Tensor)}
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but found at least two "
                 f"devices, {', '.join(sorted(devices))}! ({prim} was given tensors on both: "
@@ -115,7 +116,6 @@ def _may_alias(xp, out, data) -> bool:
 # ---- forward mode ---------------------------------------------------------------------------
 def _push_tangents(level, prim, params, args, out):
     """Give ``out`` the sum of the tangent rules' contributions of the inputs' tangents."""
-    Tensor = _tensor.Tensor
     tangents = [a._tangent(level) if isinstance(a, Tensor) else None for a in args]
     if all(t is None for t in tangents):
         return
@@ -138,7 +138,6 @@ def _push_tangents(level, prim, params, args, out):
 def _own(total, args, tangents):
     """The result's tangent in storage of its own: a rule may hand back an input's tangent
     (``x + 1``), and an in-place update of the result writes into its tangent."""
-    Tensor = _tensor.Tensor
     data = total._data if isinstance(total, Tensor) else total
     for x in (*tangents, *args):
         if isinstance(x, Tensor) and (x is total or shares(data, x._data)):
@@ -183,7 +182,7 @@ class TensorOps:
 
     def last_writes(self, x, arrays, index):
         """The mask of the writes ``x[index] = v`` keeps (None: all), as a constant array."""
-        data = x._data if isinstance(x, _tensor.Tensor) else x
+        data = x._data if isinstance(x, Tensor) else x
         return array_ops(array_module(data)).last_writes(data, arrays, index)
 
     def scatter_add(self, g, arrays, shape, index):

@@ -8,6 +8,9 @@ and ``'linear'`` quantile formulas; the gradient at a tie is the compiler's. Wha
 refuses (``kind=``/``stable=False``, ``order=``, ``out=``, ``overwrite_input=``, a tuple of axes,
 another quantile method) runs on the values, refused where a gradient would be lost
 (:func:`.numpy_api.run_plain`).
+
+Layering: above :mod:`.compositions` and :mod:`.numpy_api`, into whose ``FUNCTIONS`` it
+registers (it is loaded by :mod:`.assembly`).
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ from adcompiler.compositions.sorting import (KINDS, median_along, quantile_along
                                              take_along)
 
 from . import numpy_api, views
-from . import tensor as _tensor
 from .compositions import OPS, TapeOps
 from .numpy_api import run_plain
+from .tensor import Tensor
 
 
 def _is_tensor(x) -> bool:
-    return isinstance(x, _tensor.Tensor)
+    return isinstance(x, Tensor)
 
 
 def _axis(axis, ndim):

@@ -8,33 +8,65 @@ version counter and ``detach()`` shares both, as in PyTorch; a view (:mod:`.view
 with its base, and its graph state (``_grad_fn``, ``_requires_grad``, ``_tangents``) is read
 through properties that first take it from the base again if the storage changed (its tangents
 are views of its base's, or of a ``make_dual``'s own).
+
+Layering: this module is the tape's floor for tensors. It imports only what sits below it
+(:mod:`.xp`, :mod:`.mode`, :mod:`.format`, :mod:`.node`), and every module that records,
+differentiates or checks imports ``Tensor`` from here. The class defined here holds the state
+and what reads only that state; its operators, named methods (``backward`` and the ``.grad``
+setter among them) and NumPy protocols are defined above it and attached once, by
+:mod:`.assembly`, which ``tape/__init__.py`` imports first. A view's graph state is brought up
+to date by its ``ViewOf`` (``self._view.sync(self)``), which :mod:`.views` defines.
 """
 
 from __future__ import annotations
 
 import copy as _copy
-import warnings
+import dis
+import sys
 import weakref
 
 import numpy as np
 
-from . import checks, mode, views
+from . import mode
 from .format import tensor_repr
-from .methods import Methods
-from .node import AccumulateGrad, VersionCounter
-from .numpy_api import NumpyProtocol
-from .operators import Operators
+from .node import AccumulateGrad
 from .xp import array_module, device_of, is_device_array, on_device, to_numpy
 
-_NON_LEAF_GRAD = (
-    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
-    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
-    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
-    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead.")
 _FLOAT_ONLY = "Only Tensors of floating point and complex dtype can require gradients"
 _MATH = ("{what} of a tensor that requires grad would drop its gradient silently (math.exp and "
          "the other math functions call float()). Use np.exp(t) (or the tensor's own method) to "
          "keep the gradient, or t.item() / t.detach() to drop it on purpose.")
+
+
+class VersionCounter:
+    """How many in-place updates a storage has seen; shared by a tensor and its ``detach()``.
+
+    Under ``mode.numpy_inplace()`` it also knows the saved values that hold its storage, and
+    :meth:`before_write` gives them a private copy first (:meth:`.saved.SavedValue.preserve`),
+    so they never go stale.
+    """
+
+    __slots__ = ("value", "watchers")
+
+    def __init__(self):
+        self.value = 0
+        self.watchers = None
+
+    def bump(self):
+        self.value += 1
+
+    def watch(self, saved):
+        if self.watchers is None:
+            self.watchers = weakref.WeakSet()
+        self.watchers.add(saved)
+
+    def before_write(self, tensor):
+        """``tensor``'s storage is about to change: watchers keep the current values."""
+        if self.watchers:
+            for saved in list(self.watchers):
+                if saved.counter is self and saved.version == self.value:
+                    saved.preserve()
+            self.watchers = None
 
 
 def fresh_array(data, dtype=None):
@@ -48,10 +80,10 @@ def fresh_array(data, dtype=None):
 
 def _synced(slot):
     """A tensor's graph state held in ``slot``, brought up to date first where the tensor is a
-    view (its base may have been written since: see tape/views.py)."""
+    view (its base may have been written since: ``ViewOf.sync`` in tape/views.py)."""
     def get(self):
         if self._view is not None:
-            views.sync(self)
+            self._view.sync(self)
         return getattr(self, slot)
 
     def put(self, value):
@@ -59,8 +91,32 @@ def _synced(slot):
     return property(get, put)
 
 
-class Tensor(Operators, Methods, NumpyProtocol):
-    """``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (see :func:`tensor`)."""
+# ---- a[i] = t, with a a plain array: the conversion refused (Tensor._scalar) ------------
+_STORES = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap}
+PLAIN_STORE = (
+    "{target} = t stores a tensor that requires grad into a plain NumPy array, which would drop "
+    "its gradient silently (NumPy reports it as 'setting an array element with a sequence'). "
+    "Start from a tensor instead, whose element assignments are recorded: a = tape.zeros(shape), "
+    "a = tape.tensor(np.zeros(shape)), or, in NumPy code, a = np.zeros_like(x) for a tensor x; "
+    "store t.detach() to drop the gradient on purpose.")
+
+
+def storing_into_array(depth: int) -> bool:
+    """Whether the Python code ``depth`` frames above the caller is running ``a[i] = t``: a NumPy
+    array's ``__setitem__`` converts ``t`` with ``float()`` (or ``int()``, ``complex()``), called
+    from C, so the frame above the conversion is the one doing the assignment."""
+    try:
+        frame = sys._getframe(depth + 1)
+    except ValueError:
+        return False
+    code, at = frame.f_code.co_code, frame.f_lasti
+    return 0 <= at < len(code) and code[at] in _STORES
+
+
+class Tensor:
+    """``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (see :func:`tensor`).
+
+    Its operators, methods and NumPy protocols are attached by :mod:`.assembly`."""
 
     # _fn, _needs_grad and _duals hold grad_fn, requires_grad and the tangents as set; code reads
     # them through _grad_fn, _requires_grad and _tangents, which bring a view up to date first
@@ -125,16 +181,6 @@ class Tensor(Operators, Methods, NumpyProtocol):
         return self
 
     @property
-    def grad(self):
-        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
-            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
-        return self._grad
-
-    @grad.setter
-    def grad(self, value):
-        self._grad = checks.assigned_grad(self, value)
-
-    @property
     def retains_grad(self) -> bool:
         return self._retains_grad
 
@@ -175,12 +221,6 @@ class Tensor(Operators, Methods, NumpyProtocol):
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         return self._edge().add_pre_hook(hook)
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf), times ``gradient``, into every leaf's ``.grad``."""
-        from .engine import backward
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
-                 inputs)
 
     def _edge(self):
         """Where this tensor's gradient goes: its ``grad_fn``, or its leaf's AccumulateGrad."""
@@ -265,8 +305,8 @@ class Tensor(Operators, Methods, NumpyProtocol):
 
     def _scalar(self, kind, what):
         if self._requires_grad and mode.is_grad_enabled():   # not TypeError: NumPy swallows it
-            if checks.storing_into_array(2):   # _scalar <- __float__ <- (C) <- a[i] = t
-                raise RuntimeError(checks.PLAIN_STORE.format(target="a[i]"))
+            if storing_into_array(2):   # _scalar <- __float__ <- (C) <- a[i] = t
+                raise RuntimeError(PLAIN_STORE.format(target="a[i]"))
             raise RuntimeError(_MATH.format(what=what))
         if self._data.size != 1:
             raise TypeError("only one element tensors can be converted to Python scalars")

@@ -12,6 +12,9 @@ its graph is read, so tensors that share storage agree on their graph too (a ret
 moves to that new graph: it is the gradient of the view's current value). View nodes save no
 values (their rules need only shapes), so no update can invalidate them. In forward mode a view's
 tangent is the same view of its base's tangent (of a ``make_dual``'s, for views of a dual).
+
+Layering: above :mod:`.record` and ``Tensor`` (:mod:`.tensor`), which reads a view's graph
+state through its :class:`ViewOf` (:meth:`ViewOf.sync`) and so never imports this module.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from adcompiler.ir.primitives import build_index
 from adcompiler.templates import cotangent, tangent
 
 from . import mode
-from . import tensor as _tensor
 from .names import node_name
 from .node import Node, Placeholder, node_class
 from .record import apply
+from .tensor import Tensor
 from .xp import array_module, array_ops, compute, shares
 
 VIEW_OF_LEAF = ("a view of a leaf Variable that requires grad is being used in an in-place "
@@ -63,13 +66,34 @@ class ViewOf:
         self.base, self.steps, self.version, self.tracked = base, steps, version, tracked
         self.owner, self.owner_steps = owner, owner_steps
 
+    def sync(self, t):
+        """Give the view ``t`` (the tensor this describes) its graph from its base (and its
+        tangents from their owner) again if the storage changed since it got them: the graph
+        read through it is always the one of its values. ``Tensor`` calls it before it reads
+        its graph state, so :mod:`.tensor`, below this module, never imports it."""
+        if self.version == t._counter.value:
+            return
+        self.version = t._counter.value
+        owner = self.owner
+        if owner is not t:         # (a view that holds its own tangents keeps them)
+            t._duals = None if owner._duals is None else view_tangents(owner._duals,
+                                                                       self.owner_steps)
+        base = self.base
+        if not self.tracked:       # made under no_grad: no graph, but tangents all the same
+            return
+        if base._requires_grad and t._data.dtype.kind in "fc":
+            t._fn, t._needs_grad = _view_node("AsStridedBackward0", self.steps, base), True
+            if t._retains_grad:        # retain_grad() follows the view to its new graph
+                t._fn.retained = weakref.ref(t)
+        else:
+            t._fn, t._needs_grad = None, False
+
 
 # ---- making views ---------------------------------------------------------------------------
 def make(prim: str, t, params: dict, name=None):
     """``prim[params](t)`` as a view of ``t``'s storage, or recorded as a copy (``apply``)
     where NumPy copies (``reshape`` of a transposed array, an advanced index); ``name``
     overrides the PyTorch node name."""
-    Tensor = _tensor.Tensor
     data = _view_data(prim, t._data, params) if isinstance(t, Tensor) else None
     if data is None:
         return apply(prim, (t,), params, name=name)
@@ -179,7 +203,7 @@ class CopySlices(Node):
     def apply(self, g, ops, as_tensor, wanted):
         (shape, dtype), base, value = self.input_meta[0], None, None
         if wanted[0]:
-            data = g._data if isinstance(g, _tensor.Tensor) else g
+            data = g._data if isinstance(g, Tensor) else g
             base = ops.where(region(array_module(data), self.steps, shape), 0.0, g)
         if wanted[1]:
             value = forward_steps(ops, g, self.steps, dtype)
@@ -187,35 +211,12 @@ class CopySlices(Node):
 
 
 # ---- reading and writing through a view -----------------------------------------------------
-def sync(t):
-    """Give the view ``t`` its graph from its base (and its tangents from their owner) again if
-    the storage changed since it got them: the graph read through it is always the one of its
-    values."""
-    info = t._view
-    if info.version == t._counter.value:
-        return
-    info.version = t._counter.value
-    owner = info.owner
-    if owner is not t:         # (a view that holds its own tangents keeps them)
-        t._duals = None if owner._duals is None else view_tangents(owner._duals,
-                                                                   info.owner_steps)
-    base = info.base
-    if not info.tracked:       # made under no_grad: no graph, but tangents all the same
-        return
-    if base._requires_grad and t._data.dtype.kind in "fc":
-        t._fn, t._needs_grad = _view_node("AsStridedBackward0", info.steps, base), True
-        if t._retains_grad:        # retain_grad() follows the view to its new graph
-            t._fn.retained = weakref.ref(t)
-    else:
-        t._fn, t._needs_grad = None, False
-
-
 def check_write(t, value_requires_grad=False):
     """Refuse, before anything is written, the in-place updates PyTorch refuses on a view."""
     info = t._view
     if info is None:
         return
-    sync(t)
+    info.sync(t)
     if any(s.prim == "broadcast_to" for s in info.steps):
         raise RuntimeError(EXPANDED)
     base = info.base

@@ -1,0 +1,41 @@
+"""``Tensor`` assembled, once, when ``adcompiler.tape`` is imported: the members of
+:class:`.operators.Operators`, :class:`.methods.Methods` and :class:`.numpy_api.NumpyProtocol`
+are attached to the class of :mod:`.tensor`, and the modules that register NumPy functions into
+:data:`.numpy_api.FUNCTIONS` (``np.linalg.solve``, ``np.einsum``, ``np.sort``...) are loaded.
+
+Invariant: every member of ``Tensor`` is defined in exactly one place, its class body or one of
+the three parts; a part that would replace a name the class already has raises here, at import.
+
+Why attached rather than inherited: the modules that record (:mod:`.record`, :mod:`.views`,
+:mod:`.inplace`...) build tensors (``Tensor._make``) and sit below the modules that define the
+operators and methods, which record through them; so the class they build is the one defined on
+the floor, :mod:`.tensor`, and its behaviour is added to it here, at the top, where the imports
+can all run downwards.
+"""
+
+from __future__ import annotations
+
+# each registers its NumPy functions (no two register the same one): np.einsum; np.inner and
+# ufunc.outer; np.convolve and np.interp; np.linalg.solve, inv, det; np.sort, np.median and
+# np.quantile; np.split and np.tile; np.average and np.nansum
+from . import einsum, products, signals, solvers, sorting, splits, statistics  # noqa: F401
+from .methods import Methods
+from .numpy_api import NumpyProtocol
+from .operators import Operators
+from .tensor import Tensor
+
+_EVERY_CLASS = frozenset(vars(type("Part", (), {})))   # __module__, __dict__, __doc__...
+
+
+def _attach(cls, *parts):
+    """Copy the members each part defines onto ``cls``; a name already there raises."""
+    for part in parts:
+        for name, member in vars(part).items():
+            if name in _EVERY_CLASS or (name == "__hash__" and member is None):
+                continue      # (defining __eq__ sets __hash__ = None: Tensor keeps its own)
+            if name in vars(cls):
+                raise TypeError(f"{part.__name__}.{name} would replace {cls.__name__}.{name}")
+            setattr(cls, name, member)
+
+
+_attach(Tensor, Operators, Methods, NumpyProtocol)
