@@ -19,7 +19,7 @@ import ast
 
 from ..ir import Value, walk
 from ..ir.primitives import PRIMS
-from .aliasing import fresh, is_view
+from ..ir.aliasing import fresh, is_view
 from .expressions import accumulate_statements, assign_statements, read_names
 
 _UPDATES = {"index_add", "setitem"}   # update their first input; ``add`` either input

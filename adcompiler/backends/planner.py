@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Value, walk
-from .aliasing import updated_inits
+from ..ir.aliasing import updated_inits
 from ..ir.primitives import ELEMENTWISE, PRIMS
 
 MIN_BYTES = 1 << 15   # 32 KiB: see the module docstring

@@ -22,7 +22,7 @@ it then updates: the stack's store comes at the body's end, so the view is copie
 
 from __future__ import annotations
 
-from ..backends.aliasing import fresh, is_view, updates_slot
+from ..ir.aliasing import fresh, is_view, updates_slot
 from ..ir import Node, Value, walk
 from .rewrite import Walker, use_counts
 

@@ -1,11 +1,14 @@
 """Which nodes return a fresh array the generated code owns, and which may return a view of their
 first input: what decides whether an update may be written in place. NumPy and CuPy agree.
+
+A fact of the primitives' NumPy meaning, read by the passes (a carried array copied once) and by
+the backends (in-place updates, buffer planning) alike.
 """
 
 from __future__ import annotations
 
-from ..ir import Value, walk
-from ..ir.primitives import PRIMS
+from .graph import Value, walk
+from .primitives import PRIMS
 
 _FRESH = {"zeros_like", "ones_like", "zeros", "ones", "full", "scatter_add", "index_add",
           "setitem", "copy", "astype"}
