@@ -13,6 +13,7 @@ pointwise, which is what makes the sharing exact; tests check both directions nu
 import math
 
 from . import defjvp, defvjp
+from .idioms.logaddexp import logaddexp_at
 
 
 def _ew(prim, *rules):
@@ -172,12 +173,11 @@ _ew("fmin",     *_fmax_fmin("less"))
 # ---- log-add-exp seen whole (softplus): adjoints only, tangents keep the rules above ---------
 def _logaddexp_max(k):
     """maximum's adjoint for argument ``k``; in the idiom ``maximum(x, y) + log1p(exp(-|x -
-    y|))`` (:mod:`adcompiler.passes.logaddexp_idiom`) the idiom's whole derivative, the sigmoid
+    y|))`` (:mod:`templates.idioms.logaddexp`) the idiom's whole derivative, the sigmoid
     ``1 / (1 + exp(other - mine))``, and then abs's rule below gives the rest of it zero."""
     plain = _max_min("greater")[k]
 
     def rule(ops, g, ans, x, y):
-        from adcompiler.passes.logaddexp_idiom import logaddexp_at
         idiom = logaddexp_at(ops, ans, "maximum")
         return plain(ops, g, ans, x, y) if idiom is None else _sigmoid_share(ops, g, idiom, k)
     return rule
@@ -217,7 +217,6 @@ def _number(v):
 def _abs_vjp(ops, g, ans, x):
     """abs's adjoint; zero for the ``abs`` of the log-add-exp idiom, whose derivative
     maximum's rule gave whole (a zero that the simplifier drops from the sum it joins)."""
-    from adcompiler.passes.logaddexp_idiom import logaddexp_at
     if logaddexp_at(ops, ans, "abs") is None:
         return g * ops.sign(x)
     if x.aval.is_scalar:

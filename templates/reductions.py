@@ -2,6 +2,7 @@
 ``keepdims``). A tangent rule reduces the input tangent the way the primitive reduces the input."""
 
 from . import defjvp, defvjp
+from .idioms.shift_invariance import cotangent_vanishes
 
 
 def _restore(ops, g, x, axis, keepdims):
@@ -30,9 +31,8 @@ def _extremum(ops, g, ans, x, axis=None, keepdims=False):
     """The gradient of max/min flows to the extremal entries, shared evenly between ties; it
     is zero where the compiler proves the function's output invariant under shifting the
     result (the max subtracted in a softmax or logsumexp: see
-    :mod:`adcompiler.passes.shift_invariance`), where the rule's five passes over ``x`` would
+    :mod:`templates.idioms.shift_invariance`), where the rule's five passes over ``x`` would
     compute ``0`` up to rounding."""
-    from adcompiler.passes.shift_invariance import cotangent_vanishes
     if cotangent_vanishes(ops, ans):
         return _zeros(ops, x)
     hit = ops.equal(x, _restore(ops, ans, x, axis, keepdims))

@@ -181,7 +181,7 @@ def test_a_reduction_seed_folds_into_a_scale():
     softmax = np.exp(logits) / np.sum(np.exp(logits), axis=1, keepdims=True)
     np.testing.assert_allclose(g(logits, onehot), (softmax - onehot) / 4, rtol=1e-12,
                                atol=1e-15)
-    # dshifted is dlogits: the max's cotangent is zero (adcompiler.passes.shift_invariance)
+    # dshifted is dlogits: the max's cotangent is zero (adcompiler.templates.idioms.shift_invariance)
     assert g.source.count("0.25") == 1 and "dshifted = -0.25 * (" in g.source
     assert "broadcast_to(-0.25" not in g.source and "-dlogp" not in g.source
 

@@ -132,7 +132,7 @@ def test_mlp_cross_entropy_scale_passes_both_negations(batch, d_in, hidden, clas
     c = repr(-1.0 / batch)
     assert f"dlogp = {c} * onehot" in before.source
     assert "-d" not in g.source.replace(c, "") and g.source.count(c[1:]) == 1
-    # dshifted is dlogits: the max's cotangent is zero (adcompiler.passes.shift_invariance),
+    # dshifted is dlogits: the max's cotangent is zero (adcompiler.templates.idioms.shift_invariance),
     # and simplify writes sum(-x) as -sum(x): one negation (of a sum) is left to pass
     assert f"dshifted = {c} * (" in g.source
     assert _array_work(g)[0] == _array_work(before)[0] - 1

@@ -1,5 +1,5 @@
 """The max subtracted in a softmax or logsumexp gets no gradient where the compiler proves the
-function shift-invariant (adcompiler.passes.shift_invariance), and keeps its rule (ties split)
+function shift-invariant (adcompiler.templates.idioms.shift_invariance), and keeps its rule (ties split)
 everywhere else. Values are checked against finite differences or closed forms, with ties in
 the max, extreme inputs and float32."""
 

@@ -1,5 +1,5 @@
 """The log-add-exp idiom (softplus, np.logaddexp) differentiates as one stable sigmoid
-(adcompiler.passes.logaddexp_idiom): no sign, equality or where passes in the gradient, finite
+(adcompiler.templates.idioms.logaddexp): no sign, equality or where passes in the gradient, finite
 and exact at +-800 and at infinities, 1/2 at ties, float32 kept; where the idiom's pieces are
 read elsewhere the rules stay general and still give the right values."""
 

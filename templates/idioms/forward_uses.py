@@ -9,7 +9,8 @@ they read forward values but change no forward value, which is all these analyse
 
 from __future__ import annotations
 
-from ..ir import Value, walk
+from adcompiler.ir import Value, walk
+from adcompiler.ir.builder import Builder
 
 OPAQUE = None   # the reader recorded for a read inside a region or by the graph's outputs
 
@@ -58,7 +59,6 @@ def forward_uses(ops):
     """The :class:`ForwardUses` of the graph ``ops`` emits into when ``ops`` is the compiler's
     Builder; None for the other ``ops`` namespaces (arrays on the tape, SymPy), where a rule
     sees no graph and keeps its plain form."""
-    from ..ir.builder import Builder
     if not isinstance(ops, Builder):
         return None
     return ForwardUses(ops.graph)

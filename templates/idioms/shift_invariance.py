@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 
-from ..ir import Literal, Value, walk
+from adcompiler.ir import Literal, Value, walk
 from .forward_uses import forward_uses
 from .shift_layouts import LAYOUT_RULES  # shape primitives and reductions
 from .shift_tags import OTHER, Unknown

@@ -15,7 +15,7 @@ Three spellings are recognised, all computing ``np.logaddexp(x, y)``:
 
 - ``np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))`` (a softplus, literal 0 either side);
 - ``np.maximum(x, y) + np.log1p(np.exp(-np.abs(x - y)))`` (either order of the difference);
-- NumPy's own, as :func:`adcompiler.frontend.compositions._logaddexp` lowers ``np.logaddexp``:
+- NumPy's own, as :func:`adcompiler.compositions.elementwise.logaddexp` spells ``np.logaddexp``:
   the difference taken as ``where(x == y, 0, x) - where(x == y, 0, y)`` (no ``inf - inf`` at a
   tie of infinities).
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import Literal, Value
+from adcompiler.ir import Literal, Value
 from .forward_uses import forward_uses
 
 
