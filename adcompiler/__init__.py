@@ -22,7 +22,7 @@ from .checking.symbolic import symbolic  # noqa: E402
 from .api import regradient as _regradient  # noqa: E402,F401
 
 from .version import __version__  # noqa: E402
-from .frontend.public import PUBLIC as _PUBLIC  # noqa: E402
+from .frontend.reading.public import PUBLIC as _PUBLIC  # noqa: E402
 
 __all__ = ["grad", "value_and_grad", "vjp", "CompileError", "AssertionFailed", "GradientFunction",
            "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",

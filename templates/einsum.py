@@ -1,6 +1,6 @@
 """Vector-Jacobian and tangent rules of ``einsum`` in normal form (``"ij,jk->ik"``: explicit
 output, each operand's letters distinct, one size per letter; see
-``adcompiler/frontend/einsum.py``, which brings any ``np.einsum`` call to it).
+``adcompiler/frontend/library/einsum.py``, which brings any ``np.einsum`` call to it).
 
 An einsum is linear in each operand. The cotangent of operand ``k`` is the einsum of ``g`` (with
 the output's letters) and the other operands, giving ``k``'s letters; a letter of ``k`` that is

@@ -12,7 +12,7 @@ import pytest
 from adcompiler import cli
 from adcompiler.cli import check as cli_check
 from adcompiler.checking import near_examples as gradcheck
-from adcompiler.frontend.module import load_module
+from adcompiler.frontend.reading.module import load_module
 from adcompiler.checking.comparison import InputCheck
 from adcompiler.aot.sizedeps import least_size
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import adcompiler
-from adcompiler.frontend.module import load_module
+from adcompiler.frontend.reading.module import load_module
 from adcompiler.api.signature import bind_arguments
 
 SCALE = 2.0

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _load_sample(name):
-    from adcompiler.frontend.module import load_module
+    from adcompiler.frontend.reading.module import load_module
     return load_module(str(ROOT / "samples" / f"{name}.py"))
 
 
@@ -125,7 +125,7 @@ def test_seed_f_ir():
 def test_source_is_identical_across_processes():
     script = textwrap.dedent(f"""
         import numpy as np, adcompiler as ad
-        from adcompiler.frontend.module import load_module
+        from adcompiler.frontend.reading.module import load_module
         m = load_module({str(ROOT / 'samples' / 'mlp.py')!r})
         g = ad.grad(m.functions['loss'], wrt=('W1', 'b1', 'W2', 'b2'))
         print(g.specialize(*m.functions['example_loss']()).source)

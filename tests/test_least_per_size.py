@@ -11,7 +11,7 @@ still holds for every size (:mod:`tests.test_cli_failures_and_outputs`).
 import numpy as np
 import pytest
 
-from adcompiler.frontend.module import load_module
+from adcompiler.frontend.reading.module import load_module
 from adcompiler.runtime.dispatch import _Signatures, _dispatch, _fits
 from adcompiler.aot.sizedeps import least_size, least_sizes
 from tests import test_standalone_guards as guards

@@ -1,4 +1,4 @@
-"""NumPy functions composed of other primitives (``adcompiler/frontend/compositions.py``):
+"""NumPy functions composed of other primitives (``adcompiler/frontend/library/compositions.py``):
 ``var std diff flip fliplr flipud roll swapaxes moveaxis full_like empty_like vstack hstack
 column_stack logaddexp``. Gradients against central finite differences (and PyTorch where it
 is installed); values against plain NumPy, bit for bit and dtype, in float64 and float32."""

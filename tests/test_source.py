@@ -1,4 +1,4 @@
-"""Reading a function's source without tokenize (frontend/source.py: source_lines): the same
+"""Reading a function's source without tokenize (frontend/reading/source.py: source_lines): the same
 definition inspect finds, or inspect's answer where the quick reading cannot be sure."""
 
 import ast
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler.frontend.source import source_lines
+from adcompiler.frontend.reading.source import source_lines
 
 MODULE = '''\
 import numpy as np

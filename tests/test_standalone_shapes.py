@@ -16,7 +16,7 @@ import pytest
 
 import adcompiler as ad
 from adcompiler.aot import antiunify
-from adcompiler.frontend.module import load_module
+from adcompiler.frontend.reading.module import load_module
 from adcompiler.aot.sizedeps import least_size, size_decision
 from tests.test_cli import COUNT_SLOW, SAMPLES, adcompiler, import_path, run_isolated, write
 

@@ -53,7 +53,7 @@ adcompiler/aot/user_code.py  MAX_LITERAL  10,000 elements (>)
     ``adcompiler compile`` writes a constant array that is not a module-level name as a
     literal up to 10,000 elements; from 10,001 the function is refused (CompileError, nothing
     written for it). Test: test_standalone_max_literal.
-adcompiler/frontend/comprehensions.py  MAX_ITERATIONS  1,000 items (>)
+adcompiler/frontend/expressions/comprehensions.py  MAX_ITERATIONS  1,000 items (>)
     A comprehension over an array's rows (or an unrolled loop) unrolls at most 1,000 items, and
     ``first, *rest = x`` puts at most 1,000 rows in ``rest``; more is a located CompileError.
     Tests: test_max_iterations_comprehension, test_max_iterations_unpacking.
@@ -106,7 +106,7 @@ import adcompiler as ad
 from adcompiler.backends import constants as constants_comment
 from adcompiler.backends import numba_emit, numexpr_chains, planner
 from adcompiler.backends.check_modes import unoptimised
-from adcompiler.frontend import comprehensions
+from adcompiler.frontend.expressions import comprehensions
 from adcompiler.passes import fuse
 from adcompiler.tape import format as tape_format
 from adcompiler.aot import user_code as standalone_user
@@ -603,7 +603,7 @@ def test_standalone_body_for_an_example_at_a_threshold(side, tmp_path, capsys):
             generated.grad_loss(np.ones(n + 1))
 
 
-# ---- frontend/comprehensions.py MAX_ITERATIONS -----------------------------------------------
+# ---- frontend/expressions/comprehensions.py MAX_ITERATIONS ------------------------------
 
 def rows_listed(x, w):
     rows = [r for r in x]
@@ -681,7 +681,7 @@ THRESHOLDS = {
     "adcompiler.tape.format.THRESHOLD": (1000, ("test_tape_repr_threshold",)),
     "adcompiler.backends.constants.SHOWN_ELEMENTS": (8, ("test_constants_comment_shown_elements",)),
     "adcompiler.aot.user_code.MAX_LITERAL": (10000, ("test_standalone_max_literal",)),
-    "adcompiler.frontend.comprehensions.MAX_ITERATIONS": (
+    "adcompiler.frontend.expressions.comprehensions.MAX_ITERATIONS": (
         1000, ("test_max_iterations_comprehension", "test_max_iterations_unpacking")),
 }
 
@@ -881,5 +881,6 @@ def test_the_imported_values_are_the_tables():
                 "adcompiler.tape.format.THRESHOLD": tape_format.THRESHOLD,
                 "adcompiler.backends.constants.SHOWN_ELEMENTS": constants_comment.SHOWN_ELEMENTS,
                 "adcompiler.aot.user_code.MAX_LITERAL": standalone_user.MAX_LITERAL,
-                "adcompiler.frontend.comprehensions.MAX_ITERATIONS": comprehensions.MAX_ITERATIONS}
+                "adcompiler.frontend.expressions.comprehensions.MAX_ITERATIONS":
+                    comprehensions.MAX_ITERATIONS}
     assert imported == {k: v for k, (v, _) in THRESHOLDS.items()}

@@ -1,4 +1,5 @@
-"""Windows that move with a loop counter (``x[t - 1:t + 2]``): adcompiler/frontend/windows.py.
+"""Windows that move with a loop counter (``x[t - 1:t + 2]``):
+adcompiler/frontend/expressions/windows.py.
 
 Each gradient is checked against finite differences and the dynamic tape; each refusal names
 the user's line and says why.

@@ -18,7 +18,7 @@ import types
 import numpy as np
 
 from ..errors import CompileError, Location
-from ..frontend.module_writes import check_unchanged
+from ..frontend.reading.module_writes import check_unchanged
 from ..api.signature import bind_arguments, classify
 
 SHAPES_HELP = """\

@@ -18,7 +18,7 @@ import tokenize
 import numpy as np
 
 from ..errors import CompileError
-from ..frontend.public import PUBLIC
+from ..frontend.reading.public import PUBLIC
 
 MAX_LITERAL = 10_000
 

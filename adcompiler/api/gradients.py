@@ -18,7 +18,7 @@ from ..custom import examples as custom_examples
 from .bound import bind
 from ..frontend import fence
 from .function_keys import FunctionKey
-from ..frontend.source import read_function
+from ..frontend.reading.source import read_function
 from ..errors import ArgumentError, CompileError, as_user_error
 from ..pipeline import Compiled, compile_gradient
 from ..runtime import cache as disk_cache

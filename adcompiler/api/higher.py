@@ -7,8 +7,8 @@ Invariants: the gradient differentiated again is the plain source its compilatio
 in-place updates, no fused nodes; loop residuals in ``np.zeros`` stacks or, for a ``while``, in
 lists; a branch's values bound on both paths of its ``if``; one type per name), read back
 through ``linecache`` like any user function (the frontend takes ``reversed(range(n))`` and
-lists, :mod:`adcompiler.frontend.lists`), so ``.source`` of ``grad(grad(f))`` is that source's
-own gradient, through control flow too; a Jacobian has shape
+lists, :mod:`adcompiler.frontend.statements.lists`), so ``.source`` of ``grad(grad(f))``
+is that source's own gradient, through control flow too; a Jacobian has shape
 ``out.shape + in.shape`` (a tuple of them, one per wrt, for a tuple ``wrt``); a Hessian block
 ``H[i][j]`` has shape ``in_i.shape + in_j.shape``; results are arrays of the float dtype NumPy
 promotes the inputs (and, for a Jacobian, the output) to, Python floats weakly, in every mode.

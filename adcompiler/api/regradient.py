@@ -66,7 +66,7 @@ def _array_result_error(gf, shape) -> CompileError:
 def regradient_error(gf, message, hint) -> CompileError:
     """A CompileError about differentiating ``gf`` again, at the user's ``def`` (not in the
     generated source that was lowered)."""
-    from ..frontend.source import read_function
+    from ..frontend.reading.source import read_function
     src = read_function(gf.primal)
     return src.error(src.tree, message, hint)
 

@@ -17,7 +17,8 @@ import sys
 import numpy as np
 
 from ..errors import CompileError
-from ..frontend.parameters import python_call_error, resolve_wrt  # noqa: F401 (the api's names)
+from ..frontend.reading.parameters import (  # noqa: F401 (the api's names)
+    python_call_error, resolve_wrt)
 from .bound import BoundTransform
 from .function_keys import static_key
 from ..ir import Aval

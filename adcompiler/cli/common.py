@@ -15,8 +15,8 @@ from . import inputs as cli_inputs, methods as cli_methods
 from ..aot import standalone
 from ..api.gradients import GradientFunction, TangentFunction
 from ..aot.examples import example_arguments, positional
-from ..frontend.module import load_module
-from ..frontend.module_writes import check_unchanged
+from ..frontend.reading.module import load_module
+from ..frontend.reading.module_writes import check_unchanged
 from ..errors import CompileError
 
 

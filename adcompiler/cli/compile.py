@@ -25,7 +25,7 @@ from ..aot import standalone, forward as standalone_forward, guards as standalon
 from ..backends import numexpr_chains
 from .common import UsageError, explained, specialised
 from ..errors import CompileError
-from ..frontend.module import load_module
+from ..frontend.reading.module import load_module
 from ..runtime.dispatch import _fits
 
 NOTHING = "with @adcompiler.grad, value_and_grad, vjp or jvp"

@@ -1,7 +1,7 @@
 """The ``adcompiler`` console script: compile, show, graph, check, and the on-disk cache.
 
-Invariants: the user's module is read, never executed (see :mod:`adcompiler.frontend.module`);
-the only user code run is ``example_<FUNC>()`` (for example inputs) and, under ``check``, the
+Invariants: the user's module is read, never executed (see
+:mod:`adcompiler.frontend.reading.module`); the only user code run is ``example_<FUNC>()`` (for example inputs) and, under ``check``, the
 function itself. Outputs are checked before any compiling and written whole
 (:mod:`adcompiler.cli.output`): never over an input, nor over a file ``compile`` did not write
 (``graph``: any existing file) unless ``--force`` is given. Options and examples are checked

@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from ..errors import CompileError, Location
-from ..frontend.module import transform_named
+from ..frontend.reading.module import transform_named
 
 
 @dataclass

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import examples
 from ..errors import CompileError, Location
-from ..frontend.binding import CallError
+from ..frontend.library.binding import CallError
 from ..ir import Aval, Value
 
 

@@ -25,7 +25,7 @@ from ..templates import defvjp_user
 
 from . import examples as custom_examples, rules as custom_rules
 from ..errors import CompileError
-from ..frontend.binding import CallError
+from ..frontend.library.binding import CallError
 from ..frontend.calls import register_call
 from ..ir import Aval, Graph, Value, walk
 from ..ir.builder import Builder
@@ -228,7 +228,7 @@ def _base(name):
 def lower_call(fn, arguments: dict) -> Graph:
     """The graph of ``fn(*arguments)`` for a custom_vjp ``fn`` (``grad(logsumexp)``): its
     parameters and one call node."""
-    from ..frontend.source import read_function
+    from ..frontend.reading.source import read_function
     graph = Graph(fn.__name__, params=[])
     args = []
     for name, arg in arguments.items():

@@ -4,8 +4,8 @@ Each handler takes ``(b, args, kwargs)`` (a Builder and lowered arguments, Value
 Python objects), binds them the way NumPy's own signature would, pops the keywords it
 understands and returns the lowered result. Invariants: a callable missing here is rejected by
 the lowering with a located error, never silently run; a keyword a handler leaves in
-``kwargs`` is reported by the caller (:func:`adcompiler.frontend.binding.call`), never
-ignored. Array creation and conversion live in :mod:`adcompiler.frontend.creation`.
+``kwargs`` is reported by the caller (:func:`adcompiler.frontend.library.binding.call`), never
+ignored. Array creation and conversion live in :mod:`adcompiler.frontend.library.creation`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 from ..ir import Value
 from ..ir.primitives import ELEMENTWISE as ELEMENTWISE_ROWS
 from ..ir.primitives import PRIMS
-from . import (compositions, creation, diagonal, einsum, norms, products, scans, signals, solvers,
-               sorting, splits, statistics)
-from .binding import CallError, axis_arg, bind, positional, shape_arg, static
+from .library import (compositions, creation, diagonal, einsum, norms, products, scans,
+                      signals, solvers, sorting, splits, statistics)
+from .library.binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 # np.<name> for every elementwise primitive that user code calls so (ir.primitives rows)
 ELEMENTWISE = [row.name for row in ELEMENTWISE_ROWS if row.np_call]

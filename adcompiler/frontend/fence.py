@@ -9,10 +9,10 @@ from __future__ import annotations
 import ast
 
 from .statements.checks import allowed_parts
-from .lists import is_append
-from .local_functions import check_definition
-from .setitem import is_add_at
-from .source import FunctionSource
+from .statements.lists import is_append
+from .statements.local_functions import check_definition
+from .statements.setitem import is_add_at
+from .reading.source import FunctionSource
 
 ALLOWED = (
     ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr, ast.Pass,
@@ -83,7 +83,7 @@ def check(src: FunctionSource) -> None:
             if isinstance(node, ALLOWED) or id(node) in messages:
                 continue
             if isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Store):
-                continue  # a, *rest = p: bound by .unpacking
+                continue  # a, *rest = p: bound by .statements.unpacking
             if isinstance(node, (ast.FunctionDef, ast.Lambda)):  # inlined: .local_functions
                 check_definition(src, node)
                 continue

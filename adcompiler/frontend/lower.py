@@ -18,23 +18,23 @@ import numpy as np
 
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
-from .parameters import python_call_error
+from .reading.parameters import python_call_error
 from . import fence
-from .comprehensions import ComprehensionLowering, own_names
-from .expressions import ExpressionLowering
-from .indexing import IndexLowering
-from .inplace import InplaceLowering, Unreadable, memory_root, open_producers
-from .lists import ListLowering
-from .local_functions import LocalFunctionLowering, refuse_escape
-from .setitem import SetitemLowering
-from .windows import WindowLowering
-from .source import read_function
+from .expressions.comprehensions import ComprehensionLowering, own_names
+from .expressions.lowering import ExpressionLowering
+from .expressions.indexing import IndexLowering
+from .statements.inplace import InplaceLowering, Unreadable, memory_root, open_producers
+from .statements.lists import ListLowering
+from .statements.local_functions import LocalFunctionLowering, refuse_escape
+from .statements.setitem import SetitemLowering
+from .expressions.windows import WindowLowering
+from .reading.source import read_function
 from .statements import assignments, checks, expression_statements  # noqa: F401 (handlers)
 from .statements.blocks import run_body
 from .statements.context import LoopContext, Scope, Unrolling
 from .statements.control import ControlLowering
 from .statements.loops import LoopLowering
-from .unpacking import UnpackLowering
+from .statements.unpacking import UnpackLowering
 
 _MISSING = object()
 _MAX_INLINE_DEPTH = 32

@@ -165,7 +165,7 @@ ELEMENTWISE = [
                 domain=((0.2, 2, True),)),
     Elementwise("sign", differentiable=False, numba="np.sign", cheap=True, sympy="sign"),
     # Rounding is piecewise constant: no gradient (PyTorch gives 0 too). np.round is rint (0
-    # decimals) or rint of a scaled value (adcompiler.frontend.compositions).
+    # decimals) or rint of a scaled value (adcompiler.frontend.library.compositions).
     Elementwise("floor", differentiable=False, libm="floor", numba="np.floor", cheap=True,
                 sympy="floor"),
     Elementwise("ceil", differentiable=False, libm="ceil", numba="np.ceil", cheap=True,
@@ -198,7 +198,7 @@ ELEMENTWISE = [
     Elementwise("logical_or", 2, differentiable=False, sympy="Max"),
     Elementwise("logical_not", differentiable=False, sympy=lambda sp, x: 1 - x),
     Elementwise("where", 3, numba=_INLINE, cheap=True, torch="WhereBackward0", tape=False),
-    Elementwise("clip", 3, out=True, np_call=False, tape=False),  # np.clip: frontend.compositions
+    Elementwise("clip", 3, out=True, np_call=False, tape=False),  # np.clip: frontend.library.compositions
     # predicates: bool results, no gradient (it flows through the values they select)
     Elementwise("isfinite", differentiable=False, tape=False),
     Elementwise("isnan", differentiable=False, tape=False,
@@ -247,7 +247,7 @@ _def("argsort", np.argsort, "index", "np.argsort", differentiable=False, params=
 # ---- linear algebra -------------------------------------------------------------------------
 _def("dot", np.dot, "linalg", "np.dot", 2)
 _def("outer", np.outer, "linalg", "np.outer", 2)
-# Einstein sums in normal form (adcompiler/frontend/einsum.py): explicit "ij,jk->ik", each
+# Einstein sums in normal form (adcompiler/frontend/library/einsum.py): explicit "ij,jk->ik", each
 # operand's letters distinct, one size per letter; never a lone operand's permutation (a
 # transpose, a view), so always a new array. Spelled np.einsum('ij,jk->ik', a, b).
 _def("einsum", lambda *xs, subscripts, optimize=False: np.einsum(subscripts, *xs,
@@ -257,8 +257,8 @@ _def("einsum", lambda *xs, subscripts, optimize=False: np.einsum(subscripts, *xs
 # and their products: like the products above, new arrays of NumPy's dtype (int32 sums to int64).
 _def("cumsum", np.cumsum, "linalg", "np.cumsum", params=("axis",))
 _def("cumprod", np.cumprod, "linalg", "np.cumprod", params=("axis",))
-# Square matrices (..., n, n) (adcompiler/frontend/solvers.py): NumPy's LAPACK calls, float32 for
-# float32 inputs, else float64. slogdet's two results are two nodes, each spelled
+# Square matrices (..., n, n) (adcompiler/frontend/library/solvers.py): NumPy's LAPACK calls,
+# float32 for float32 inputs, else float64. slogdet's two results are two nodes, each spelled
 # ``np.linalg.slogdet(a)[k]``: the sign (no gradient) and the log of |det|.
 _def("solve", np.linalg.solve, "linalg", "np.linalg.solve", 2)
 _def("inv", np.linalg.inv, "linalg", "np.linalg.inv")

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends import check_modes, numexpr_chains
-from ..frontend.source import source_lines
+from ..frontend.reading.source import source_lines
 from ..version import __version__
 from .compile import Compiled, load_function
 

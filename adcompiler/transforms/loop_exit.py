@@ -1,7 +1,7 @@
 """Loops that stop early: a ``for`` loop with a ``break`` runs its iterations only until it breaks.
 
 The frontend lowers ``break`` to a carried flag (``loop<line>_done``) and runs the body under
-``if not loop<line>_done:`` (:mod:`adcompiler.frontend.jumps`), so the IR loop stays
+``if not loop<line>_done:`` (:mod:`adcompiler.frontend.desugaring.jumps`), so the IR loop stays
 structured and runs its whole range. Once the flag is set, every later iteration leaves the
 carried values as they are. Its adjoint ran over the whole range too, reading residuals
 stacked for iterations that did nothing: gradient time grew with the range's bound, not with

@@ -16,6 +16,10 @@ state the handlers share, passed explicitly.
   sequence, unrolled; :mod:`.loop_updates`: in-place updates inside loop bodies.
 - :mod:`.joins`: one aval for a variable from every path binding it; :mod:`.conditions`: a
   traced condition's checks.
+- :mod:`.inplace`: ``y op= v`` with NumPy's in-place semantics (every alias rebound);
+  :mod:`.setitem`: ``y[idx] = v`` and ``np.add.at`` as functional updates; :mod:`.unpacking`:
+  ``a, *rest = p``; :mod:`.lists`: the lists a ``while`` loop appends to;
+  :mod:`.local_functions`: a nested ``def`` or ``lambda``, and calls inlining it.
 
 Every handler is a function of the lowering; what they call on it (``expr``, ``bind``, the
 loops' ``lower_for``/``lower_while``, the branches' ``merge_branches``...) is still its mixins'.

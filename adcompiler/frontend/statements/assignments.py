@@ -1,11 +1,11 @@
 """The handlers of the statements that bind a name: plain and annotated assignment (the right
 side lowered once, then bound to each target by :meth:`..lower.Lowering.bind`: names, tuples
 and lists unpacked, subscripts stored into) and a nested ``def`` (bound to its function value,
-:class:`..local_functions.LocalFunction`, its defaults evaluated now).
+:class:`.local_functions.LocalFunction`, its defaults evaluated now).
 
 Augmented assignment (``y *= v``) has NumPy's in-place meaning: an array keeps its shape and
 dtype (else a located error, as NumPy refuses), and every other name for it sees the update
-(:meth:`..inplace.InplaceLowering.update_aliases`). Invariant: an annotation is never
+(:meth:`.inplace.InplaceLowering.update_aliases`). Invariant: an annotation is never
 evaluated (``x: float`` without a value binds nothing).
 """
 
@@ -16,7 +16,7 @@ import ast
 import numpy as np
 
 from ...ir import Value
-from ..inplace import OP_TEXT, is_mutable_array
+from .inplace import OP_TEXT, is_mutable_array
 from .table import statement
 
 
@@ -40,7 +40,7 @@ def define(lowering, stmt: ast.FunctionDef):
 
 @statement(ast.AugAssign)
 def augmented(lowering, stmt: ast.AugAssign):
-    """``y op= v``: into an element (``y[i] += v``), a store (:mod:`..setitem`); into an array
+    """``y op= v``: into an element (``y[i] += v``), a store (:mod:`.setitem`); into an array
     name, NumPy's in-place update (every other name for the array sees it); into a number,
     a rebinding."""
     target = stmt.target

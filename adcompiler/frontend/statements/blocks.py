@@ -5,14 +5,14 @@ Invariants: the builder's ``source`` is each statement's text while it is lowere
 the user's line); a function body's value is what its ``return`` gives on every path, an
 ``if`` holding a ``return`` taking the statements after it as the continuation of each branch
 (:data:`NO_RETURN` where the statements fall through); ``break``/``continue`` reach here only
-where :mod:`..jumps` did not rewrite them, and are refused, located.
+where :mod:`..desugaring.jumps` did not rewrite them, and are refused, located.
 """
 
 from __future__ import annotations
 
 import ast
 
-from ..local_functions import own_scope
+from .local_functions import own_scope
 from . import checks  # (a module: checks runs blocks too)
 from .table import STATEMENTS, lower_statement
 

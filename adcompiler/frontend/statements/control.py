@@ -6,7 +6,7 @@ statements after it as the continuation of each branch that falls through, and m
 returned value like a variable (the paths' avals joined by :mod:`.joins`); loops
 are :mod:`.loops`'. Invariant: a merged variable has one abstract value on every path (a Python
 float meeting a 0-d array becomes the array; a tuple or list is merged entry by entry, see
-:mod:`..structured`), else a located error says which variable disagrees, where it is read.
+:mod:`..bindings.structured`), else a located error says which variable disagrees, where it is read.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import ast
 from dataclasses import dataclass
 
 from ...ir import Aval, Block, Node, Value
-from ..inplace import Unreadable
-from ..shortcircuit import runs_unconditionally
-from ..structured import Diverged, fill, first_difference, flat, ident, label, same
+from .inplace import Unreadable
+from ..desugaring.shortcircuit import runs_unconditionally
+from ..bindings.structured import Diverged, fill, first_difference, flat, ident, label, same
 from .blocks import NO_RETURN, returns_inside, run_block, run_statements
 from .checks import NOT_A_CHECK, lower_checked_if
 from .conditions import check_condition
@@ -62,7 +62,7 @@ def lower_if(lowering, stmt: ast.If, rest=None):
 
 
 class ControlLowering:
-    """Mixin of the lowering: merging an ``if``'s branches (:class:`..lists.ListLowering`
+    """Mixin of the lowering: merging an ``if``'s branches (:class:`.lists.ListLowering`
     narrows it), conditional expressions and ``and``/``or``."""
 
     # ---- if -----------------------------------------------------------------------------------
@@ -91,8 +91,8 @@ class ControlLowering:
         """``name`` after an ``if`` that binds it to one of ``values``: a tuple or list entry by
         entry (each entry a ``cond`` output appended to ``outs``, or the one Python value both
         paths hold). Where they cannot be joined, a value that is an error where read
-        (:class:`Unjoined`, :class:`..structured.Diverged`); for a returned value or a conditional
-        expression, which are read at once, a located error now."""
+        (:class:`Unjoined`, :class:`..bindings.structured.Diverged`); for a returned value or a
+        conditional expression, which are read at once, a located error now."""
         eager = name in (RESULT, EXPRESSION)
         where = "the returned value" if name == RESULT else name
         if found := first_difference(*values):

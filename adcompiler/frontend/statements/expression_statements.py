@@ -1,8 +1,8 @@
 """The handler of expression statements, which Python's grammar gives one node type
 (``ast.Expr``) for several forms: each form is told apart by its own predicate, here.
 
-``xs.append(v)`` feeds a while loop's list (:mod:`..lists`), ``np.add.at(y, i, v)`` is an
-in-place update (:mod:`..setitem`), a bare call of the user's function (or method) is inlined
+``xs.append(v)`` feeds a while loop's list (:mod:`.lists`), ``np.add.at(y, i, v)`` is an
+in-place update (:mod:`.setitem`), a bare call of the user's function (or method) is inlined
 for what it writes into its arguments. Invariants: the forms are tried in the order of
 :data:`EXPRESSION_FORMS`, the first whose predicate holds lowers the statement; an expression
 statement of no form (a docstring) does nothing, and a call that is not the user's is refused
@@ -14,9 +14,9 @@ from __future__ import annotations
 import ast
 
 from .. import fence
-from ..expressions import NOT_USER
-from ..lists import is_append, lower_append
-from ..setitem import is_add_at, lower_add_at
+from ..expressions.lowering import NOT_USER
+from .lists import is_append, lower_append
+from .setitem import is_add_at, lower_add_at
 from .table import statement
 
 

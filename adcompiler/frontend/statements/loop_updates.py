@@ -2,17 +2,17 @@
 refuses: an update of an array another name also holds (NumPy changes both, a loop carries
 names), and an update of the rows being looped over (NumPy's later rows see it). An update of a
 called function's parameter in its own loop is passed back to the caller's name for that array
-after the loop. Used by :mod:`.loops` and :mod:`..lists`."""
+after the loop. Used by :mod:`.loops` and :mod:`.lists`."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
 
-from ..inplace import Stale, Unreadable, alias_copy_hint, lowering_of, memory_root, open_producers
-from ..local_functions import own_scope
-from ..setitem import add_at_target
-from ..structured import flat, label
+from .inplace import Stale, Unreadable, alias_copy_hint, lowering_of, memory_root, open_producers
+from .local_functions import own_scope
+from .setitem import add_at_target
+from ..bindings.structured import flat, label
 from ...ir import Value
 
 
@@ -66,7 +66,7 @@ class LoopWriteChecks:
     def stale_before_loop(self, stmt, name, value: Value, body) -> list:
         """A loop ``body`` that updates ``name`` in place (``stmt``) changes ``value``'s memory,
         but the loop carries names, not arrays: every other name that shares that memory, a
-        view or the array a view looks into, here or in a caller, goes :class:`..inplace.Stale`.
+        view or the array a view looks into, here or in a caller, goes :class:`.inplace.Stale`.
         A caller's name for ``value`` itself (the array passed in) is unreadable only while the
         loop runs: returns those ``(env, name, marker)``, which :meth:`pass_back` rebinds to the
         array the loop leaves (none where the body also rebinds ``name``: it stays unreadable)."""
@@ -196,7 +196,7 @@ def _rebinds(body, name) -> bool:
 def assigned(stmts) -> list:
     """Names (re)bound anywhere in ``stmts``, in order of first assignment (not the names a
     comprehension binds, nor those a nested def or lambda binds: they are their own, see
-    :mod:`..comprehensions` and :mod:`..local_functions`)."""
+    :mod:`..expressions.comprehensions` and :mod:`.local_functions`)."""
     names = {}
     for stmt in stmts:
         own = {id(n) for c in ast.walk(stmt) if isinstance(c, ast.comprehension)

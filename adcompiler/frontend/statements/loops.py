@@ -3,12 +3,12 @@
 A ``for`` over ``range(...)`` (static bounds), over an array's first axis, or over
 ``enumerate``/``zip`` of those becomes a ``loop`` over ``k in range(n)`` carrying every variable
 the body rebinds; ``break``/``continue``, ``reversed(range(...))`` and ranges with traced bounds
-are first rewritten on the AST (:mod:`..jumps`, :mod:`..reversed_range`); a ``for`` over a
-Python list or tuple is unrolled instead (:mod:`.unrolled`). Invariants: a carried
+are first rewritten on the AST (:mod:`..desugaring.jumps`, :mod:`..desugaring.reversed_range`);
+a ``for`` over a Python list or tuple is unrolled instead (:mod:`.unrolled`). Invariants: a carried
 variable has one abstract value on every iteration (a Python float meeting a 0-d array becomes
 the array), else a located error says which variable disagrees; a tuple or list is carried
 entry by entry and a str or None only where no iteration reads a changed one
-(:mod:`..structured`); a static trip count of 0
+(:mod:`..bindings.structured`); a static trip count of 0
 (``range(0)``, an empty array) emits no loop, so a ``loop`` node always runs at least once.
 """
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 import ast
 
 from ...ir import Aval, Block, Literal, Node, Value
-from .. import jumps, reversed_range
-from ..inplace import AfterBreak, InLoopOnly, Unreadable
-from ..structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label, same,
-                          traceable)
+from ..desugaring import jumps, reversed_range
+from .inplace import AfterBreak, InLoopOnly, Unreadable
+from ..bindings.structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label,
+                                   same, traceable)
 from .blocks import run_statements
 from .conditions import check_condition
 from .joins import aval_of, coerce, join
@@ -92,7 +92,7 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
 
         def blocks(carried, params):
             k = self.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
-            self.b.counters[k] = (0, n - 1)  # for windows x[t:t + 2] (see .windows)
+            self.b.counters[k] = (0, n - 1)  # for windows x[t:t + 2] (see ..expressions.windows)
             body = Block(params=[k, *params])
             with self.loop.merging(self.b, body):
                 bind_target(k)
@@ -145,7 +145,7 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
     def carried_loop(self, stmt, header, prim, inputs, make_blocks):
         """Lower a loop whose body rebinds names bound before it: find one aval per carried
         leaf (re-lowering until they agree), then emit the node and rebind the names (a tuple
-        or list as its carried entries, see :class:`..structured.LoopState`)."""
+        or list as its carried entries, see :class:`..bindings.structured.LoopState`)."""
         names = [name for name in assigned(stmt.body) if name in self.scope.env]
         passed = self.check_loop_aliases(stmt, names)
         state = LoopState(self.scope.env, names)
@@ -167,8 +167,8 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
 
     def after_changing(self, stmt, state, body_env, counted):
         """A Python value the body changes (``phase = "liquid"``), which its iterations must
-        not read (:class:`..structured.ChangesInLoop`): after a ``for`` loop, which runs, the
-        value each iteration binds it to, where that is one Python value."""
+        not read (:class:`..bindings.structured.ChangesInLoop`): after a ``for`` loop, which
+        runs, the value each iteration binds it to, where that is one Python value."""
         for name, marker in state.changing.items():
             end = body_env.get(name)
             if isinstance(end, Unreadable) or end is marker:
@@ -189,10 +189,10 @@ class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):
 
     def lower_body(self, stmt, state, make_blocks):
         """(avals, blocks, body_env): the body lowered until the carried avals agree. A name
-        that is :class:`..inplace.Stale` on entry, or that the body leaves stale (a view of an
+        that is :class:`.inplace.Stale` on entry, or that the body leaves stale (a view of an
         array it then updated in place), is carried no more: it stays stale where the body
         reads it before rebinding it, and after the loop; so does a Python value the body
-        changes (:class:`..structured.ChangesInLoop`)."""
+        changes (:class:`..bindings.structured.ChangesInLoop`)."""
         avals = [aval_of(v) for v in state.start_leaves()]
         for _ in range(_MAX_AVAL_ROUNDS):
             env0 = dict(self.scope.env)

@@ -5,11 +5,11 @@ function built from traced values), or over ``enumerate``/``zip``/``reversed`` o
 ranges and arrays' rows beside it), runs here, in the compiler: the body is lowered once per
 item with the target bound to that item, as if the user had written the iterations out. The
 items are what a comprehension over the same iterable gives
-(:meth:`..comprehensions.ComprehensionLowering.iteration_items`); at most
-:data:`..comprehensions.MAX_ITERATIONS` iterations are unrolled per outermost unrolled loop,
-nested unrolled loops' iterations counted. ``break``/``continue`` are rewritten as in a
-compiled loop (:mod:`..jumps`): a break decided while compiling stops the unrolling; after one
-on a traced value each later iteration, its binding of the target included, runs under an
+(:meth:`..expressions.comprehensions.ComprehensionLowering.iteration_items`); at most
+:data:`..expressions.comprehensions.MAX_ITERATIONS` iterations are unrolled per outermost
+unrolled loop, nested unrolled loops' iterations counted. ``break``/``continue`` are rewritten as in a
+compiled loop (:mod:`..desugaring.jumps`): a break decided while compiling stops the unrolling;
+after one on a traced value each later iteration, its binding of the target included, runs under an
 ``if`` on the break flag, so the target and every name hold what Python would hold after the
 loop. ``else`` runs where no break happened (an ``if`` on the flag where it is traced). The
 items still to come sit in the env while the body runs, so an in-place update of one of them
@@ -26,14 +26,14 @@ from __future__ import annotations
 import ast
 
 from ...ir import Block, Value
-from .. import jumps
-from ..comprehensions import LOOP
+from ..desugaring import jumps
+from ..expressions.comprehensions import LOOP
 from .blocks import run_statements
 
 
 class UnrolledLoopLowering:
     """Mixin of the lowering for ``for`` loops over Python sequences (uses ``iteration_items``
-    and ``iterator_builtin`` of :class:`..comprehensions.ComprehensionLowering`)."""
+    and ``iterator_builtin`` of :class:`..expressions.comprehensions.ComprehensionLowering`)."""
 
     def unrolls(self, node) -> bool:
         """Whether a ``for`` over ``node`` iterates over a Python sequence (unrolled here) rather
@@ -120,7 +120,7 @@ def _with_body(loop, body):
 
 def _synthetic(node, where):
     """A node the user did not write, located at ``where`` for errors; without an end, so its
-    text is its own unparsed form (as :mod:`..jumps` makes its nodes)."""
+    text is its own unparsed form (as :mod:`..desugaring.jumps` makes its nodes)."""
     for n in ast.walk(node):
         if "lineno" in n._attributes and not hasattr(n, "lineno"):
             n.lineno, n.col_offset = where.lineno, where.col_offset

@@ -1,0 +1,120 @@
+"""Lower ``x[...]`` reads into ``getitem`` nodes with a static index spec.
+
+The spec (see :func:`adcompiler.ir.primitives.build_index`) holds slices, ints, None and
+Ellipsis statically; integer arrays are node inputs. Invariant: traced boolean masks are rejected
+(their result shape depends on the data), with a hint towards ``np.where``; a mask known while
+compiling (``np.array([True, False, True])``) is read as its positions ``m.nonzero()``, which
+is what NumPy means by ``x[m]``, with a shape known while compiling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Value
+from ..library.creation import made_while_compiling
+from .windows import MovingSlice, Window
+
+
+class IndexLowering:
+    """Mixin of the lowering for subscript reads."""
+
+    def lower_index(self, base: Value, node):
+        index = self.expr(node.slice)
+        items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item
+        items = self.constant_masks(base, self.windows(base, items, node), node)
+        spec, arrays = [], []
+        for item in items:
+            spec.append(self.index_item(item, arrays, node))
+        return self.b.getitem(base, arrays, tuple(spec))
+
+    def constant_masks(self, base: Value, items: tuple, node) -> tuple:
+        """``items`` with each boolean mask known while compiling replaced by its integer
+        positions (``m.nonzero()``: one array per axis of the mask), after checking, as NumPy
+        does, that the mask has the shape of the axes it selects from."""
+        masks = [_constant_mask(self.graph.consts.get(item, item) if isinstance(item, Value)
+                                else item) for item in items]
+        out = []
+        for k, (item, mask) in enumerate(zip(items, masks)):
+            if mask is None:
+                out.append(item)
+                continue
+            shape = base.aval.known_shape
+            axis = _first_axis(items, masks, k, len(shape)) if shape is not None else None
+            if axis is None or tuple(shape[axis:axis + mask.ndim]) != mask.shape:
+                raise self.src.error(node, f"the boolean mask (shape {mask.shape}) does not fit "
+                                     f"the axes it indexes (array shape {shape})",
+                                     "use a mask of the shape of the axes it selects from")
+            out.extend(mask.nonzero())
+        return tuple(out)
+
+    def index_item(self, item, arrays, node):
+        if isinstance(item, MovingSlice):  # where no window can be (np.add.at's index)
+            raise self.refuse_moving(item)
+        if isinstance(item, Window):  # distinct entries: the adjoint adds with +=
+            arrays.append(item.index)
+            return ("u", len(arrays) - 1)
+        if isinstance(item, slice):
+            return ("s", item.start, item.stop, item.step)
+        if item is None:
+            return ("n",)
+        if item is Ellipsis:
+            return ("e",)
+        if isinstance(item, (bool, np.bool_)):
+            raise self.src.error(node, "indexing with a bool is not supported",
+                                 _SUPPORTED)
+        if isinstance(item, (int, np.integer)):
+            return ("i", int(item))
+        if isinstance(item, (list, tuple)):
+            item = np.asarray(item)
+        if isinstance(item, np.ndarray):
+            item = self.constant(np.asarray(item))
+        if isinstance(item, Value):
+            kind = np.dtype(item.aval.dtype).kind
+            if kind == "b" and item in self.graph.consts:
+                raise self.src.error(node, "reading with a boolean mask from outside the function "
+                                     "is not supported: changed in place, it would select "
+                                     "other entries than the compiled code does",
+                                     "index with its positions, made at module level: "
+                                     "IDX = np.flatnonzero(M), then x[IDX]")
+            if kind == "b":
+                raise self.src.error(node, "reading with a boolean mask is not supported: the "
+                                     "result's shape depends on the data",
+                                     "use np.where(mask, x, 0) to keep the shape")
+            if kind not in "iu":
+                raise self.src.error(node, f"an index array must hold integers, not {item.aval}",
+                                     "convert it with .astype(int)")
+            arrays.append(item)
+            return ("a", len(arrays) - 1)
+        raise self.src.error(node, f"cannot index with a `{type(item).__name__}`", _SUPPORTED)
+
+
+def _constant_mask(item):
+    """The boolean array of a mask known while compiling, with at least one dimension: a list
+    of bools, or an array the function made of literals. Not a module's or an object's array:
+    changed in place, it would select other entries than the compiled code does."""
+    if isinstance(item, list) and not _has_value(item):
+        item = np.asarray(item)
+    elif not made_while_compiling(item):
+        return None
+    if isinstance(item, np.ndarray) and item.dtype == bool and item.ndim:
+        return item
+    return None
+
+
+def _has_value(x) -> bool:
+    return isinstance(x, Value) or (isinstance(x, (list, tuple)) and any(map(_has_value, x)))
+
+
+def _first_axis(items, masks, k, ndim):
+    """The first axis item ``k`` indexes: items before it consume axes (a mask one per
+    dimension, None none), or those after it do where an ``...`` precedes it."""
+    consumed = [0 if item is None or item is Ellipsis else 1 if mask is None else mask.ndim
+                for item, mask in zip(items, masks)]
+    if any(item is Ellipsis for item in items[:k]):
+        return ndim - sum(consumed[k:])
+    return sum(consumed[:k])
+
+
+_SUPPORTED = ("index with ints, slices, None (np.newaxis), ..., or integer arrays; "
+              "for a condition, use np.where(mask, x, 0)")

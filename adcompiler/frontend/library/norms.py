@@ -1,0 +1,52 @@
+"""``np.linalg.norm`` of traced arrays: the norms that are sums and maxima over entries, written
+once in :mod:`adcompiler.compositions.norms` (the tape runs it too); this module binds the
+arguments and refuses, located, the norms that have no composition.
+
+Choices: the 2-norm and the Frobenius norm are ``sqrt(sum(x * x))`` whose derivative at the zero
+vector is 0, as PyTorch's ``linalg.norm`` and as ``hypot`` here (JAX gives NaN there: sqrt's
+infinite slope times zero entries); ``ord=1``/``inf`` norms take ``abs``'s and ``max``'s rules
+(``sign(0) = 0``; ties at the maximum share the gradient). The norms that need singular values
+(a matrix's ``ord=2``, ``-2`` and ``'nuc'``) are refused with a hint (``custom_vjp``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...compositions.norms import norm
+from ...ir import Value
+from .binding import CallError, axis_arg, bind, static
+
+_PARAMS = ("x", "ord", "axis", "keepdims")
+
+
+def _norm(b, args, kwargs):
+    p = bind(args, kwargs, _PARAMS)
+    x, ord_ = p["x"], static(p.get("ord"), "`ord=`")
+    axis, keepdims = axis_arg(p.get("axis")), bool(static(p.get("keepdims", False), "`keepdims=`"))
+    if not isinstance(x, Value):
+        return np.linalg.norm(x, ord_, axis, keepdims)
+    if not x.aval.is_float:
+        x = b.emit("astype", (x,), {"dtype": "float64"})   # NumPy's norm of ints is float
+    ndim = len(b.shape(x))
+    axes = tuple(range(ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    out = norm(b, x, ord_, axes, axis is None, keepdims)
+    if out is None:
+        raise _refused(ord_, len(axes))
+    return out
+
+
+def _refused(ord_, count):
+    """Why ``ord_`` over ``count`` axes has no composition (:func:`norms.norm` gave None)."""
+    if count == 1:
+        return CallError(f"with ord={ord_!r} of a vector has no derivative here",
+                         "use ord=None, 1, 2, np.inf, -np.inf or a nonzero number")
+    if count == 2:
+        return CallError(f"with ord={ord_!r} of a matrix needs its singular values, which have "
+                         "no rule here", "write it in a function decorated with "
+                         "@adcompiler.custom_vjp (e.g. with np.linalg.svd in its fwd and bwd)")
+    return CallError(f"with ord={ord_!r} needs a 1-D or 2-D array, or `axis=`",
+                     "NumPy raises ValueError here too")
+
+
+FUNCTIONS = {np.linalg.norm: _norm}

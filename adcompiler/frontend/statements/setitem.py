@@ -1,0 +1,164 @@
+"""Lower ``y[idx] = v``, ``y[idx] op= v`` and ``np.add.at(y, idx, v)`` into functional updates
+(``setitem``, ``index_add``: repeated indices add up) in SSA.
+
+NumPy writes into ``y``'s memory, so every name for that array sees the change: the update
+goes through the same alias tracking as ``y *= v`` (:mod:`.inplace`). A boolean mask becomes
+``np.where(mask, v, y)`` (the count it selects depends on the data; the shape it keeps does
+not); a mask known while compiling is its positions (:meth:`constant_masks`). Invariants: the compiled code never writes into the caller's arrays (assigning into a
+parameter updates a copy, the result is the same); writing into a module-level or closure
+array is a located error; ``v`` is cast to ``y``'s dtype, as NumPy does.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from ...ir import Value
+
+_OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
+        ast.Pow: "power", ast.Mod: "remainder", ast.FloorDiv: "floor_divide"}
+
+
+class SetitemLowering:
+    """Mixin of the lowering for assignments into array elements."""
+
+    def assign_subscript(self, target: ast.Subscript, value, stmt, op=None):
+        if not isinstance(target.value, ast.Name):
+            raise self.src.error(target, "assign into a named array (`y[i] = v`), not into an "
+                                 "expression", "give the array a name first")
+        name = target.value.id
+        old = self.lookup(name, target.value)
+        if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
+            raise self.src.error(target.value, f"`{name}` is not an array that can be "
+                                 "assigned into", "assign into arrays made with np.zeros, "
+                                 "np.empty_like, .copy() and the like")
+        index = self.expr(target.slice)
+        items = index if isinstance(index, tuple) else (index,)
+        new = self.store_changing_slice(old, items, value, op, stmt, target)
+        if new is None:
+            new = self.store_items(old, items, value, op, stmt, target)
+        if new.aval.dtype != old.aval.dtype:
+            new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+        self.update_aliases(stmt, old, new, name)
+        self.bind(target.value, new, stmt)
+
+    def store_items(self, old, items, value, op, stmt, target):
+        items = self.constant_masks(old, items, target)  # a mask known now: its positions
+        if _mask(items) is not None:
+            self.check_masked_value(value, stmt.value)
+        if op is not None:
+            current = self.subscript_read(old, items, target)
+            value = self.b.emit(_OPS[type(op)], (current, self.operand(value, stmt.value)))
+        return self.store(old, items, self.operand(value, stmt.value), target)
+
+    def store_changing_slice(self, old, items, value, op, stmt, target):
+        """``y[i:] *= 0.9``, ``U[i, i + 1:] = 0.0``: a number stored into a slice whose length
+        changes with the loop counters, as ``whole = np.where(mask, new, whole)`` over the
+        whole axis (see :meth:`..expressions.windows.WindowLowering.changing_slice_mask`); None
+        where that does not apply."""
+        masked = self.changing_slice_mask(old, items) if _number(value) else None
+        if masked is None:
+            return None
+        whole, mask = masked
+        full = all(isinstance(x, slice) and x == slice(None) for x in whole)
+        current = old if full else self.subscript_read(old, whole, target)
+        new = value if op is None else self.b.emit(_OPS[type(op)], (
+            current, self.operand(value, stmt.value)))
+        new = self.b.emit("where", (mask, new, current))
+        return new if full else self.store(old, whole, new, target)
+
+    def check_masked_value(self, value, node):
+        """``y[mask] = v`` compiles as ``np.where(mask, v, y)``: right for a number, or an
+        array of one element; NumPy reads any other ``v`` in order, one item per True entry,
+        so those are refused."""
+        size = 1
+        if isinstance(value, Value) and value.aval.kind == "array":
+            shape = value.aval.shape
+            size = None if shape is None else int(np.prod(shape))
+        if size != 1:
+            raise self.src.error(node, "a boolean mask takes a number here (NumPy would store "
+                                 "this array's items one per True entry, in order)",
+                                 "use np.where(mask, values, y) with values shaped like y")
+
+    def subscript_read(self, base, items, node):
+        mask = _mask(items)
+        if mask is not None:
+            return base  # combined elementwise, then selected by the mask in store()
+        arrays = []
+        items = self.windows(base, items, node)
+        spec = tuple(self.index_item(item, arrays, node) for item in items)
+        return self.b.getitem(base, arrays, spec)
+
+    def store(self, old, items, value, node):
+        mask = _mask(items)
+        if mask is not None:
+            new = self.b.emit("where", (mask, value, old))
+            if new.aval.shape != old.aval.shape:
+                raise self.src.error(node, f"the mask (shape {mask.aval.shape}) does not fit "
+                                     f"the array (shape {old.aval.shape})",
+                                     "use a mask of the array's own shape")
+            return new
+        arrays = []
+        items = self.windows(old, items, node)
+        spec = tuple(self.index_item(item, arrays, node) for item in items)
+        return self.b.setitem(old, value, arrays, spec)
+
+
+def lower_add_at(lowering, stmt):
+    """``np.add.at(y, idx, v)`` (what generated adjoint code writes where indices repeat):
+    ``y`` with ``v`` added at ``idx``, every repeat counted, as an update of ``y``."""
+    call = stmt.value
+    if lowering.expr(call.func) != np.add.at:
+        raise lowering.src.error(call.func, f"`{lowering.src.text(call.func)}(...)` is not "
+                                 "np.add.at: its result would be dropped",
+                                 "assign the result to a name")
+    if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], ast.Name):
+        raise lowering.src.error(call, "np.add.at compiles as np.add.at(y, index, values) on a "
+                                 "named array y", "name the array first")
+    target = call.args[0]
+    old = lowering.lookup(target.id, target)
+    if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
+        raise lowering.src.error(target, f"`{target.id}` is not an array that can be updated",
+                                 "update arrays made with np.zeros, .copy() and the like")
+    index = lowering.expr(call.args[1])
+    items = index if isinstance(index, tuple) else (index,)
+    items = lowering.constant_masks(old, items, call.args[1])  # a mask known now: positions
+    arrays = []
+    spec = tuple(lowering.index_item(item, arrays, call.args[1]) for item in items)
+    value = lowering.operand(lowering.expr(call.args[2]), call.args[2])
+    new = lowering.b.emit("index_add", (old, value, *arrays), {"index": spec})
+    if new.aval.dtype != old.aval.dtype:
+        new = lowering.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+    lowering.update_aliases(stmt, old, new, target.id)
+    lowering.bind(target, new, stmt)
+
+
+def is_add_at(stmt) -> bool:
+    """Whether a statement is a call ``<something>.add.at(...)`` (syntax only)."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    func = call.func if isinstance(call, ast.Call) else None
+    return (isinstance(func, ast.Attribute) and func.attr == "at"
+            and isinstance(func.value, ast.Attribute) and func.value.attr == "add")
+
+
+def add_at_target(stmt):
+    """``y`` of a statement ``<module>.add.at(y, ...)``, else None (syntax only)."""
+    if is_add_at(stmt) and stmt.value.args and isinstance(stmt.value.args[0], ast.Name):
+        return stmt.value.args[0].id
+    return None
+
+
+def _number(value) -> bool:
+    """A Python number or a traced 0-d value: what a changing-length slice may store."""
+    if isinstance(value, Value):
+        return value.aval.known_shape == ()
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+
+
+def _mask(items):
+    """The boolean mask of ``y[mask]``, if that is the index."""
+    if len(items) == 1 and isinstance(items[0], Value) and items[0].aval.dtype == "bool":
+        return items[0]
+    return None
