@@ -1,7 +1,7 @@
 """The frontend: read a function's source, fence off unsupported syntax, lower it to SSA IR.
 
 The steps, each a sub-package, in the order a function goes through them (a package imports
-only those listed before it, and the three modules at the top import them all):
+only those listed before it, and :mod:`.calls`, which :mod:`.expressions` reads):
 
 - :mod:`.reading`: the user's source (a function's, a module's, read statically), its
   parameters, and Python's scopes read from the AST.
@@ -14,8 +14,8 @@ only those listed before it, and the three modules at the top import them all):
 - :mod:`.expressions`: each expression form lowered to a Value or a static Python object.
 - :mod:`.statements`: each statement form lowered, and the state they share.
 
-At the top: :mod:`.fence` (the syntax fence, run before lowering), :mod:`.calls` (the table of
-callables, array methods and attributes user code may call, filled from :mod:`.library`) and
-:mod:`.lower` (``lower_function``, the entry, and the ``Lowering`` those parts are assembled
-into).
+At the top: :mod:`.calls` (the table of callables, array methods and attributes user code may
+call, filled from :mod:`.library` only), :mod:`.fence` (the syntax fence, run before
+lowering, on the statements' own predicates) and :mod:`.lower` (``lower_function``, the entry,
+and the ``Lowering`` those parts are assembled into).
 """

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from .statements.checks import allowed_parts
+from .statements.expression_statements import bare_expression, may_call_user
 from .statements.lists import is_append
 from .statements.local_functions import check_definition
 from .statements.setitem import is_add_at
@@ -22,8 +23,6 @@ ALLOWED = (
     ast.If, ast.For, ast.While, ast.IfExp, ast.BoolOp, ast.boolop, ast.Break, ast.Continue,
     ast.Assert, ast.Raise, ast.ListComp, ast.GeneratorExp, ast.comprehension,  # unrolled: .comprehensions
 )
-
-PRINT_HINT = "print in the caller; the gradient's generated code is in its `.source`"
 
 _WHY = {
     ast.Try: ("`try` is not supported in a compiled function",
@@ -95,50 +94,6 @@ def check(src: FunctionSource) -> None:
             if isinstance(node, ast.Expr) and not (_is_constant(node) or is_append(node)
                                                    or is_add_at(node) or may_call_user(node)):
                 raise bare_expression(src, node)
-
-
-def may_call_user(stmt) -> bool:
-    """A bare call that may be of the user's own function (``normalize_(x)``, which writes into
-    ``x``): the lowering inlines it if it is one, and refuses it with
-    :func:`bare_expression` if not."""
-    call = stmt.value
-    return (isinstance(call, ast.Call) and _writes_in_place(call) is None
-            and not (isinstance(call.func, ast.Name) and call.func.id == "print"))
-
-
-def bare_expression(src, stmt):
-    call = stmt.value
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
-        return src.error(call, "`print` is not supported in a compiled function: the generated "
-                         "code has no side effects",
-                         PRINT_HINT)
-    if isinstance(call, ast.Call) and (writes := _writes_in_place(call)):
-        return src.error(call, f"{writes} writes into an array in place, which a compiled "
-                         "function does not support here",
-                         "assign the new values to the name instead: `y = np.exp(x)` for "
-                         "`np.exp(x, out=y)`, `y = x.copy()` for `np.copyto(y, x)`, "
-                         "`y = np.full_like(y, 2.0)` for `y.fill(2.0)`")
-    return src.error(stmt, "an expression statement has no effect on the result",
-                     "assign it to a name, or remove it")
-
-
-_IN_PLACE_METHODS = {"fill", "sort", "put", "resize", "itemset", "partition", "setfield"}
-_IN_PLACE_FUNCTIONS = {"copyto", "put", "place", "putmask", "fill_diagonal"}
-
-
-def _writes_in_place(call) -> str | None:
-    """How a bare call writes into an array (``y.fill(2.0)``, ``np.copyto(y, x)``,
-    ``np.exp(x, out=y)``), or None."""
-    if any(k.arg == "out" for k in call.keywords):
-        return "`out=`"
-    if isinstance(call.func, ast.Attribute):
-        base = call.func.value
-        numpy_call = isinstance(base, ast.Name) and base.id in ("np", "numpy")
-        if numpy_call and call.func.attr in _IN_PLACE_FUNCTIONS:
-            return f"`np.{call.func.attr}`"
-        if not numpy_call and call.func.attr in _IN_PLACE_METHODS:
-            return f"`.{call.func.attr}()`"
-    return None
 
 
 def _is_constant(stmt) -> bool:

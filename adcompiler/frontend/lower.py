@@ -19,11 +19,14 @@ import numpy as np
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
 from .reading.parameters import python_call_error
+from .reading.scopes import own_names
 from . import fence
-from .expressions.comprehensions import ComprehensionLowering, own_names
+from .expressions.comprehensions import ComprehensionLowering
 from .expressions.lowering import ExpressionLowering
 from .expressions.indexing import IndexLowering
-from .statements.inplace import InplaceLowering, Unreadable, memory_root, open_producers
+from .bindings.memory import memory_root, open_producers
+from .bindings.unreadable import Unreadable
+from .statements.inplace import InplaceLowering
 from .statements.lists import ListLowering
 from .statements.local_functions import LocalFunctionLowering, refuse_escape
 from .statements.setitem import SetitemLowering

@@ -1,6 +1,9 @@
 """Bindings: what a name may be bound to while lowering, besides a Value or a static object.
 
-:mod:`.structured` holds tuples and lists of traced values (carried through loops and joined
-after branches, leaf by leaf). Invariant: these are plain values, shared by the expression and
-the statement lowering, and import neither.
+:mod:`.unreadable`: the markers of names that cannot be read where Python would have a value
+(reading one is a located error); :mod:`.structured`: tuples and lists of traced values,
+carried through loops and joined after branches, leaf by leaf; :mod:`.functions`: a nested
+``def`` or ``lambda`` (``LocalFunction``); :mod:`.memory`: which values share memory (NumPy's
+views), read from the graph built so far. Invariant: these are plain values and functions of
+them, shared by the expression and the statement lowering, and import neither.
 """

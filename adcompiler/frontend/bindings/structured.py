@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...ir import Literal, Value
-from ..statements.inplace import Unreadable
+from .unreadable import Unreadable
 
 
 def traceable(v) -> bool:

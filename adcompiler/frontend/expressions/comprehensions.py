@@ -22,7 +22,7 @@ import operator
 from ...ir import Value
 from ..library.binding import CallError, call
 from ..calls import FUNCTIONS
-from ..statements.inplace import open_producers
+from ..bindings.memory import open_producers
 from ..bindings.structured import describe
 
 MAX_ITERATIONS = 1000  # per outermost comprehension, every `for` clause's iterations counted
@@ -295,15 +295,3 @@ def _generator_error(src, node):
                      "at once: as the iterable of sum(), tuple(), list(), max() or min()",
                      "write a list comprehension, `[... for ...]` (NumPy functions such as "
                      "np.stack take a list, not a generator)")
-
-
-def own_names(tree) -> set:
-    """The names only comprehensions bind in the function ``tree`` (Python 3.12 lists them among
-    the function's locals; they are the comprehensions' own, not the function's)."""
-    targets = {id(n) for c in ast.walk(tree) if isinstance(c, ast.comprehension)
-               for n in ast.walk(c.target)}
-    stores = [n for n in ast.walk(tree)
-              if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-    elsewhere = {n.id for n in stores if id(n) not in targets}
-    elsewhere |= {a.arg for a in ast.walk(tree.args) if isinstance(a, ast.arg)}
-    return {n.id for n in stores if id(n) in targets} - elsewhere

@@ -22,9 +22,8 @@ from ...ir.builder import NeedsShape
 from ..library.binding import CallError, call
 from ..calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
 from ..desugaring.chains import lower_chain
-from ..fence import PRINT_HINT
-from ..statements.inplace import Unreadable
-from ..statements.local_functions import LocalFunction
+from ..bindings.unreadable import Unreadable
+from ..bindings.functions import LocalFunction
 from .windows import MovingSlice
 
 BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("subtract", operator.sub),
@@ -41,6 +40,7 @@ COMPARE = {ast.Gt: ("greater", operator.gt), ast.GtE: ("greater_equal", operator
 
 
 NOT_USER = object()  # what call_user gives for a callable that is not the user's
+PRINT_HINT = "print in the caller; the gradient's generated code is in its `.source`"
 
 
 class ExpressionLowering:

@@ -1,7 +1,7 @@
 """The handlers of the statements that bind a name: plain and annotated assignment (the right
 side lowered once, then bound to each target by :meth:`..lower.Lowering.bind`: names, tuples
 and lists unpacked, subscripts stored into) and a nested ``def`` (bound to its function value,
-:class:`.local_functions.LocalFunction`, its defaults evaluated now).
+:class:`..bindings.functions.LocalFunction`, its defaults evaluated now).
 
 Augmented assignment (``y *= v``) has NumPy's in-place meaning: an array keeps its shape and
 dtype (else a located error, as NumPy refuses), and every other name for it sees the update
@@ -16,7 +16,8 @@ import ast
 import numpy as np
 
 from ...ir import Value
-from .inplace import OP_TEXT, is_mutable_array
+from ..bindings.memory import is_mutable_array
+from .inplace import OP_TEXT
 from .table import statement
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from .local_functions import own_scope
+from ..reading.scopes import own_scope
 from . import checks  # (a module: checks runs blocks too)
 from .table import STATEMENTS, lower_statement
 

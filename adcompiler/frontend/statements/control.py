@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from ...ir import Aval, Block, Node, Value
-from .inplace import Unreadable
+from ..bindings.unreadable import Unreadable
 from ..desugaring.shortcircuit import runs_unconditionally
 from ..bindings.structured import Diverged, fill, first_difference, flat, ident, label, same
 from .blocks import NO_RETURN, returns_inside, run_block, run_statements

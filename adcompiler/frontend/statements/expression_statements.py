@@ -6,15 +6,15 @@ in-place update (:mod:`.setitem`), a bare call of the user's function (or method
 for what it writes into its arguments. Invariants: the forms are tried in the order of
 :data:`EXPRESSION_FORMS`, the first whose predicate holds lowers the statement; an expression
 statement of no form (a docstring) does nothing, and a call that is not the user's is refused
-(it would have no effect).
+(it would have no effect). The fence refuses, up front, the bare expressions of no form
+(:func:`bare_expression`) with the same predicates.
 """
 
 from __future__ import annotations
 
 import ast
 
-from .. import fence
-from ..expressions.lowering import NOT_USER
+from ..expressions.lowering import NOT_USER, PRINT_HINT
 from .lists import is_append, lower_append
 from .setitem import is_add_at, lower_add_at
 from .table import statement
@@ -28,13 +28,57 @@ def bare_call(lowering, stmt: ast.Expr):
     func = lowering.expr(node.func)
     args, kwargs = lowering.call_arguments(node)
     if lowering.call_user(func, args, kwargs, node, result=False) is NOT_USER:
-        raise fence.bare_expression(lowering.src, stmt)
+        raise bare_expression(lowering.src, stmt)
+
+
+def may_call_user(stmt) -> bool:
+    """A bare call that may be of the user's own function (``normalize_(x)``, which writes into
+    ``x``): the lowering inlines it if it is one, and refuses it with
+    :func:`bare_expression` if not."""
+    call = stmt.value
+    return (isinstance(call, ast.Call) and _writes_in_place(call) is None
+            and not (isinstance(call.func, ast.Name) and call.func.id == "print"))
+
+
+def bare_expression(src, stmt):
+    call = stmt.value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print":
+        return src.error(call, "`print` is not supported in a compiled function: the generated "
+                         "code has no side effects",
+                         PRINT_HINT)
+    if isinstance(call, ast.Call) and (writes := _writes_in_place(call)):
+        return src.error(call, f"{writes} writes into an array in place, which a compiled "
+                         "function does not support here",
+                         "assign the new values to the name instead: `y = np.exp(x)` for "
+                         "`np.exp(x, out=y)`, `y = x.copy()` for `np.copyto(y, x)`, "
+                         "`y = np.full_like(y, 2.0)` for `y.fill(2.0)`")
+    return src.error(stmt, "an expression statement has no effect on the result",
+                     "assign it to a name, or remove it")
+
+
+_IN_PLACE_METHODS = {"fill", "sort", "put", "resize", "itemset", "partition", "setfield"}
+_IN_PLACE_FUNCTIONS = {"copyto", "put", "place", "putmask", "fill_diagonal"}
+
+
+def _writes_in_place(call) -> str | None:
+    """How a bare call writes into an array (``y.fill(2.0)``, ``np.copyto(y, x)``,
+    ``np.exp(x, out=y)``), or None."""
+    if any(k.arg == "out" for k in call.keywords):
+        return "`out=`"
+    if isinstance(call.func, ast.Attribute):
+        base = call.func.value
+        numpy_call = isinstance(base, ast.Name) and base.id in ("np", "numpy")
+        if numpy_call and call.func.attr in _IN_PLACE_FUNCTIONS:
+            return f"`np.{call.func.attr}`"
+        if not numpy_call and call.func.attr in _IN_PLACE_METHODS:
+            return f"`.{call.func.attr}()`"
+    return None
 
 
 # (predicate on the statement, handler(lowering, stmt)), in the order they are tried
 EXPRESSION_FORMS = ((is_append, lower_append),
                     (is_add_at, lower_add_at),
-                    (fence.may_call_user, bare_call))
+                    (may_call_user, bare_call))
 
 
 @statement(ast.Expr)

@@ -20,51 +20,9 @@ import ast
 import os
 from dataclasses import dataclass
 
-import numpy as np
-
 from ...ir import Value
-
-# list_get: an element of a list is the very array the list holds (see .lists)
-VIEW_PRIMS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "list_get"}
-
-
-class Unreadable:
-    """What a name holds where Python would have a value the compiled code cannot give: reading
-    it is a located error (``describe`` gives its message and hint). Branches and loops pass
-    it on instead of merging it."""
-
-    def describe(self, name) -> tuple:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class AfterBreak(Unreadable):
-    """A ``for`` loop's target after a loop that may ``break``: its value is the iteration
-    that broke, which is known only while running."""
-
-    lineno: int
-
-    def describe(self, name):
-        return (f"`{name}` after the loop at line {self.lineno}, which may break, holds the "
-                "iteration that broke, which adcompiler does not track",
-                f"set a variable before the loop and assign it `{name}` inside it, before "
-                "the break, and read that variable here")
-
-
-@dataclass(frozen=True)
-class InLoopOnly(Unreadable):
-    """A name first bound inside a loop's body: the loop carries only names bound before it."""
-
-    lineno: int
-    counted: bool   # a for loop (else a while loop, which may not run at all)
-
-    def describe(self, name):
-        kind = "for" if self.counted else "while"
-        why = ("adcompiler carries only names bound before a loop" if self.counted
-               else "which may not run at all")
-        return (f"`{name}` is first assigned inside the {kind} loop at line {self.lineno}, {why}",
-                f"assign `{name}` a starting value of the same shape and dtype before the loop "
-                f"(for example `{name} = np.zeros_like(...)`)")
+from ..bindings.memory import is_mutable_array, memory_root, open_producers
+from ..bindings.unreadable import Unreadable
 
 
 @dataclass(frozen=True)
@@ -300,40 +258,6 @@ def alias_copy_hint(tree, name, other) -> str:
              else f"`{name} = {other}.copy()` where `{name}` takes `{other}`'s array")
     return (f"copy it ({where}) if `{other}` should keep its values; if the update should show "
             "under both names, as in NumPy, use one name for the array")
-
-
-def is_mutable_array(x) -> bool:
-    """Arrays are updated in place; Python numbers and NumPy scalars (shape ()) are not."""
-    return isinstance(x, Value) and not x.aval.is_scalar and x.aval.shape != ()
-
-
-def open_producers(b) -> dict:
-    """Value -> node for the nodes emitted so far into the graph and every block still open
-    around the builder's target (a loop body's nodes join the graph only when it closes)."""
-    return {v: n for nodes in (*b.enclosing, b.target) for n in nodes for v in n.outputs}
-
-
-def memory_root(v: Value, producers: dict) -> Value:
-    """The value whose memory ``v`` views (``v`` itself when it is not a view)."""
-    node = producers.get(v)
-    while node is not None and _is_view(node):
-        v = node.inputs[0]
-        node = producers.get(v)
-    return v
-
-
-def _is_view(node) -> bool:
-    if node.prim == "getitem":  # a window's gather ("u") stands for a slice: NumPy's view
-        arrays = node.inputs[1:]    # an integer array index copies; a traced int (Y[i]) not
-        copies = any(item[0] == "a" and not _scalar_int(arrays[item[1]])
-                     for item in node.params["index"])
-        return not copies and node.out.aval.shape != ()
-    return node.prim in VIEW_PRIMS
-
-
-def _scalar_int(x) -> bool:
-    aval = x.aval
-    return aval.known_shape == () and np.dtype(aval.dtype).kind in "iu"
 
 
 OP_TEXT = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**",

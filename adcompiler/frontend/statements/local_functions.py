@@ -18,51 +18,16 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections import deque
-from dataclasses import dataclass
 
-from ..expressions.comprehensions import UNBOUND, own_names
-from .inplace import Unreadable
+from ..bindings.functions import LocalFunction, named
+from ..bindings.unreadable import Unreadable
+from ..expressions.comprehensions import UNBOUND
+from ..reading.scopes import free_names
 from ..reading.source import FunctionSource, as_def
-from . import blocks  # (a module: blocks reads own_scope from here)
+from . import blocks
 from .context import Scope
 
 _P = inspect.Parameter
-
-
-@dataclass(eq=False)
-class LocalFunction:
-    """A nested ``def`` or a ``lambda``, bound while compiling; calling it inlines ``src.tree``."""
-
-    node: ast.AST            # the user's FunctionDef or Lambda
-    src: FunctionSource      # ``tree`` is a FunctionDef (a lambda's body as its ``return``)
-    definer: object          # the Lowering whose scope the free names are read from
-    signature: inspect.Signature  # binds a call (its defaults: as at the definition)
-    defaults: dict           # parameter name -> its default now (in-place writes update it)
-    scopes: tuple = ()       # the definer's comprehensions running at the definition
-    reads: frozenset = frozenset()  # the names its body reads from the scopes around it
-
-    @property
-    def __name__(self) -> str:
-        return self.src.tree.name
-
-    def __call__(self, *args, **kwargs):
-        raise TypeError(f"{_name(self)} is called by Python's own code here (`map`, a `key=`, "
-                        "...), but adcompiler inlines only the calls the compiled code makes; "
-                        "call it directly (a list comprehension for `map`)")
-
-    @property
-    def in_words(self) -> str:
-        kind = "lambda" if isinstance(self.node, ast.Lambda) else f"nested def `{self.node.name}`"
-        return f"the {kind} of line {self.node.lineno}"
-
-    def local_names(self) -> set:
-        """The names Python makes local to the body: parameters and every name it binds."""
-        tree = self.src.tree
-        stores = {n.id for n in own_scope(tree.body)
-                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        stores |= {n.name for n in own_scope(tree.body) if isinstance(n, ast.FunctionDef)}
-        return (stores - own_names(tree)) | set(self.signature.parameters)
 
 
 def check_definition(src, node) -> None:
@@ -115,8 +80,8 @@ class LocalFunctionLowering:
         try:
             bound = func.signature.bind(*args, **kwargs)
         except TypeError as exc:
-            raise self.src.error(node, f"TypeError: {_name(func)}: {exc}",
-                                 f"{_name(func)}'s parameters: "
+            raise self.src.error(node, f"TypeError: {named(func)}: {exc}",
+                                 f"{named(func)}'s parameters: "
                                  f"{ast.unparse(func.node.args) or 'none'}") from None
         given = dict(bound.arguments)
         bound.apply_defaults()  # ``*args``: ()
@@ -137,7 +102,7 @@ class LocalFunctionLowering:
         frame = self
         while frame is not None:
             if frame.scope.local is not None and frame.scope.local.node is func.node:
-                raise self.src.error(node, f"{_name(func)} calls itself: a recursive nested "
+                raise self.src.error(node, f"{named(func)} calls itself: a recursive nested "
                                      "function cannot be inlined",
                                      "recursion is not supported; write the computation as "
                                      "a loop")
@@ -150,7 +115,7 @@ class LocalFunctionLowering:
         for name in sorted(func.reads):
             binders = [scope for scope in func.scopes if name in scope]
             if binders and all(binders[-1] is not scope for scope in running):
-                raise self.src.error(node, f"{_name(func)} reads `{name}`, the variable of the "
+                raise self.src.error(node, f"{named(func)} reads `{name}`, the variable of the "
                                      "comprehension defining it, which has ended: Python would "
                                      "read its last value, which adcompiler does not keep",
                                      f"bind it when defining the function: `lambda ..., {name}="
@@ -189,7 +154,7 @@ def refuse_escape(results) -> None:
     definition (a compiled function returns arrays and numbers)."""
     for value in _leaves(results):
         if isinstance(value, LocalFunction):
-            raise value.src.error(value.node, f"{_name(value)} is returned from the compiled "
+            raise value.src.error(value.node, f"{named(value)} is returned from the compiled "
                                   "function, which returns arrays and numbers only",
                                   "call it inside the function, or define it at module level "
                                   "and call it in the caller")
@@ -203,58 +168,3 @@ def _leaves(value):
         yield value
 
 
-def _name(func: LocalFunction) -> str:
-    return "this lambda" if isinstance(func.node, ast.Lambda) else f"`{func.node.name}`"
-
-
-_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp)
-
-
-def free_names(scope) -> set:
-    """The names a def, lambda or comprehension reads from the scopes around it: not those it
-    binds (parameters, assignments, a nested def's name, comprehension targets), and with the
-    free names of the scopes inside it. Its defaults and first iterable are read around it."""
-    reads, binds = set(), set()
-    if isinstance(scope, (ast.FunctionDef, ast.Lambda)):
-        args = scope.args
-        binds = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
-                                 args.kwarg) if a is not None}
-    todo = deque(_parts(scope)[1])
-    while todo:
-        node = todo.popleft()
-        if isinstance(node, ast.Name):
-            (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
-        if isinstance(node, _SCOPES):
-            reads |= free_names(node)
-            binds |= {node.name} if isinstance(node, ast.FunctionDef) else set()
-            todo += _parts(node)[0]
-        else:
-            todo += ast.iter_child_nodes(node)
-    return reads - binds
-
-
-def _parts(scope) -> tuple:
-    """(the nodes evaluated around ``scope``, those evaluated inside it)."""
-    if isinstance(scope, (ast.FunctionDef, ast.Lambda)):
-        args = scope.args
-        around = [*args.defaults, *filter(None, args.kw_defaults),
-                  *getattr(scope, "decorator_list", ())]
-        return around, scope.body if isinstance(scope.body, list) else [scope.body]
-    first, *rest = scope.generators
-    inside = [first.target, *first.ifs, *(n for g in rest for n in (g.target, g.iter, *g.ifs))]
-    inside += [scope.key, scope.value] if isinstance(scope, ast.DictComp) else [scope.elt]
-    return [first.iter], inside
-
-
-def own_scope(stmts):
-    """The nodes of ``stmts`` in their own scope, in ``ast.walk``'s order: not inside a nested
-    def or lambda (whose own names and ``return``s are theirs), though a nested def's name and
-    defaults are in this scope."""
-    todo = deque(stmts)
-    while todo:
-        node = todo.popleft()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            todo += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
-        else:
-            todo += ast.iter_child_nodes(node)

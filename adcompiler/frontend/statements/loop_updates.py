@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .inplace import Stale, Unreadable, alias_copy_hint, lowering_of, memory_root, open_producers
-from .local_functions import own_scope
+from ..bindings.memory import memory_root, open_producers
+from ..bindings.unreadable import Unreadable
+from .inplace import Stale, alias_copy_hint, lowering_of
+from ..reading.scopes import own_scope
 from .setitem import add_at_target
 from ..bindings.structured import flat, label
 from ...ir import Value

@@ -18,7 +18,7 @@ import ast
 
 from ...ir import Aval, Block, Literal, Node, Value
 from ..desugaring import jumps, reversed_range
-from .inplace import AfterBreak, InLoopOnly, Unreadable
+from ..bindings.unreadable import AfterBreak, InLoopOnly, Unreadable
 from ..bindings.structured import (ChangesInLoop, LoopState, carry_error, describe, flat, label,
                                    same, traceable)
 from .blocks import run_statements
