@@ -5,6 +5,9 @@ is still at the version it saw (its ``VersionCounter``, :mod:`.tensor`), and oth
 :class:`~.node.Placeholder` that answers shape queries and raises PyTorch's error (freed, or
 modified by an inplace operation) on any use of its values; under ``mode.numpy_inplace()`` the
 counter keeps it fresh instead (:meth:`SavedValue.preserve`).
+
+Layering: above ``Tensor`` (:mod:`.tensor`: a value saves a tensor and rebuilds one,
+``Tensor._make``) and :mod:`.node`; :mod:`.record` records through :func:`prim_node`.
 """
 
 from __future__ import annotations
