@@ -2,7 +2,8 @@
 state the handlers share, passed explicitly.
 
 - :mod:`.table`: the registry (``STATEMENTS``, filled by ``@statement(ast.If)`` beside each
-  handler; ``lower_statement`` looks a statement's handler up).
+  handler; ``lower_statement`` looks a statement's handler up; ``CONTINUED``, by
+  ``@continued(ast.With)``: the forms that, at a function's level, run the rest after them).
 - :mod:`.blocks`: a function body (``return`` ends it) and a branch's or loop's body, run
   statement by statement through the registry.
 - :mod:`.context`: the lowering's state in three objects: ``Scope`` (the names),

@@ -13,8 +13,7 @@ from __future__ import annotations
 import ast
 
 from ..reading.scopes import own_scope
-from . import checks  # (a module: checks runs blocks too)
-from .table import STATEMENTS, lower_statement
+from .table import CONTINUED, STATEMENTS, lower_statement
 
 NO_RETURN = object()  # what run_block gives when the statements fall through
 
@@ -47,9 +46,8 @@ def run_block(lowering, stmts):
         if isinstance(stmt, ast.If) and (returns_inside(stmt)
                                          or _defines_read(stmt, stmts[i + 1:])):
             return STATEMENTS[ast.If](lowering, stmt, rest=stmts[i + 1:])  # (.control)
-        if isinstance(stmt, ast.With):  # np.errstate: its body in place (.checks)
-            checks.enter_with(lowering, stmt)
-            return run_block(lowering, stmt.body + stmts[i + 1:])
+        if type(stmt) in CONTINUED:  # np.errstate: its body in place, then the rest (.checks)
+            return CONTINUED[type(stmt)](lowering, stmt, stmts[i + 1:])
         run_statements(lowering, [stmt])
     return NO_RETURN
 

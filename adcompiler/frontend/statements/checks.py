@@ -24,9 +24,9 @@ import numpy as np
 
 from ...errors import AssertionFailed, CompileError, RaisedByUser
 from ...ir import Literal, Node, Value, walk
-from . import blocks  # (a module: blocks runs np.errstate's body through here)
+from . import blocks
 from .conditions import check_condition
-from .table import statement
+from .table import continued, statement
 
 _CONVERSIONS = {-1: format, 115: lambda v, spec: format(str(v), spec),
                 114: lambda v, spec: format(repr(v), spec),
@@ -270,6 +270,14 @@ def enter_with(lowering, stmt: ast.With):
 def lower_with(lowering, stmt: ast.With):
     enter_with(lowering, stmt)
     blocks.run_statements(lowering, stmt.body)
+
+
+@continued(ast.With)
+def lower_with_rest(lowering, stmt: ast.With, rest):
+    """At a function's level: the body in place, then the statements after the block, which
+    may ``return``."""
+    enter_with(lowering, stmt)
+    return blocks.run_block(lowering, stmt.body + rest)
 
 
 NOT_A_CHECK = object()  # what lower_checked_if gives for an ``if`` that is not a check

@@ -1,5 +1,7 @@
 """The registry of statement handlers: ``STATEMENTS`` maps an AST statement type to the function
-lowering it, ``handler(lowering, stmt)``.
+lowering it, ``handler(lowering, stmt)``; ``CONTINUED`` maps the types that, at a function's
+level, take the statements after them as part of their own body, to
+``handler(lowering, stmt, rest)`` (which returns the function's value, as :mod:`.blocks` does).
 
 A handler registers itself with ``@statement(ast.If)`` where it is defined, so the table is full
 once the lowering's modules are imported (:mod:`..lower` imports them all). Invariants: one
@@ -20,6 +22,20 @@ def statement(*kinds):
             if kind in STATEMENTS:
                 raise AssertionError(f"two handlers for {kind.__name__} statements")
             STATEMENTS[kind] = handler
+        return handler
+    return register
+
+
+CONTINUED: dict = {}  # ast statement type -> handler(lowering, stmt, rest), at function level
+
+
+def continued(kind):
+    """Register the decorated function as what a ``kind`` statement does at a function's level,
+    followed by the statements after it."""
+    def register(handler):
+        if kind in CONTINUED:
+            raise AssertionError(f"two continued handlers for {kind.__name__} statements")
+        CONTINUED[kind] = handler
         return handler
     return register
 
