@@ -27,7 +27,6 @@ from .expressions.indexing import IndexLowering
 from .bindings.memory import memory_root, open_producers
 from .bindings.unreadable import Unreadable
 from .statements.inplace import InplaceLowering
-from .statements.lists import ListLowering
 from .statements.local_functions import LocalFunctionLowering, refuse_escape
 from .statements.setitem import SetitemLowering
 from .expressions.windows import WindowLowering
@@ -43,7 +42,7 @@ _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ComprehensionLowering, ListLowering, ExpressionLowering, IndexLowering,
+class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering,
                InplaceLowering, SetitemLowering, WindowLowering, ControlLowering, LoopLowering,
                LocalFunctionLowering, UnpackLowering):
     """The lowering of one function's body (or an inlined call's), into ``graph`` through

@@ -4,6 +4,7 @@
 (reading one is a located error); :mod:`.structured`: tuples and lists of traced values,
 carried through loops and joined after branches, leaf by leaf; :mod:`.functions`: a nested
 ``def`` or ``lambda`` (``LocalFunction``); :mod:`.memory`: which values share memory (NumPy's
-views), read from the graph built so far. Invariant: these are plain values and functions of
+views), read from the graph built so far; :mod:`.lists`: a ``while`` loop's list before, while
+and after the loop builds it. Invariant: these are plain values and functions of
 them, shared by the expression and the statement lowering, and import neither.
 """

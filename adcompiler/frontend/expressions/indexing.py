@@ -13,6 +13,8 @@ import numpy as np
 
 from ...ir import Value
 from ..library.creation import made_while_compiling
+from ..bindings.lists import is_list
+from .lists import index_error, read_item
 from .windows import MovingSlice, Window
 
 
@@ -20,6 +22,8 @@ class IndexLowering:
     """Mixin of the lowering for subscript reads."""
 
     def lower_index(self, base: Value, node):
+        if is_list(base):  # a while loop's list: one element (.lists)
+            return read_item(self, base, node)
         index = self.expr(node.slice)
         items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item
         items = self.constant_masks(base, self.windows(base, items, node), node)
@@ -49,6 +53,8 @@ class IndexLowering:
         return tuple(out)
 
     def index_item(self, item, arrays, node):
+        if is_list(item):
+            raise index_error(self, node)
         if isinstance(item, MovingSlice):  # where no window can be (np.add.at's index)
             raise self.refuse_moving(item)
         if isinstance(item, Window):  # distinct entries: the adjoint adds with +=

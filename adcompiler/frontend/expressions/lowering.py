@@ -22,8 +22,10 @@ from ...ir.builder import NeedsShape
 from ..library.binding import CallError, call
 from ..calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
 from ..desugaring.chains import lower_chain
+from ..bindings.lists import is_list
 from ..bindings.unreadable import Unreadable
 from ..bindings.functions import LocalFunction
+from .lists import arithmetic_error, attribute_error, refuse_building
 from .windows import MovingSlice
 
 BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("subtract", operator.sub),
@@ -68,7 +70,9 @@ class ExpressionLowering:
         return node.value
 
     def expr_Name(self, node):
-        return self.lookup(node.id, node)
+        value = self.lookup(node.id, node)
+        refuse_building(self, node, value)  # a while loop's list, while the loop is lowered
+        return value
 
     def expr_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)
@@ -126,7 +130,7 @@ class ExpressionLowering:
         base = self.expr(node.value)
         if isinstance(base, Value):
             if base.aval.kind == "list":  # a while loop's stack (see ..statements.lists)
-                raise self.list_attribute_error(node)
+                raise attribute_error(self, node)
             if node.attr in ATTRIBUTES:
                 return ATTRIBUTES[node.attr](self.b, base)
             if node.attr == "dtype" and base.aval.kind == "array":  # fixed by the signature
@@ -230,6 +234,8 @@ class ExpressionLowering:
     def operand(self, x, node):
         """A node input: Values pass, Python numbers become literals, lists of numbers become
         constant arrays (as NumPy converts ``x * [1.0, 2.0]``)."""
+        if is_list(x):
+            raise arithmetic_error(self, node)
         if isinstance(x, Value) or isinstance(x, (bool, int, float)):
             return x
         if isinstance(x, np.generic):

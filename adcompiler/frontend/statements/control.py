@@ -22,6 +22,7 @@ from .blocks import NO_RETURN, returns_inside, run_block, run_statements
 from .checks import NOT_A_CHECK, lower_checked_if
 from .conditions import check_condition
 from .joins import aval_of, coerce, join, joinable
+from .lists import meet_empty_lists
 from .table import statement
 
 
@@ -62,11 +63,12 @@ def lower_if(lowering, stmt: ast.If, rest=None):
 
 
 class ControlLowering:
-    """Mixin of the lowering: merging an ``if``'s branches (:class:`.lists.ListLowering`
-    narrows it), conditional expressions and ``and``/``or``."""
+    """Mixin of the lowering: merging an ``if``'s branches, conditional expressions and
+    ``and``/``or``."""
 
     # ---- if -----------------------------------------------------------------------------------
     def merge_branches(self, stmt, test, blocks, envs, env0):
+        meet_empty_lists(self, blocks, envs)
         header = f"if {self.src.text(stmt.test)}:"
         names = [n for n in dict.fromkeys(list(envs[0]) + list(envs[1]))
                  if any(e.get(n, env0.get(n)) is not env0.get(n) for e in envs)]

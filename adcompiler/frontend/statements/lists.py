@@ -1,5 +1,6 @@
 """Lower the lists a ``while`` loop appends to: ``xs = []`` before the loop, ``xs.append(v)``
-at the top level of its body, ``xs[k]`` after it.
+at the top level of its body, ``xs[k]`` after it (read by :mod:`..expressions.lists`; written,
+for an array of rows, by :mod:`.setitem`; the values names hold: :mod:`..bindings.lists`).
 
 A while loop's trip count is unknown on entry, so what it keeps per iteration goes into a list
 (the adjoint code this compiler generates does just that, and reads it back for
@@ -17,24 +18,12 @@ number.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import contextlib
 
 from ...ir import Aval, Literal, Value
-from ..expressions.indexing import IndexLowering
+from ..bindings.lists import Building, empty, is_list
 from .inplace import rebind_hint
 from .loop_updates import rebound_first, updated_in_place
-
-_FRESH_ROWS = {"zeros_like", "copy", "add"}  # new arrays of rows (not Python lists)
-_READ_HINT = "read it by index after the loop (xs[k]), or np.array(xs) for an array of rows"
-
-
-@dataclass(frozen=True)
-class Building:
-    """What ``name`` holds while the while loop on line ``lineno`` appends to it."""
-
-    name: str
-    lineno: int
-
 
 def is_append(stmt) -> bool:
     """Whether a statement is ``<name>.append(...)``."""
@@ -44,7 +33,7 @@ def is_append(stmt) -> bool:
 
 
 def lower_append(lowering, stmt):
-    """``xs.append(v)``: recorded for the loop's stack (see :meth:`ListLowering.lower_while`)."""
+    """``xs.append(v)``: recorded for the loop's stack (see :func:`appending`)."""
     call = stmt.value
     name = call.func.value.id
     held = lowering.scope.env.get(name)
@@ -73,167 +62,93 @@ def lower_append(lowering, stmt):
     records.append((lowering.b.target, name, lowering.expr(call.args[0])))
 
 
-def _empty(x) -> bool:
-    """``[]``, as the lowering holds it: a static Python list with nothing in it."""
-    return isinstance(x, list) and not x
+# ---- building: the while loop and its appends --------------------------------------------------
+@contextlib.contextmanager
+def appending(lowering, stmt: ast.While):
+    """Around the lowering of the while loop ``stmt``: the names its body appends to hold
+    :class:`Building` (checked to be fresh ``[]``), their appends are recorded, and after the
+    loop each is bound to the ``while`` node's stacked output of what was appended (in the
+    environment the loop leaves, which may be a new one)."""
+    env = lowering.scope.env
+    appends = {s.value.func.value.id: s for s in stmt.body if is_append(s)}
+    nested = {n.value.func.value.id for s in stmt.body for n in ast.walk(s)
+              if isinstance(n, ast.Expr) and is_append(n)} - set(appends)
+    for name in nested:  # appended in a branch: refused there (see lower_append)
+        if empty(env.get(name)):
+            env[name] = Building(name, stmt.lineno)
+    if not appends:
+        yield
+        return
+    for name, append in appends.items():
+        _check_empty(lowering, name, append)
+        _check_kept(lowering, stmt, name, append)
+        env[name] = Building(name, stmt.lineno)
+    records = []
+    lowering.loop.appending = lowering.loop.appending + ((stmt, records),)
+    try:
+        yield
+    finally:
+        lowering.loop.appending = lowering.loop.appending[:-1]
+    node = lowering.b.target[-1]
+    body = node.regions[-1]
+    for name, append in appends.items():
+        (value,) = [v for target, n, v in records if target is body.nodes and n == name]
+        lowering.scope.env[name] = _stack(lowering, node, body, name, value, append)
 
 
-def is_list(x) -> bool:
-    return isinstance(x, Value) and x.aval.kind == "list"
-
-
-class ListLowering:
-    """Mixin of the lowering (before the others in its bases: it narrows their methods)."""
-
-    # ---- building: the while loop and its appends --------------------------------------------
-    def lower_while(self, stmt):
-        appends = {s.value.func.value.id: s for s in stmt.body if is_append(s)}
-        nested = {n.value.func.value.id for s in stmt.body for n in ast.walk(s)
-                  if isinstance(n, ast.Expr) and is_append(n)} - set(appends)
-        for name in nested:  # appended in a branch: refused there (see lower_append)
-            if _empty(self.scope.env.get(name)):
-                self.scope.env[name] = Building(name, stmt.lineno)
-        if not appends:
-            return super().lower_while(stmt)
-        for name, append in appends.items():
-            self._check_empty(name, append)
-            self._check_kept(stmt, name, append)
-            self.scope.env[name] = Building(name, stmt.lineno)
-        records = []
-        self.loop.appending = self.loop.appending + ((stmt, records),)
-        try:
-            super().lower_while(stmt)
-        finally:
-            self.loop.appending = self.loop.appending[:-1]
-        node = self.b.target[-1]
-        body = node.regions[-1]
-        for name, append in appends.items():
-            (value,) = [v for target, n, v in records if target is body.nodes and n == name]
-            self.scope.env[name] = self._stack(node, body, name, value, append)
-
-    def _check_empty(self, name, append):
-        held = self.scope.env.get(name)
-        if not _empty(held):
-            raise self.src.error(append, f"`{name}.append(...)` needs `{name} = []` before this "
-                                 "while loop", f"write `{name} = []` just before the loop")
-        others = [n for n, v in self.scope.env.items() if v is held and n != name]
-        if others:
-            raise self.src.error(append, f"`{others[0]}` names the same list as `{name}`",
+def _check_empty(lowering, name, append):
+    held = lowering.scope.env.get(name)
+    if not empty(held):
+        raise lowering.src.error(append, f"`{name}.append(...)` needs `{name} = []` before "
+                                 "this while loop", f"write `{name} = []` just before the loop")
+    others = [n for n, v in lowering.scope.env.items() if v is held and n != name]
+    if others:
+        raise lowering.src.error(append, f"`{others[0]}` names the same list as `{name}`",
                                  f"give `{name}` its own `{name} = []`")
 
-    def _check_kept(self, stmt, name, append):
-        """A list holds the array appended, not a copy: ``xs.append(h); h += 1`` changes the
-        entry too in NumPy. The stack stores values, so such an update is refused."""
-        (arg,) = append.value.args or (None,)
-        if not isinstance(arg, ast.Name) or rebound_first(stmt.body, arg.id):
-            return
-        for node in (n for s in stmt.body for n in ast.walk(s)):
-            if updated_in_place(node) == arg.id and isinstance(self.scope.env.get(arg.id), Value) \
-                    and self.scope.env[arg.id].aval.ndim:
-                raise self.src.error(node, f"`{arg.id}` is updated in place in a loop that "
+
+def _check_kept(lowering, stmt, name, append):
+    """A list holds the array appended, not a copy: ``xs.append(h); h += 1`` changes the
+    entry too in NumPy. The stack stores values, so such an update is refused."""
+    (arg,) = append.value.args or (None,)
+    if not isinstance(arg, ast.Name) or rebound_first(stmt.body, arg.id):
+        return
+    env = lowering.scope.env
+    for node in (n for s in stmt.body for n in ast.walk(s)):
+        if updated_in_place(node) == arg.id and isinstance(env.get(arg.id), Value) \
+                and env[arg.id].aval.ndim:
+            raise lowering.src.error(node, f"`{arg.id}` is updated in place in a loop that "
                                      f"appends it to `{name}`: in NumPy the list holds that "
                                      "very array, so the update would change its entries too",
                                      f"{rebind_hint(node, arg.id)}, or append "
                                      f"`{arg.id}.copy()`")
 
-    def _stack(self, node, body, name, value, append):
-        """The ``while`` node's new stacked output holding ``value`` of every iteration."""
-        if isinstance(value, (bool, int, float)):
-            value = Literal(value)
-        if not isinstance(value, (Value, Literal)) or value.aval.kind not in (
-                "array", "float", "int", "bool"):
-            raise self.src.error(append.value.args[0], "only an array or a number can be "
+
+def _stack(lowering, node, body, name, value, append):
+    """The ``while`` node's new stacked output holding ``value`` of every iteration."""
+    if isinstance(value, (bool, int, float)):
+        value = Literal(value)
+    if not isinstance(value, (Value, Literal)) or value.aval.kind not in (
+            "array", "float", "int", "bool"):
+        raise lowering.src.error(append.value.args[0], "only an array or a number can be "
                                  "appended to a list here", "append arrays or floats")
-        aval = value.aval
-        stack = Value(Aval("list", aval.dtype, () if aval.is_scalar else aval.shape),
-                      origin=name)
-        self.graph.name_value(stack, name)
-        body.outputs.append(value)
-        node.outputs = node.outputs + (stack,)
-        node.params = {**node.params, "stacked": node.params.get("stacked", 0) + 1}
-        return stack
-
-    def merge_branches(self, stmt, test, blocks, envs, env0):
-        """A list one branch builds meets the other branch's ``xs = []`` (a loop that never
-        ran): that one yields an empty list of the same elements."""
-        for name in set(envs[0]) & set(envs[1]):
-            values = [e[name] for e in envs]
-            for i, (v, other) in enumerate([values, values[::-1]]):
-                if _empty(v) and is_list(other):
-                    with self.b.into(blocks[i]):
-                        envs[i][name] = self.b.emit("empty_list", (), {
-                            "dtype": other.aval.dtype, "shape": other.aval.shape})
-        return super().merge_branches(stmt, test, blocks, envs, env0)
-
-    # ---- using a list ---------------------------------------------------------------------------
-    def expr_Name(self, node):
-        value = super().expr_Name(node)
-        if isinstance(value, Building):
-            raise self.src.error(node, f"`{node.id}` is being built by the while loop on line "
-                                 f"{value.lineno}", _READ_HINT)
-        return value
-
-    def lower_index(self, base, node):
-        if not is_list(base):
-            return super().lower_index(base, node)
-        return self.b.emit("list_get", (base, self._list_index(node)))
-
-    def _list_index(self, node):
-        """The one integer ``k`` of ``xs[k]``: a Python int or a traced int."""
-        k = self.expr(node.slice)
-        if isinstance(k, bool) or not (isinstance(k, int) or isinstance(k, Value) and k.aval.kind
-                                       in ("int", "array") and k.aval.known_shape == ()
-                                       and k.aval.dtype.startswith(("int", "uint"))):
-            raise self.src.error(node, "a list is indexed by one integer here",
-                                 "read one element, xs[k]; np.array(xs) gives an array of rows")
-        return k
-
-    def assign_subscript(self, target, value, stmt, op=None):
-        old = self.scope.env.get(target.value.id) if isinstance(target.value, ast.Name) else None
-        if not is_list(old):
-            return super().assign_subscript(target, value, stmt, op)
-        if not self._writable(old):
-            raise self.src.error(target, f"`{target.value.id}` is a list; writing into it is "
-                                 "not supported", f"make an array of rows first: "
-                                 f"{target.value.id} = np.array({target.value.id})")
-        k = self._list_index(target)
-        value = self.operand(value, stmt.value)
-        if op is not None:
-            current = self.b.emit("list_get", (old, k))
-            value = self.b.emit(_OPS[type(op)], (current, value))
-        arrays, index = ((k,), (("a", 0),)) if isinstance(k, Value) else ((), (("i", k),))
-        new = self.b.setitem(old, value, arrays, index)
-        self.update_aliases(stmt, old, new, target.value.id)  # as NumPy: every name sees it
-        self.bind(target.value, new, stmt)
-
-    def _writable(self, v) -> bool:
-        """Whether ``v`` is an array of rows made in this block (np.array(xs),
-        np.zeros_like(xs), np.add(xs, ys), then updated by row): a list's own elements may be
-        arrays that other names hold, which ``xs[k] += v`` would change in place."""
-        producers = {out: n for n in self.b.target for out in n.outputs}
-        node = producers.get(v)
-        while node is not None and node.prim in ("setitem", "index_add"):
-            node = producers.get(node.inputs[0])
-        return node is not None and node.prim in _FRESH_ROWS
-
-    def operand(self, x, node):
-        if is_list(x):
-            raise self.src.error(node, "arithmetic on a list is not supported (Python's `+` "
-                                 "would concatenate)", "index it (xs[k]), or use np.add(xs, ys) "
-                                 "for a sum of two lists element by element")
-        return super().operand(x, node)
-
-    def index_item(self, item, arrays, node):
-        if is_list(item):
-            raise self.src.error(node, "a list cannot be used as an index",
-                                 "index with ints, slices, or integer arrays")
-        return IndexLowering.index_item(self, item, arrays, node)
-
-    def list_attribute_error(self, node):
-        return self.src.error(node, f"a list has no `.{node.attr}` here",
-                              "a list built by a while loop is read by index (xs[k]); "
-                              "np.array(xs) makes an array of rows")
+    aval = value.aval
+    stack = Value(Aval("list", aval.dtype, () if aval.is_scalar else aval.shape), origin=name)
+    lowering.graph.name_value(stack, name)
+    body.outputs.append(value)
+    node.outputs = node.outputs + (stack,)
+    node.params = {**node.params, "stacked": node.params.get("stacked", 0) + 1}
+    return stack
 
 
-_OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
-        ast.Pow: "power", ast.Mod: "remainder", ast.FloorDiv: "floor_divide"}
+def meet_empty_lists(lowering, blocks, envs):
+    """Before an ``if``'s branches are merged: a list one branch builds meets the other
+    branch's ``xs = []`` (a loop that never ran): that one yields an empty list of the same
+    elements."""
+    for name in set(envs[0]) & set(envs[1]):
+        values = [e[name] for e in envs]
+        for i, (v, other) in enumerate([values, values[::-1]]):
+            if empty(v) and is_list(other):
+                with lowering.b.into(blocks[i]):
+                    envs[i][name] = lowering.b.emit("empty_list", (), {
+                        "dtype": other.aval.dtype, "shape": other.aval.shape})

@@ -24,6 +24,7 @@ from ..bindings.structured import (ChangesInLoop, LoopState, carry_error, descri
 from .blocks import run_statements
 from .conditions import check_condition
 from .joins import aval_of, coerce, join
+from .lists import appending
 from .loop_updates import LoopWriteChecks, assigned
 from .table import statement
 from .unrolled import UnrolledLoopLowering
@@ -52,7 +53,8 @@ def lower_loop(lowering, stmt):
     if isinstance(stmt, ast.For):
         lowering.lower_for(stmt, breaks)
     else:
-        lowering.lower_while(stmt)
+        with appending(lowering, stmt):  # the lists it appends to (.lists)
+            lowering.lower_while(stmt)
 
 
 class LoopLowering(UnrolledLoopLowering, LoopWriteChecks):

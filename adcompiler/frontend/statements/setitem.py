@@ -4,9 +4,12 @@
 NumPy writes into ``y``'s memory, so every name for that array sees the change: the update
 goes through the same alias tracking as ``y *= v`` (:mod:`.inplace`). A boolean mask becomes
 ``np.where(mask, v, y)`` (the count it selects depends on the data; the shape it keeps does
-not); a mask known while compiling is its positions (:meth:`constant_masks`). Invariants: the compiled code never writes into the caller's arrays (assigning into a
-parameter updates a copy, the result is the same); writing into a module-level or closure
-array is a located error; ``v`` is cast to ``y``'s dtype, as NumPy does.
+not); a mask known while compiling is its positions (:meth:`constant_masks`). An array of
+rows of kind ``list`` (``a = np.array(xs)`` of a while loop's list) is written by row
+(:func:`assign_item`). Invariants: the compiled code never writes into the caller's arrays
+(assigning into a parameter updates a copy, the result is the same); writing into a
+module-level or closure array is a located error; ``v`` is cast to ``y``'s dtype, as NumPy
+does.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import ast
 import numpy as np
 
 from ...ir import Value
+from ..bindings.lists import is_list
+from ..expressions.lists import list_index
 
 _OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
         ast.Pow: "power", ast.Mod: "remainder", ast.FloorDiv: "floor_divide"}
@@ -25,6 +30,8 @@ class SetitemLowering:
     """Mixin of the lowering for assignments into array elements."""
 
     def assign_subscript(self, target: ast.Subscript, value, stmt, op=None):
+        if holds_list(self, target):  # an array of rows, of kind list (.lists)
+            return assign_item(self, target, value, stmt, op)
         if not isinstance(target.value, ast.Name):
             raise self.src.error(target, "assign into a named array (`y[i] = v`), not into an "
                                  "expression", "give the array a name first")
@@ -162,3 +169,41 @@ def _mask(items):
     if len(items) == 1 and isinstance(items[0], Value) and items[0].aval.dtype == "bool":
         return items[0]
     return None
+
+
+_FRESH_ROWS = {"zeros_like", "copy", "add"}  # new arrays of rows (not Python lists)
+
+
+# ---- writing into an array of rows ------------------------------------------------------------
+def assign_item(lowering, target, value, stmt, op=None):
+    """``a[k] = v`` (``a[k] op= v``) into ``a``, an array of rows of kind ``list``."""
+    old = lowering.scope.env[target.value.id]
+    if not _writable(lowering, old):
+        raise lowering.src.error(target, f"`{target.value.id}` is a list; writing into it is "
+                                 "not supported", f"make an array of rows first: "
+                                 f"{target.value.id} = np.array({target.value.id})")
+    k = list_index(lowering, target)
+    value = lowering.operand(value, stmt.value)
+    if op is not None:
+        current = lowering.b.emit("list_get", (old, k))
+        value = lowering.b.emit(_OPS[type(op)], (current, value))
+    arrays, index = ((k,), (("a", 0),)) if isinstance(k, Value) else ((), (("i", k),))
+    new = lowering.b.setitem(old, value, arrays, index)
+    lowering.update_aliases(stmt, old, new, target.value.id)  # as NumPy: every name sees it
+    lowering.bind(target.value, new, stmt)
+
+
+def holds_list(lowering, target) -> bool:
+    """Whether ``target`` (``a[k]``) writes into a name holding a list."""
+    return isinstance(target.value, ast.Name) and is_list(lowering.scope.env.get(target.value.id))
+
+
+def _writable(lowering, v) -> bool:
+    """Whether ``v`` is an array of rows made in this block (np.array(xs),
+    np.zeros_like(xs), np.add(xs, ys), then updated by row): a list's own elements may be
+    arrays that other names hold, which ``xs[k] += v`` would change in place."""
+    producers = {out: n for n in lowering.b.target for out in n.outputs}
+    node = producers.get(v)
+    while node is not None and node.prim in ("setitem", "index_add"):
+        node = producers.get(node.inputs[0])
+    return node is not None and node.prim in _FRESH_ROWS
