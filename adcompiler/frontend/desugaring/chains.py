@@ -2,7 +2,7 @@
 evaluated once, the next one only where the chain so far holds.
 
 Each link (``lo < x[i]``) is lowered by the lowering's own single comparison
-(:meth:`ExpressionLowering.expr_Compare`), on operands already lowered (held in
+(:func:`..expressions.lowering.lower_compare`), on operands already lowered (held in
 ``ast.Constant`` nodes that carry the user's locations), so a link means exactly what the same
 comparison means alone. Links known while compiling decide while compiling, as Python's
 ``and``; after a traced link the rest of the chain runs in a block joined to it as ``and`` is
@@ -59,7 +59,7 @@ def _from(lw, node, left, left_node, k):
 
 
 def _held(value, at) -> ast.Constant:
-    """An already lowered operand, read back by ``expr_Constant``, at ``at``'s location."""
+    """An already lowered operand, read back by ``lower_constant``, at ``at``'s location."""
     return ast.copy_location(ast.Constant(value=value), at)
 
 

@@ -2,7 +2,7 @@
 
 Python evaluates ``b`` in ``a and b`` only where ``a`` holds, and code relies on it:
 ``i < n - 1 and x[i + 1] > x[i]`` guards an index, ``d == 0.0 or x / d > 1.0`` a division.
-:meth:`ControlLowering.expr_BoolOp` lowers ``b`` into a block of its own and asks
+:func:`..statements.control.lower_boolop` lowers ``b`` into a block of its own and asks
 :func:`runs_unconditionally`: where every node of the block is cheap (its output is one
 number) and cannot raise, whatever the inputs, the block is spliced in and combined with
 ``np.logical_and``, as before (no branch: ``x[i] > 0 and x[i] < 1`` stays one line);

@@ -20,10 +20,11 @@ import builtins
 import operator
 
 from ...ir import Value
-from ..library.binding import CallError, call
-from ..calls import FUNCTIONS
 from ..bindings.memory import open_producers
 from ..bindings.structured import describe
+from ..calls import FUNCTIONS
+from ..library.binding import CallError, call
+from .table import expression
 
 MAX_ITERATIONS = 1000  # per outermost comprehension, every `for` clause's iterations counted
 
@@ -38,15 +39,10 @@ _NOUN = {COMPREHENSION: "a comprehension", LOOP: "a `for` loop over a list or tu
 
 
 class ComprehensionLowering:
-    """Mixin of the lowering (first in its bases: it narrows ``expr_Call``)."""
+    """Mixin of the lowering: unrolling comprehensions, and the calls consuming an iterable
+    at once (which the call handler, :func:`.lowering.lower_call`, asks about first)."""
 
     # ---- comprehensions -----------------------------------------------------------------------
-    def expr_ListComp(self, node):
-        return self.unroll(node)
-
-    def expr_GeneratorExp(self, node):
-        raise _generator_error(self.src, node)
-
     def unroll(self, node) -> list:
         """The items of a list comprehension or generator expression, in Python's order, with
         the names its targets bind restored afterwards."""
@@ -226,13 +222,20 @@ class ComprehensionLowering:
         return [self.b.getitem(seq, (), (("i", k),)) for k in range(n)]
 
     # ---- calls that consume an iterable at once -----------------------------------------------
-    def expr_Call(self, node):
+    def consumed_by(self, node):
+        """The builtin (``sum``, ``tuple``, ``list``, ``max`` or ``min``) consuming an iterable
+        at once in the call ``node`` (``max``/``min``: of a generator), or None for a plain
+        call; a generator expression any other call takes is a located error."""
         consumer = self.consumer(node)
         generators = [a for a in node.args if isinstance(a, ast.GeneratorExp)]
         if generators and consumer is None:
             raise _generator_error(self.src, generators[0])
         if consumer is None or (consumer in (max, min) and not generators):
-            return super().expr_Call(node)
+            return None
+        return consumer
+
+    def lower_consumed(self, node, consumer):
+        """The call ``node`` of ``consumer`` (see :meth:`consumed_by`), its iterable unrolled."""
         args = [self.unroll(a) if isinstance(a, ast.GeneratorExp) else self.expr(a)
                 for a in node.args]
         if any(k.arg is None for k in node.keywords):
@@ -295,3 +298,13 @@ def _generator_error(src, node):
                      "at once: as the iterable of sum(), tuple(), list(), max() or min()",
                      "write a list comprehension, `[... for ...]` (NumPy functions such as "
                      "np.stack take a list, not a generator)")
+
+
+@expression(ast.ListComp)
+def lower_listcomp(lowering, node):
+    return lowering.unroll(node)
+
+
+@expression(ast.GeneratorExp)
+def lower_generatorexp(lowering, node):
+    raise _generator_error(lowering.src, node)

@@ -67,8 +67,7 @@ class IndexLowering:
         if item is Ellipsis:
             return ("e",)
         if isinstance(item, (bool, np.bool_)):
-            raise self.src.error(node, "indexing with a bool is not supported",
-                                 _SUPPORTED)
+            raise self.src.error(node, "indexing with a bool is not supported", _SUPPORTED)
         if isinstance(item, (int, np.integer)):
             return ("i", int(item))
         if isinstance(item, (list, tuple)):

@@ -26,6 +26,7 @@ from ..bindings.lists import is_list
 from ..bindings.unreadable import Unreadable
 from ..bindings.functions import LocalFunction
 from .lists import arithmetic_error, attribute_error, refuse_building
+from .table import expression, handler_of
 from .windows import MovingSlice
 
 BINOPS = {ast.Add: ("add", operator.add), ast.Sub: ("subtract", operator.sub),
@@ -46,12 +47,14 @@ PRINT_HINT = "print in the caller; the gradient's generated code is in its `.sou
 
 
 class ExpressionLowering:
-    """Mixin of the lowering: ``expr(node)`` turns an expression into a Value or a static object."""
+    """Mixin of the lowering: ``expr(node)`` turns an expression into a Value or a static object,
+    through the handler registered for the node's type (:mod:`.table`), and locates what it
+    raises; the helpers the handlers share."""
 
     def expr(self, node):
-        method = getattr(self, "expr_" + type(node).__name__)
+        handler = handler_of(node)
         try:
-            out = method(node)
+            out = handler(self, node)
         except CompileError:
             raise
         except CallError as exc:
@@ -65,115 +68,6 @@ class ExpressionLowering:
         if isinstance(out, Unreadable):   # an item of a list: `rows[0]` gone stale
             raise self.src.error(node, *out.describe(self.src.text(node)))
         return self.constant(out) if isinstance(out, np.ndarray) else out
-
-    def expr_Constant(self, node):
-        return node.value
-
-    def expr_Name(self, node):
-        value = self.lookup(node.id, node)
-        refuse_building(self, node, value)  # a while loop's list, while the loop is lowered
-        return value
-
-    def expr_Tuple(self, node):
-        return tuple(self.expr(e) for e in node.elts)
-
-    def expr_List(self, node):  # a list, not a tuple: in an index it is one integer array
-        return [self.expr(e) for e in node.elts]
-
-    def expr_BinOp(self, node):
-        left, right = self.expr(node.left), self.expr(node.right)
-        prim, pyop = BINOPS[type(node.op)]
-        if not isinstance(left, Value) and not isinstance(right, Value):
-            return self.static_op(node, pyop, left, right)
-        if prim is None:
-            prim = _MASK_OPS.get(type(node.op)) if _masks(left, right) else None
-            if prim is None:
-                raise self.unsupported_operator(node, left, right)
-        return self.b.emit(prim, (self.operand(left, node.left), self.operand(right, node.right)))
-
-    def expr_UnaryOp(self, node):
-        x = self.expr(node.operand)
-        if not isinstance(x, Value):
-            ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                   ast.Invert: operator.invert}
-            return self.static_op(node, ops[type(node.op)], x)
-        if isinstance(node.op, ast.UAdd):   # NumPy's +x is a new array, not x itself
-            return x if x.aval.is_scalar else self.b.emit("copy", (x,))
-        if isinstance(node.op, ast.USub):
-            return self.b.emit("negative", (x,))
-        if isinstance(node.op, ast.Not):
-            if x.aval.known_shape == ():  # a condition: Python's not of one truth value
-                return self.b.emit("logical_not", (x,))
-            raise self.src.error(node, "`not` of an array with more than one element is "
-                                 "ambiguous", "use np.logical_not(x) for an elementwise not")
-        if _masks(x):   # NumPy's ~ of booleans is their logical not
-            return self.b.emit("logical_not", (x,))
-        raise self.src.error(node, "`~` on arrays other than boolean masks is not supported",
-                             "use np.logical_not(x) on a condition")
-
-    def expr_Compare(self, node):
-        if len(node.ops) != 1:  # lo < x < hi: Python's `lo < x and x < hi`, x read once
-            return lower_chain(self, node)
-        left, right = self.expr(node.left), self.expr(node.comparators[0])
-        op = type(node.ops[0])
-        if not isinstance(left, Value) and not isinstance(right, Value):
-            return self.static_op(node, _STATIC_COMPARE[op], left, right)
-        if op in (ast.Is, ast.IsNot) and (left is None or right is None):
-            return op is ast.IsNot  # a traced value is an array or a number: never None
-        if op not in COMPARE:
-            raise self.src.error(node, f"`{_CMP_TEXT[op]}` on arrays is not supported",
-                                 "compare arrays with ==, !=, <, <=, > or >=")
-        return self.b.emit(COMPARE[op][0], (self.operand(left, node.left),
-                                            self.operand(right, node.comparators[0])))
-
-    def expr_Attribute(self, node):
-        base = self.expr(node.value)
-        if isinstance(base, Value):
-            if base.aval.kind == "list":  # a while loop's stack (see ..statements.lists)
-                raise attribute_error(self, node)
-            if node.attr in ATTRIBUTES:
-                return ATTRIBUTES[node.attr](self.b, base)
-            if node.attr == "dtype" and base.aval.kind == "array":  # fixed by the signature
-                return np.dtype(base.aval.dtype)
-            if node.attr in METHODS:
-                return Method(node.attr, base)
-            raise self.src.error(node, f"the array attribute `.{node.attr}` is not supported",
-                                 f"supported: {', '.join(sorted(ATTRIBUTES) + sorted(METHODS))}")
-        try:
-            return getattr(base, node.attr)
-        except AttributeError:
-            raise self.src.error(node, f"{_describe(base)} has no attribute `{node.attr}`",
-                                 f"check the spelling of `{self.src.text(node)}`") from None
-
-    def expr_Subscript(self, node):
-        base = self.expr(node.value)
-        if not isinstance(base, Value):
-            index = self.expr(node.slice)
-            for item in index if isinstance(index, tuple) else (index,):
-                if isinstance(item, MovingSlice):
-                    raise self.refuse_moving(item)
-            if isinstance(index, Value) or isinstance(base, (int, float)):
-                raise self.src.error(node, f"{_describe(base)} cannot be indexed here",
-                                     "index arrays, or tuples and shapes with Python ints")
-            return self.static_op(node, operator.getitem, base, index)
-        return self.lower_index(base, node)
-
-    def expr_Call(self, node):
-        func = self.expr(node.func)
-        args, kwargs = self.call_arguments(node)
-        func, args, kwargs = self.unpartial(func, args, kwargs)
-        try:
-            if isinstance(func, Method):
-                return call(lambda b, a, k: METHODS[func.name](b, func.base, a, k),
-                            self.b, args, kwargs)
-            if _hashable(func) and func in FUNCTIONS:
-                return call(FUNCTIONS[func], self.b, args, kwargs)
-        except CallError as exc:
-            raise self.src.error(node, f"`{self.src.text(node.func)}()` {exc}", exc.hint) from None
-        inlined = self.call_user(func, args, kwargs, node)
-        if inlined is NOT_USER:
-            raise self.unsupported_call(node, func)
-        return inlined
 
     def call_arguments(self, node) -> tuple:
         """A call's lowered ``(args, kwargs)``."""
@@ -223,12 +117,6 @@ class ExpressionLowering:
                         for k, v in func.keywords.items()}
             func, args, kwargs = func.func, [*fixed, *args], {**keywords, **kwargs}
         return func, args, kwargs
-
-    def expr_Slice(self, node):
-        bounds = [None if p is None else self.expr(p) for p in (node.lower, node.upper, node.step)]
-        if any(isinstance(p, Value) for p in bounds):
-            return MovingSlice(*bounds, node)  # x[t:t + 2] in a loop: see .windows
-        return slice(*bounds)
 
     # ---- helpers ------------------------------------------------------------------------------
     def operand(self, x, node):
@@ -310,6 +198,150 @@ class ExpressionLowering:
                   if isinstance(v := self.scope.env.get(n), Value)]
         return ("NumPy raises this too on inputs of these shapes"
                 + (f" ({', '.join(shapes)})" if shapes else ""))
+
+
+# ---- the handlers, one per expression form -------------------------------------------------
+@expression(ast.Constant)
+def lower_constant(lowering, node):
+    return node.value
+
+
+@expression(ast.Name)
+def lower_name(lowering, node):
+    value = lowering.lookup(node.id, node)
+    refuse_building(lowering, node, value)  # a while loop's list, while the loop is lowered
+    return value
+
+
+@expression(ast.Tuple)
+def lower_tuple(lowering, node):
+    return tuple(lowering.expr(e) for e in node.elts)
+
+
+@expression(ast.List)
+def lower_list(lowering, node):  # a list, not a tuple: in an index it is one integer array
+    return [lowering.expr(e) for e in node.elts]
+
+
+@expression(ast.BinOp)
+def lower_binop(lowering, node):
+    left, right = lowering.expr(node.left), lowering.expr(node.right)
+    prim, pyop = BINOPS[type(node.op)]
+    if not isinstance(left, Value) and not isinstance(right, Value):
+        return lowering.static_op(node, pyop, left, right)
+    if prim is None:
+        prim = _MASK_OPS.get(type(node.op)) if _masks(left, right) else None
+        if prim is None:
+            raise lowering.unsupported_operator(node, left, right)
+    return lowering.b.emit(prim, (lowering.operand(left, node.left),
+                                  lowering.operand(right, node.right)))
+
+
+@expression(ast.UnaryOp)
+def lower_unaryop(lowering, node):
+    x = lowering.expr(node.operand)
+    if not isinstance(x, Value):
+        ops = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+               ast.Invert: operator.invert}
+        return lowering.static_op(node, ops[type(node.op)], x)
+    if isinstance(node.op, ast.UAdd):   # NumPy's +x is a new array, not x itself
+        return x if x.aval.is_scalar else lowering.b.emit("copy", (x,))
+    if isinstance(node.op, ast.USub):
+        return lowering.b.emit("negative", (x,))
+    if isinstance(node.op, ast.Not):
+        if x.aval.known_shape == ():  # a condition: Python's not of one truth value
+            return lowering.b.emit("logical_not", (x,))
+        raise lowering.src.error(node, "`not` of an array with more than one element is "
+                                 "ambiguous", "use np.logical_not(x) for an elementwise not")
+    if _masks(x):   # NumPy's ~ of booleans is their logical not
+        return lowering.b.emit("logical_not", (x,))
+    raise lowering.src.error(node, "`~` on arrays other than boolean masks is not supported",
+                             "use np.logical_not(x) on a condition")
+
+
+@expression(ast.Compare)
+def lower_compare(lowering, node):
+    if len(node.ops) != 1:  # lo < x < hi: Python's `lo < x and x < hi`, x read once
+        return lower_chain(lowering, node)
+    left, right = lowering.expr(node.left), lowering.expr(node.comparators[0])
+    op = type(node.ops[0])
+    if not isinstance(left, Value) and not isinstance(right, Value):
+        return lowering.static_op(node, _STATIC_COMPARE[op], left, right)
+    if op in (ast.Is, ast.IsNot) and (left is None or right is None):
+        return op is ast.IsNot  # a traced value is an array or a number: never None
+    if op not in COMPARE:
+        raise lowering.src.error(node, f"`{_CMP_TEXT[op]}` on arrays is not supported",
+                                 "compare arrays with ==, !=, <, <=, > or >=")
+    return lowering.b.emit(COMPARE[op][0], (lowering.operand(left, node.left),
+                                            lowering.operand(right, node.comparators[0])))
+
+
+@expression(ast.Attribute)
+def lower_attribute(lowering, node):
+    base = lowering.expr(node.value)
+    if isinstance(base, Value):
+        if base.aval.kind == "list":  # a while loop's stack (see ..statements.lists)
+            raise attribute_error(lowering, node)
+        if node.attr in ATTRIBUTES:
+            return ATTRIBUTES[node.attr](lowering.b, base)
+        if node.attr == "dtype" and base.aval.kind == "array":  # fixed by the signature
+            return np.dtype(base.aval.dtype)
+        if node.attr in METHODS:
+            return Method(node.attr, base)
+        raise lowering.src.error(node, f"the array attribute `.{node.attr}` is not supported",
+                                 f"supported: {', '.join(sorted(ATTRIBUTES) + sorted(METHODS))}")
+    try:
+        return getattr(base, node.attr)
+    except AttributeError:
+        raise lowering.src.error(node, f"{_describe(base)} has no attribute `{node.attr}`",
+                                 f"check the spelling of `{lowering.src.text(node)}`") from None
+
+
+@expression(ast.Subscript)
+def lower_subscript(lowering, node):
+    base = lowering.expr(node.value)
+    if not isinstance(base, Value):
+        index = lowering.expr(node.slice)
+        for item in index if isinstance(index, tuple) else (index,):
+            if isinstance(item, MovingSlice):
+                raise lowering.refuse_moving(item)
+        if isinstance(index, Value) or isinstance(base, (int, float)):
+            raise lowering.src.error(node, f"{_describe(base)} cannot be indexed here",
+                                     "index arrays, or tuples and shapes with Python ints")
+        return lowering.static_op(node, operator.getitem, base, index)
+    return lowering.lower_index(base, node)
+
+
+@expression(ast.Call)
+def lower_call(lowering, node):
+    consumer = lowering.consumed_by(node)  # sum(... for ...), max(xs)...: .comprehensions
+    if consumer is not None:
+        return lowering.lower_consumed(node, consumer)
+    func = lowering.expr(node.func)
+    args, kwargs = lowering.call_arguments(node)
+    func, args, kwargs = lowering.unpartial(func, args, kwargs)
+    try:
+        if isinstance(func, Method):
+            return call(lambda b, a, k: METHODS[func.name](b, func.base, a, k),
+                        lowering.b, args, kwargs)
+        if _hashable(func) and func in FUNCTIONS:
+            return call(FUNCTIONS[func], lowering.b, args, kwargs)
+    except CallError as exc:
+        raise lowering.src.error(node, f"`{lowering.src.text(node.func)}()` {exc}",
+                                 exc.hint) from None
+    inlined = lowering.call_user(func, args, kwargs, node)
+    if inlined is NOT_USER:
+        raise lowering.unsupported_call(node, func)
+    return inlined
+
+
+@expression(ast.Slice)
+def lower_slice(lowering, node):
+    bounds = [None if p is None else lowering.expr(p)
+              for p in (node.lower, node.upper, node.step)]
+    if any(isinstance(p, Value) for p in bounds):
+        return MovingSlice(*bounds, node)  # x[t:t + 2] in a loop: see .windows
+    return slice(*bounds)
 
 
 def _rule_owner(fn):

@@ -33,7 +33,7 @@ from ...ir import Literal, Value
 
 @dataclass
 class MovingSlice:
-    """A slice with a traced bound, as ``expr_Slice`` found it (``node``: the slice's AST)."""
+    """A slice with a traced bound, as ``lower_slice`` found it (``node``: the slice's AST)."""
 
     start: object
     stop: object

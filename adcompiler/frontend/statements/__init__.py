@@ -23,7 +23,8 @@ state the handlers share, passed explicitly.
   :mod:`.local_functions`: a nested ``def`` or ``lambda``, and calls inlining it.
 
 Every handler is a function of the lowering; what they call on it (``expr``, ``bind``, the
-loops' ``lower_for``/``lower_while``, the branches' ``merge_branches``...) is still its mixins'.
+loops' ``lower_for``/``lower_while``, the branches' ``merge_branches``...) is still its mixins',
+none of which changes another's method (no ``super()``).
 Invariant: every statement the fence lets through has a handler, or does nothing (``pass``, a
 docstring).
 """

@@ -15,9 +15,10 @@ import ast
 from dataclasses import dataclass
 
 from ...ir import Aval, Block, Node, Value
+from ..bindings.structured import Diverged, fill, first_difference, flat, ident, label, same
 from ..bindings.unreadable import Unreadable
 from ..desugaring.shortcircuit import runs_unconditionally
-from ..bindings.structured import Diverged, fill, first_difference, flat, ident, label, same
+from ..expressions.table import expression
 from .blocks import NO_RETURN, returns_inside, run_block, run_statements
 from .checks import NOT_A_CHECK, lower_checked_if
 from .conditions import check_condition
@@ -129,48 +130,6 @@ class ControlLowering:
         return outs[-1]
 
     # ---- conditional expressions and boolean operators ------------------------------------------
-    def expr_IfExp(self, node):
-        test = self.expr(node.test)
-        if not isinstance(test, Value):
-            return self.expr(node.body if test else node.orelse)
-        check_condition(self.src, node.test, test)
-        blocks, values = [], []
-        for branch in (node.body, node.orelse):
-            block = Block()
-            with self.b.into(block):
-                values.append(self.expr(branch))
-            blocks.append(block)
-        outs = []
-        out = self.merge_value(node, EXPRESSION, values, blocks, outs)
-        self.b.target.append(Node("cond", (test,), {}, tuple(outs), self.b.source, "forward",
-                                  tuple(blocks)))
-        return out
-
-    def expr_BoolOp(self, node):
-        """``and``/``or`` short-circuit as Python's: an operand known while compiling decides
-        while compiling; after a traced one, the next operand runs only where it is needed (a
-        ``cond`` on what came before), unless it is cheap and cannot raise, which then runs
-        unconditionally and meets it in ``np.logical_and``/``np.logical_or`` (see
-        .shortcircuit). On boolean arrays (Python refuses their truth value) it is the
-        elementwise logic."""
-        is_and = isinstance(node.op, ast.And)
-        result = None
-        for operand in node.values:
-            block = Block()
-            with self.b.into(block):
-                v = self.expr(operand)
-                inline = runs_unconditionally(self, block)  # (finds producers from inside)
-            if not isinstance(v, Value):
-                self.b.target.extend(block.nodes)
-                if is_and and not v or not is_and and v:
-                    return v  # decided while compiling
-                continue
-            if v.aval.dtype != "bool":
-                raise self.src.error(operand, "`and`/`or` on arrays compile only for booleans",
-                                     "compare first (x > 0), or use np.logical_and")
-            result = self.bool_step(node, is_and, result, v, block, inline)
-        return result if result is not None else self.expr(node.values[-1])
-
     def bool_step(self, node, is_and, result, v, block, inline):
         """``result and v`` (``or``), where ``block`` computes ``v``: inline where ``v`` may
         run unconditionally (``inline``) or either is an array (elementwise logic), else a
@@ -210,3 +169,49 @@ class Unjoined(Unreadable):
 _UNBOUND = object()  # a name a branch leaves unbound
 RESULT = "<return value>"  # a pseudo-variable merging the value each branch returns
 EXPRESSION = "the conditional expression"  # what a conditional expression merges
+
+
+@expression(ast.IfExp)
+def lower_ifexp(lowering, node):
+    test = lowering.expr(node.test)
+    if not isinstance(test, Value):
+        return lowering.expr(node.body if test else node.orelse)
+    check_condition(lowering.src, node.test, test)
+    blocks, values = [], []
+    for branch in (node.body, node.orelse):
+        block = Block()
+        with lowering.b.into(block):
+            values.append(lowering.expr(branch))
+        blocks.append(block)
+    outs = []
+    out = lowering.merge_value(node, EXPRESSION, values, blocks, outs)
+    lowering.b.target.append(Node("cond", (test,), {}, tuple(outs), lowering.b.source, "forward",
+                                  tuple(blocks)))
+    return out
+
+
+@expression(ast.BoolOp)
+def lower_boolop(lowering, node):
+    """``and``/``or`` short-circuit as Python's: an operand known while compiling decides
+    while compiling; after a traced one, the next operand runs only where it is needed (a
+    ``cond`` on what came before), unless it is cheap and cannot raise, which then runs
+    unconditionally and meets it in ``np.logical_and``/``np.logical_or`` (see
+    :mod:`..desugaring.shortcircuit`). On boolean arrays (Python refuses their truth value) it
+    is the elementwise logic."""
+    is_and = isinstance(node.op, ast.And)
+    result = None
+    for operand in node.values:
+        block = Block()
+        with lowering.b.into(block):
+            v = lowering.expr(operand)
+            inline = runs_unconditionally(lowering, block)  # (finds producers from inside)
+        if not isinstance(v, Value):
+            lowering.b.target.extend(block.nodes)
+            if is_and and not v or not is_and and v:
+                return v  # decided while compiling
+            continue
+        if v.aval.dtype != "bool":
+            raise lowering.src.error(operand, "`and`/`or` on arrays compile only for booleans",
+                                     "compare first (x > 0), or use np.logical_and")
+        result = lowering.bool_step(node, is_and, result, v, block, inline)
+    return result if result is not None else lowering.expr(node.values[-1])

@@ -22,6 +22,7 @@ import inspect
 from ..bindings.functions import LocalFunction, named
 from ..bindings.unreadable import Unreadable
 from ..expressions.comprehensions import UNBOUND
+from ..expressions.table import expression
 from ..reading.scopes import free_names
 from ..reading.source import FunctionSource, as_def
 from . import blocks
@@ -43,10 +44,6 @@ def check_definition(src, node) -> None:
 
 class LocalFunctionLowering:
     """Mixin of the lowering: defining and inlining nested functions."""
-
-    def expr_Lambda(self, node: ast.Lambda):
-        body = [ast.copy_location(ast.Return(node.body), node.body)]
-        return self.local_function(node, "<lambda>", body)
 
     def local_function(self, node, name, body) -> LocalFunction:
         """The function value of a ``def``/``lambda`` at ``node``, its defaults evaluated now."""
@@ -168,3 +165,7 @@ def _leaves(value):
         yield value
 
 
+@expression(ast.Lambda)
+def lower_lambda(lowering, node: ast.Lambda):
+    body = [ast.copy_location(ast.Return(node.body), node.body)]
+    return lowering.local_function(node, "<lambda>", body)
