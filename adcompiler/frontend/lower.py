@@ -36,7 +36,7 @@ from .statements.blocks import run_body
 from .statements.context import LoopContext, Scope, Unrolling
 from .statements.control import ControlLowering
 from .statements.loops import LoopLowering
-from .statements.unpacking import UnpackLowering
+from .statements.unpacking import unpacked
 
 _MISSING = object()
 _MAX_INLINE_DEPTH = 32
@@ -44,7 +44,7 @@ _MAX_INLINE_DEPTH = 32
 
 class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering,
                InplaceLowering, SetitemLowering, WindowLowering, ControlLowering, LoopLowering,
-               LocalFunctionLowering, UnpackLowering):
+               LocalFunctionLowering):
     """The lowering of one function's body (or an inlined call's), into ``graph`` through
     ``builder``: ``src`` is its source, ``depth`` how many calls it is inlined into; its state
     is in three small objects (:mod:`.statements.context`): ``scope`` (the names),
@@ -112,7 +112,7 @@ class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering,
             self.scope.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             stored = {}  # root of an array stored into by an earlier target -> its text
-            for t, v in self.unpacked(target, value):  # an array: its rows (.unpacking)
+            for t, v in unpacked(self, target, value):  # an array: its rows (.unpacking)
                 self.check_unpacked_view(stored, t, v)
                 if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
                         isinstance(self.scope.env.get(t.value.id), Value):

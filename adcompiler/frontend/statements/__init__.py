@@ -23,8 +23,9 @@ state the handlers share, passed explicitly.
   :mod:`.local_functions`: a nested ``def`` or ``lambda``, and calls inlining it.
 
 Every handler is a function of the lowering; what they call on it (``expr``, ``bind``, the
-loops' ``lower_for``/``lower_while``, the branches' ``merge_branches``...) is still its mixins',
-none of which changes another's method (no ``super()``).
+loops' ``lower_for``/``lower_while``...) is still its mixins', none of which changes another's
+method (no ``super()``); the joins of an ``if``'s branches (:func:`.control.merge_branches`)
+and the unpacking of targets (:func:`.unpacking.unpacked`) are functions of it too.
 Invariant: every statement the fence lets through has a handler, or does nothing (``pass``, a
 docstring).
 """

@@ -58,78 +58,80 @@ def lower_if(lowering, stmt: ast.If, rest=None):
         envs.append(lowering.scope.env)
         lowering.scope.env = dict(env0)
         blocks.append(block)
-    lowering.merge_branches(stmt, test, blocks, envs, env0)
+    merge_branches(lowering, stmt, test, blocks, envs, env0)
     if rest is not None:
         return lowering.scope.env.pop(RESULT)
 
 
-class ControlLowering:
-    """Mixin of the lowering: merging an ``if``'s branches, conditional expressions and
-    ``and``/``or``."""
-
-    # ---- if -----------------------------------------------------------------------------------
-    def merge_branches(self, stmt, test, blocks, envs, env0):
-        meet_empty_lists(self, blocks, envs)
-        header = f"if {self.src.text(stmt.test)}:"
-        names = [n for n in dict.fromkeys(list(envs[0]) + list(envs[1]))
-                 if any(e.get(n, env0.get(n)) is not env0.get(n) for e in envs)]
-        outs = []
-        for name in names:
-            values = [e.get(name, env0.get(name, _UNBOUND)) for e in envs]
-            if any(v is _UNBOUND for v in values):  # bound in one branch only: unusable after
-                self.scope.env.pop(name, None)
-                continue
-            if values[0] is values[1]:  # one value from before the `if` on both paths
-                self.scope.env[name] = values[0]
-                continue
-            if stale := next((v for v in values if isinstance(v, Unreadable)), None):
-                self.scope.env[name] = stale  # a view one branch updated: unreadable after the if
-                continue
-            self.scope.env[name] = self.merge_value(stmt, name, values, blocks, outs)
-        self.b.source = header
-        self.b.target.append(Node("cond", (test,), {}, tuple(outs), header, "forward",
+# ---- merging an if's branches -------------------------------------------------------------
+def merge_branches(lowering, stmt, test, blocks, envs, env0):
+    meet_empty_lists(lowering, blocks, envs)
+    header = f"if {lowering.src.text(stmt.test)}:"
+    names = [n for n in dict.fromkeys(list(envs[0]) + list(envs[1]))
+             if any(e.get(n, env0.get(n)) is not env0.get(n) for e in envs)]
+    outs = []
+    for name in names:
+        values = [e.get(name, env0.get(name, _UNBOUND)) for e in envs]
+        if any(v is _UNBOUND for v in values):  # bound in one branch only: unusable after
+            lowering.scope.env.pop(name, None)
+            continue
+        if values[0] is values[1]:  # one value from before the `if` on both paths
+            lowering.scope.env[name] = values[0]
+            continue
+        if stale := next((v for v in values if isinstance(v, Unreadable)), None):
+            lowering.scope.env[name] = stale  # a view one branch updated: unreadable after the if
+            continue
+        lowering.scope.env[name] = merge_value(lowering, stmt, name, values, blocks, outs)
+    lowering.b.source = header
+    lowering.b.target.append(Node("cond", (test,), {}, tuple(outs), header, "forward",
                                   tuple(blocks)))
 
-    def merge_value(self, stmt, name, values, blocks, outs):
-        """``name`` after an ``if`` that binds it to one of ``values``: a tuple or list entry by
-        entry (each entry a ``cond`` output appended to ``outs``, or the one Python value both
-        paths hold). Where they cannot be joined, a value that is an error where read
-        (:class:`Unjoined`, :class:`..bindings.structured.Diverged`); for a returned value or a
-        conditional expression, which are read at once, a located error now."""
-        eager = name in (RESULT, EXPRESSION)
-        where = "the returned value" if name == RESULT else name
-        if found := first_difference(*values):
-            marker = Diverged.of(stmt.lineno, *found)
-            if eager:
-                raise self.src.error(stmt, *marker.describe(where))
-            return marker
-        pairs = [(p, a, b) for (p, a), (_, b) in zip(flat(values[0]), flat(values[1]))]
-        joined = []
-        for path, a, b in pairs:
-            avals = None if a is b or same(a, b) else [aval_of(a), aval_of(b)]
-            if avals is None:
-                joined.append(None)
-            elif not eager and not joinable(avals):
-                return Unjoined(stmt.lineno, *avals)  # an error only if read after
-            else:
-                joined.append(join(self.src, stmt, label(where, path), avals, "branch"))
-        leaves = [a if aval is None else self.cond_output(name, path, (a, b), aval, blocks, outs)
-                  for (path, a, b), aval in zip(pairs, joined)]
-        return fill(values[0], iter(leaves))
 
-    def cond_output(self, name, path, values, aval, blocks, outs):
-        """A new output of the ``cond``, each block giving its value of one entry, ``aval``."""
-        for block, v in zip(blocks, values):
-            with self.b.into(block):
-                block.outputs.append(coerce(self.b, v, aval))
-        if name == EXPRESSION:  # named by what it is bound to
-            outs.append(Value(aval))
+def merge_value(lowering, stmt, name, values, blocks, outs):
+    """``name`` after an ``if`` that binds it to one of ``values``: a tuple or list entry by
+    entry (each entry a ``cond`` output appended to ``outs``, or the one Python value both
+    paths hold). Where they cannot be joined, a value that is an error where read
+    (:class:`Unjoined`, :class:`..bindings.structured.Diverged`); for a returned value or a
+    conditional expression, which are read at once, a located error now."""
+    eager = name in (RESULT, EXPRESSION)
+    where = "the returned value" if name == RESULT else name
+    if found := first_difference(*values):
+        marker = Diverged.of(stmt.lineno, *found)
+        if eager:
+            raise lowering.src.error(stmt, *marker.describe(where))
+        return marker
+    pairs = [(p, a, b) for (p, a), (_, b) in zip(flat(values[0]), flat(values[1]))]
+    joined = []
+    for path, a, b in pairs:
+        avals = None if a is b or same(a, b) else [aval_of(a), aval_of(b)]
+        if avals is None:
+            joined.append(None)
+        elif not eager and not joinable(avals):
+            return Unjoined(stmt.lineno, *avals)  # an error only if read after
         else:
-            base = ident("result" if name == RESULT else name, path)
-            outs.append(self.graph.name_value(Value(aval, origin=base), base))
-        return outs[-1]
+            joined.append(join(lowering.src, stmt, label(where, path), avals, "branch"))
+    leaves = [a if aval is None else cond_output(lowering, name, path, (a, b), aval, blocks, outs)
+              for (path, a, b), aval in zip(pairs, joined)]
+    return fill(values[0], iter(leaves))
 
-    # ---- conditional expressions and boolean operators ------------------------------------------
+
+def cond_output(lowering, name, path, values, aval, blocks, outs):
+    """A new output of the ``cond``, each block giving its value of one entry, ``aval``."""
+    for block, v in zip(blocks, values):
+        with lowering.b.into(block):
+            block.outputs.append(coerce(lowering.b, v, aval))
+    if name == EXPRESSION:  # named by what it is bound to
+        outs.append(Value(aval))
+    else:
+        base = ident("result" if name == RESULT else name, path)
+        outs.append(lowering.graph.name_value(Value(aval, origin=base), base))
+    return outs[-1]
+
+
+class ControlLowering:
+    """Mixin of the lowering: one step of ``and``/``or`` (which chained comparisons take too,
+    :mod:`..desugaring.chains`)."""
+
     def bool_step(self, node, is_and, result, v, block, inline):
         """``result and v`` (``or``), where ``block`` computes ``v``: inline where ``v`` may
         run unconditionally (``inline``) or either is an array (elementwise logic), else a
@@ -184,7 +186,7 @@ def lower_ifexp(lowering, node):
             values.append(lowering.expr(branch))
         blocks.append(block)
     outs = []
-    out = lowering.merge_value(node, EXPRESSION, values, blocks, outs)
+    out = merge_value(lowering, node, EXPRESSION, values, blocks, outs)
     lowering.b.target.append(Node("cond", (test,), {}, tuple(outs), lowering.b.source, "forward",
                                   tuple(blocks)))
     return out
