@@ -31,11 +31,10 @@ from .statements.local_functions import LocalFunctionLowering, refuse_escape
 from .statements.setitem import SetitemLowering
 from .expressions.windows import WindowLowering
 from .reading.source import read_function
-from .statements import assignments, checks, expression_statements  # noqa: F401 (handlers)
+from .statements import assignments, checks, expression_statements, loops  # noqa: F401 (handlers)
 from .statements.blocks import run_body
 from .statements.context import LoopContext, Scope, Unrolling
 from .statements.control import ControlLowering
-from .statements.loops import LoopLowering
 from .statements.unpacking import unpacked
 
 _MISSING = object()
@@ -43,7 +42,7 @@ _MAX_INLINE_DEPTH = 32
 
 
 class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering,
-               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering, LoopLowering,
+               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering,
                LocalFunctionLowering):
     """The lowering of one function's body (or an inlined call's), into ``graph`` through
     ``builder``: ``src`` is its source, ``depth`` how many calls it is inlined into; its state

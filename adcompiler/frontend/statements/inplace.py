@@ -123,7 +123,7 @@ class InplaceLowering:
         also where a function called in the branch changed it; a loop carries the names its
         body assigns, and the one name of its function that a function called in the body
         updates (recorded in ``loop.calls_wrote`` for
-        :meth:`.loops.LoopLowering.lower_body`); no block merges the names of a
+        :func:`.loops.lower_body`); no block merges the names of a
         function calling the one it belongs to. A view going stale is no change to merge:
         reading it is an error wherever that happens."""
         if self.b.target is self.graph.nodes:

@@ -7,12 +7,12 @@ item with the target bound to that item, as if the user had written the iteratio
 items are what a comprehension over the same iterable gives
 (:meth:`..expressions.comprehensions.ComprehensionLowering.iteration_items`); at most
 :data:`..expressions.comprehensions.MAX_ITERATIONS` iterations are unrolled per outermost
-unrolled loop, nested unrolled loops' iterations counted. ``break``/``continue`` are rewritten as in a
-compiled loop (:mod:`..desugaring.jumps`): a break decided while compiling stops the unrolling;
-after one on a traced value each later iteration, its binding of the target included, runs under an
-``if`` on the break flag, so the target and every name hold what Python would hold after the
-loop. ``else`` runs where no break happened (an ``if`` on the flag where it is traced). The
-items still to come sit in the env while the body runs, so an in-place update of one of them
+unrolled loop, nested unrolled loops' iterations counted. ``break``/``continue`` are rewritten
+as in a compiled loop (:mod:`..desugaring.jumps`): a break decided while compiling stops the
+unrolling; after one on a traced value each later iteration, its binding of the target
+included, runs under an ``if`` on the break flag, so the target and every name hold what
+Python would hold after the loop. ``else`` runs where no break happened (an ``if`` on the flag
+where it is traced). The items still to come sit in the env while the body runs, so an in-place update of one of them
 (``for v in (y, y): ...; y *= 2``) reaches them as it reaches every name for that array, and a
 view of an updated array goes stale (reading it is a located error), as everywhere.
 
@@ -31,86 +31,86 @@ from ..expressions.comprehensions import LOOP
 from .blocks import run_statements
 
 
-class UnrolledLoopLowering:
-    """Mixin of the lowering for ``for`` loops over Python sequences (uses ``iteration_items``
-    and ``iterator_builtin`` of :class:`..expressions.comprehensions.ComprehensionLowering`)."""
+def unrolls(lowering, node) -> bool:
+    """Whether a ``for`` over ``node`` iterates over a Python sequence (unrolled here) rather
+    than over ``range(...)`` or an array's rows (a compiled loop)."""
+    func = lowering.iterator_builtin(node)
+    if func is range:
+        return False
+    if func in (enumerate, reversed):
+        return bool(node.args) and unrolls(lowering, node.args[0])
+    if func is zip:
+        return any(unrolls(lowering, a) for a in node.args)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return True
+    return isinstance(peek(lowering, node), (list, tuple, str))
 
-    def unrolls(self, node) -> bool:
-        """Whether a ``for`` over ``node`` iterates over a Python sequence (unrolled here) rather
-        than over ``range(...)`` or an array's rows (a compiled loop)."""
-        func = self.iterator_builtin(node)
-        if func is range:
-            return False
-        if func in (enumerate, reversed):
-            return bool(node.args) and self.unrolls(node.args[0])
-        if func is zip:
-            return any(self.unrolls(a) for a in node.args)
-        if isinstance(node, (ast.List, ast.Tuple)):
-            return True
-        return isinstance(self.peek(node), (list, tuple, str))
 
-    def peek(self, node):
-        """What ``node`` evaluates to, leaving no trace: what evaluating it emits goes into a
-        block dropped here (the loop evaluates its iterable itself, once)."""
-        if isinstance(node, ast.Name):
-            return self.lookup(node.id, node)
-        env0 = dict(self.scope.env)
-        with self.b.into(Block()):
-            value = self.expr(node)
-        self.scope.env = env0
-        return value
+def peek(lowering, node):
+    """What ``node`` evaluates to, leaving no trace: what evaluating it emits goes into a
+    block dropped here (the loop evaluates its iterable itself, once)."""
+    if isinstance(node, ast.Name):
+        return lowering.lookup(node.id, node)
+    env0 = dict(lowering.scope.env)
+    with lowering.b.into(Block()):
+        value = lowering.expr(node)
+    lowering.scope.env = env0
+    return value
 
-    def lower_unrolled(self, stmt: ast.For):
-        """The body once per item, the target bound to it; then the ``else``, where no break
-        happened."""
-        header = f"for {self.src.text(stmt.target)} in {self.src.text(stmt.iter)}:"
-        self.b.source = header
-        with self.loop.unroll_budget():
-            items = self.iteration_items(stmt.iter, LOOP)
-            self.check_length(stmt.iter, len(items), LOOP)
-            self.loop.unroll_left -= len(items)
-            flag = self.run_items(stmt, header, items)
-        self.unrolled_else(stmt, flag)
 
-    def run_items(self, stmt, header, items) -> str:
-        """Lower the body for each item; the name of the break flag (bound only if the body may
-        break). While the flag is False the target is bound directly; once a traced break may
-        have happened, the binding runs in the body's ``if not <flag>:`` too (a synthetic
-        ``<target> = loop<line>_item``), so the target keeps the value it broke at."""
-        flag, item = f"loop{stmt.lineno}_done", f"loop{stmt.lineno}_item"
-        held = f"loop{stmt.lineno}_items"   # in the env, so that an in-place update in the
-        self.scope.env[held] = list(items)          # body reaches the items still to come
-        before, plain = jumps.rewrite_loop(stmt)
-        bind = _synthetic(ast.Assign([stmt.target], ast.Name(item, ast.Load())), stmt)
-        guarded = jumps.rewrite_loop(_with_body(stmt, [bind, *stmt.body]))[1]
-        run_statements(self, before)
-        for k in range(len(items)):
-            value = self.scope.env[held][k]  # y *= 2 made it the new y; a view of y: Stale
-            done = self.scope.env.get(flag, False)
-            if isinstance(done, Value):
-                self.scope.env[item] = value
-                run_statements(self, guarded.body)
-                continue
-            if done:  # a break decided while compiling: Python leaves the loop here
-                break
-            self.b.source = header
-            self.bind(stmt.target, value, stmt)
-            run_statements(self, plain.body)
-        self.scope.env.pop(item, None)
-        self.scope.env.pop(held, None)
-        return flag
+def lower_unrolled(lowering, stmt: ast.For):
+    """The body once per item, the target bound to it; then the ``else``, where no break
+    happened."""
+    header = f"for {lowering.src.text(stmt.target)} in {lowering.src.text(stmt.iter)}:"
+    lowering.b.source = header
+    with lowering.loop.unroll_budget():
+        items = lowering.iteration_items(stmt.iter, LOOP)
+        lowering.check_length(stmt.iter, len(items), LOOP)
+        lowering.loop.unroll_left -= len(items)
+        flag = run_items(lowering, stmt, header, items)
+    unrolled_else(lowering, stmt, flag)
 
-    def unrolled_else(self, stmt, flag):
-        """``for ... else``: the ``else`` runs where the loop did not break."""
-        if not stmt.orelse:
-            return
-        done = self.scope.env.get(flag, False)
-        if not isinstance(done, Value):
-            if not done:
-                run_statements(self, stmt.orelse)
-            return
-        test = ast.UnaryOp(ast.Not(), ast.Name(flag, ast.Load()))
-        run_statements(self, [_synthetic(ast.If(test, stmt.orelse, []), stmt)])
+
+def run_items(lowering, stmt, header, items) -> str:
+    """Lower the body for each item; the name of the break flag (bound only if the body may
+    break). While the flag is False the target is bound directly; once a traced break may
+    have happened, the binding runs in the body's ``if not <flag>:`` too (a synthetic
+    ``<target> = loop<line>_item``), so the target keeps the value it broke at."""
+    flag, item = f"loop{stmt.lineno}_done", f"loop{stmt.lineno}_item"
+    held = f"loop{stmt.lineno}_items"   # in the env, so that an in-place update in the
+    lowering.scope.env[held] = list(items)          # body reaches the items still to come
+    before, plain = jumps.rewrite_loop(stmt)
+    bind = _synthetic(ast.Assign([stmt.target], ast.Name(item, ast.Load())), stmt)
+    guarded = jumps.rewrite_loop(_with_body(stmt, [bind, *stmt.body]))[1]
+    run_statements(lowering, before)
+    for k in range(len(items)):
+        value = lowering.scope.env[held][k]  # y *= 2 made it the new y; a view of y: Stale
+        done = lowering.scope.env.get(flag, False)
+        if isinstance(done, Value):
+            lowering.scope.env[item] = value
+            run_statements(lowering, guarded.body)
+            continue
+        if done:  # a break decided while compiling: Python leaves the loop here
+            break
+        lowering.b.source = header
+        lowering.bind(stmt.target, value, stmt)
+        run_statements(lowering, plain.body)
+    lowering.scope.env.pop(item, None)
+    lowering.scope.env.pop(held, None)
+    return flag
+
+
+def unrolled_else(lowering, stmt, flag):
+    """``for ... else``: the ``else`` runs where the loop did not break."""
+    if not stmt.orelse:
+        return
+    done = lowering.scope.env.get(flag, False)
+    if not isinstance(done, Value):
+        if not done:
+            run_statements(lowering, stmt.orelse)
+        return
+    test = ast.UnaryOp(ast.Not(), ast.Name(flag, ast.Load()))
+    run_statements(lowering, [_synthetic(ast.If(test, stmt.orelse, []), stmt)])
 
 
 def _with_body(loop, body):
