@@ -5,12 +5,14 @@ level, take the statements after them as part of their own body, to
 
 A handler registers itself with ``@statement(ast.If)`` where it is defined, so the table is full
 once the lowering's modules are imported (:mod:`..lower` imports them all). Invariants: one
-handler per node type (a second registration is a bug, refused at import); a statement of a
-type with no handler does nothing (``pass``; the fence refuses unsupported forms before
-lowering starts).
+handler per node type (a second registration is a bug, refused at import); ``pass`` has no
+handler and does nothing; any other statement without one is a bug, refused when it is
+lowered (the fence refuses unsupported forms before lowering starts).
 """
 
 from __future__ import annotations
+
+import ast
 
 STATEMENTS: dict = {}  # ast statement type -> handler(lowering, stmt)
 
@@ -41,7 +43,9 @@ def continued(kind):
 
 
 def lower_statement(lowering, stmt):
-    """Lower one statement with the handler registered for its type."""
+    """Lower one statement with the handler registered for its type (``pass`` has none)."""
     handler = STATEMENTS.get(type(stmt))
     if handler is not None:
         handler(lowering, stmt)
+    elif not isinstance(stmt, ast.Pass):  # a module of handlers that nothing imported
+        raise AssertionError(f"no handler for {type(stmt).__name__} statements")
