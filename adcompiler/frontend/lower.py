@@ -18,32 +18,30 @@ import numpy as np
 
 from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
-from .reading.parameters import python_call_error
-from .reading.scopes import own_names
 from . import fence
-from .expressions.comprehensions import ComprehensionLowering
-from .expressions.lowering import ExpressionLowering
-from .expressions.indexing import IndexLowering
 from .bindings.memory import memory_root, open_producers
 from .bindings.unreadable import Unreadable
-from .statements.inplace import InplaceLowering
-from .statements.local_functions import LocalFunctionLowering, refuse_escape
-from .statements.setitem import SetitemLowering
+from .expressions.comprehensions import ComprehensionLowering
+from .expressions.indexing import IndexLowering
+from .expressions.lowering import ExpressionLowering
 from .expressions.windows import WindowLowering
+from .reading.parameters import python_call_error
+from .reading.scopes import own_names
 from .reading.source import read_function
 from .statements import assignments, checks, expression_statements, loops  # noqa: F401 (handlers)
 from .statements.blocks import run_body
 from .statements.context import LoopContext, Scope, Unrolling
 from .statements.control import ControlLowering
+from .statements.local_functions import LocalFunctionLowering, refuse_escape
+from .statements.setitem import assign_subscript
 from .statements.unpacking import unpacked
 
 _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering,
-               InplaceLowering, SetitemLowering, WindowLowering, ControlLowering,
-               LocalFunctionLowering):
+class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering, WindowLowering,
+               ControlLowering, LocalFunctionLowering):
     """The lowering of one function's body (or an inlined call's), into ``graph`` through
     ``builder``: ``src`` is its source, ``depth`` how many calls it is inlined into; its state
     is in three small objects (:mod:`.statements.context`): ``scope`` (the names),
@@ -119,7 +117,7 @@ class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering,
                     stored[root] = self.src.text(t)
                 self.bind(t, v, stmt)
         elif isinstance(target, ast.Subscript):
-            self.assign_subscript(target, value, stmt)
+            assign_subscript(self, target, value, stmt)
         else:
             raise self.src.error(target, "assigning to an attribute is not supported",
                                  "assign to a plain name, and return the value")

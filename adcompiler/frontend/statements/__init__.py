@@ -22,13 +22,14 @@ state the handlers share, passed explicitly.
   ``a, *rest = p``; :mod:`.lists`: the lists a ``while`` loop appends to;
   :mod:`.local_functions`: a nested ``def`` or ``lambda``, and calls inlining it.
 
-Every handler is a function of the lowering, and so is what the loops, the joins of an
-``if``'s branches and unpacking need (:func:`.loops.lower_for`, :func:`.loops.lower_while`,
-:func:`.unrolled.lower_unrolled`, :mod:`.loop_updates`, :func:`.control.merge_branches`,
-:func:`.unpacking.unpacked`); what they call on the lowering (``expr``, ``bind``,
-``update_aliases``...) is still its mixins', none of which changes another's method (no
-``super()``). The handlers register on import: :mod:`..lower` imports every module holding
-one.
+Every handler is a function of the lowering, and so is everything statement lowering needs
+(:func:`.loops.lower_for`, :func:`.unrolled.lower_unrolled`, :mod:`.loop_updates`,
+:func:`.control.merge_branches`, :func:`.inplace.update_aliases`,
+:func:`.setitem.assign_subscript`, :func:`.unpacking.unpacked`...); what they call on the
+lowering (``expr``, ``bind``, ``index_item``...) is still the expression mixins' (and
+:class:`.local_functions.LocalFunctionLowering`'s, :class:`.control.ControlLowering`'s), none
+of which changes another's method (no ``super()``). The handlers register on import:
+:mod:`..lower` imports every module holding one.
 Invariant: every statement the fence lets through has a handler, or does nothing (``pass``, a
 docstring).
 """

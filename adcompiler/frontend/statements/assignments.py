@@ -5,7 +5,7 @@ and lists unpacked, subscripts stored into) and a nested ``def`` (bound to its f
 
 Augmented assignment (``y *= v``) has NumPy's in-place meaning: an array keeps its shape and
 dtype (else a located error, as NumPy refuses), and every other name for it sees the update
-(:meth:`.inplace.InplaceLowering.update_aliases`). Invariant: an annotation is never
+(:func:`.inplace.update_aliases`). Invariant: an annotation is never
 evaluated (``x: float`` without a value binds nothing).
 """
 
@@ -17,7 +17,8 @@ import numpy as np
 
 from ...ir import Value
 from ..bindings.memory import is_mutable_array
-from .inplace import OP_TEXT
+from .inplace import OP_TEXT, update_aliases
+from .setitem import assign_subscript
 from .table import statement
 
 
@@ -46,7 +47,7 @@ def augmented(lowering, stmt: ast.AugAssign):
     a rebinding."""
     target = stmt.target
     if isinstance(target, ast.Subscript):
-        return lowering.assign_subscript(target, lowering.expr(stmt.value), stmt, op=stmt.op)
+        return assign_subscript(lowering, target, lowering.expr(stmt.value), stmt, op=stmt.op)
     if not isinstance(target, ast.Name):
         raise lowering.src.error(target, "augmented assignment to an attribute is not "
                                  "supported", "assign to a plain name")
@@ -54,7 +55,7 @@ def augmented(lowering, stmt: ast.AugAssign):
     new = lowering.expr(ast.copy_location(ast.BinOp(target, stmt.op, stmt.value), stmt))
     if is_mutable_array(old):
         new = write_back(lowering, stmt, old, new)
-        lowering.update_aliases(stmt, old, new)
+        update_aliases(lowering, stmt, old, new)
     lowering.bind(target, new, stmt)
 
 

@@ -62,7 +62,7 @@ class LoopContext:
     def merging(self, builder, block):
         """``builder.into(block)`` for an ``if`` branch or a loop body: this lowering merges
         (carries) the names that change there, also those a function called there updates in
-        place (see :meth:`.inplace.InplaceLowering.check_region`)."""
+        place (see :func:`.inplace.check_region`)."""
         saved, self.own_blocks = self.own_blocks, (*self.own_blocks, block.nodes)
         try:
             with builder.into(block):

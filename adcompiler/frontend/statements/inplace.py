@@ -56,151 +56,155 @@ class Stale(Unreadable):
                 f"(line {self.lineno}) changed in place", why + how)
 
 
-class InplaceLowering:
-    """Mixin of the lowering: in-place updates of arrays (``y op= v``, ``y[i] = v``), the names
-    they change, the blocks they are refused in."""
+def update_aliases(lowering, stmt, old: Value, new: Value, name=None):
+    """Rebind every name for ``old`` to ``new``; names for views of its memory go stale.
+    ``name`` is the updated variable (``y`` in ``y *= 2`` and in ``y[i] = v``)."""
+    name = name or stmt.target.id
+    producers = open_producers(lowering.b)
+    root = writable_root(lowering, stmt, old, producers, name)
 
-    def update_aliases(self, stmt, old: Value, new: Value, name=None):
-        """Rebind every name for ``old`` to ``new``; names for views of its memory go stale.
-        ``name`` is the updated variable (``y`` in ``y *= 2`` and in ``y[i] = v``)."""
-        name = name or stmt.target.id
-        producers = open_producers(self.b)
-        root = self.writable_root(stmt, old, producers, name)
+    def update(value, stale):
+        if value is old:
+            return new
+        if isinstance(value, (tuple, list)):
+            items = [update(v, stale) for v in value]
+            if all(a is b for a, b in zip(items, value)):
+                return value
+            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        if isinstance(value, Value) and memory_root(value, producers) is root:
+            return stale
+        return value
 
-        def update(value, stale):
-            if value is old:
-                return new
-            if isinstance(value, (tuple, list)):
-                items = [update(v, stale) for v in value]
-                if all(a is b for a, b in zip(items, value)):
-                    return value
-                return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-            if isinstance(value, Value) and memory_root(value, producers) is root:
-                return stale
-            return value
+    changes = []
+    for env in lowering.scope.frames:
+        here = stale_in(lowering, env, stmt, name)
+        for alias, value in env.items():
+            if (changed := update(value, here)) is not value:
+                changes.append((env, alias, changed))
+    check_region(lowering, stmt, changes, name)
+    for env, alias, value in changes:
+        env[alias] = value
 
-        changes = []
-        for env in self.scope.frames:
-            here = self.stale_in(env, stmt, name)
-            for alias, value in env.items():
-                if (changed := update(value, here)) is not value:
-                    changes.append((env, alias, changed))
-        self.check_region(stmt, changes, name)
-        for env, alias, value in changes:
-            env[alias] = value
 
-    def stale_in(self, env, stmt, name) -> Stale:
-        """What a name in ``env`` that views the array ``stmt`` updated as ``name`` holds: a
-        caller's or definer's name is told which function's ``name`` that is."""
-        outer = env is not self.scope.env and lowering_of(env, self) is not None
-        return Stale.of(stmt, name, self.src.text(stmt), self.src,
-                        self.src.tree.name if outer else "")
+def stale_in(lowering, env, stmt, name) -> Stale:
+    """What a name in ``env`` that views the array ``stmt`` updated as ``name`` holds: a
+    caller's or definer's name is told which function's ``name`` that is."""
+    outer = env is not lowering.scope.env and lowering_of(env, lowering) is not None
+    return Stale.of(stmt, name, lowering.src.text(stmt), lowering.src,
+                    lowering.src.tree.name if outer else "")
 
-    def writable_root(self, stmt, old: Value, producers, name) -> Value:
-        """The value whose memory ``old`` views, unless that is a module global's or closure's."""
-        root = memory_root(old, producers)
-        if root in self.graph.consts:
-            raise self.src.error(stmt, f"`{name}` is (a view of) an array from a "
+
+def writable_root(lowering, stmt, old: Value, producers, name) -> Value:
+    """The value whose memory ``old`` views, unless that is a module global's or closure's."""
+    root = memory_root(old, producers)
+    if root in lowering.graph.consts:
+        raise lowering.src.error(stmt, f"`{name}` is (a view of) an array from a "
                                  "module global or a closure; updating it in place would "
                                  "change that array for every later call",
                                  rebind_hint(stmt, name))
-        if any(root is p for p in self.graph.params) and root.name not in self.graph.writes:
-            self.note_parameter_write(stmt, root)
-        return root
+    if any(root is p for p in lowering.graph.params) and root.name not in lowering.graph.writes:
+        note_parameter_write(lowering, stmt, root)
+    return root
 
-    def note_parameter_write(self, stmt, param: Value):
-        """Where the code writes into a parameter, and the other array parameters: the
-        generated code refuses a call passing it memory they share (backends.distinct)."""
-        at = self.src.location(stmt)
-        others = tuple(p.name for p in self.graph.params
-                       if p is not param and is_mutable_array(p))
-        self.graph.writes[param.name] = (os.path.basename(at.filename), at.lineno,
-                                         self.src.text(stmt), others)
 
-    def check_region(self, stmt, changes, target):
-        """Inside a block only the target itself may change, with these exceptions: a branch
-        merges every name of the function it belongs to whose value changed, aliases included,
-        also where a function called in the branch changed it; a loop carries the names its
-        body assigns, and the one name of its function that a function called in the body
-        updates (recorded in ``loop.calls_wrote`` for
-        :func:`.loops.lower_body`); no block merges the names of a
-        function calling the one it belongs to. A view going stale is no change to merge:
-        reading it is an error wherever that happens."""
-        if self.b.target is self.graph.nodes:
-            return
-        changed = [(env, name) for env, name, value in changes if not isinstance(value, Stale)
-                   and not (env is self.scope.env and name == target)]
-        self.refuse_held_default(stmt, target, changed)
-        owner, inside = self.block_owner()
-        if owner is None or owner is self:
-            self.refuse_outer_change(stmt, owner, changed)
-            others = [n for env, n in changed if env is not self.scope.env or self.loop.depth]
-            return self.refuse_changes(stmt, target, others)
-        changed = [(env, n) for env, n in changed if not any(env is e for e in inside)]
-        self.refuse_outer_change(stmt, owner, changed)
-        mine = [n for _, n in changed]
-        if len(mine) > 1 and owner.loop.depth:
-            raise self.src.error(stmt, f"`{self.src.text(stmt)}` in `{self.src.tree.name}`, "
-                                 f"called inside a loop, updates `{mine[0]}` in place while "
+def note_parameter_write(lowering, stmt, param: Value):
+    """Where the code writes into a parameter, and the other array parameters: the
+    generated code refuses a call passing it memory they share (backends.distinct)."""
+    at = lowering.src.location(stmt)
+    others = tuple(p.name for p in lowering.graph.params
+                   if p is not param and is_mutable_array(p))
+    lowering.graph.writes[param.name] = (os.path.basename(at.filename), at.lineno,
+                                         lowering.src.text(stmt), others)
+
+
+def check_region(lowering, stmt, changes, target):
+    """Inside a block only the target itself may change, with these exceptions: a branch
+    merges every name of the function it belongs to whose value changed, aliases included,
+    also where a function called in the branch changed it; a loop carries the names its
+    body assigns, and the one name of its function that a function called in the body
+    updates (recorded in ``loop.calls_wrote`` for
+    :func:`.loops.lower_body`); no block merges the names of a
+    function calling the one it belongs to. A view going stale is no change to merge:
+    reading it is an error wherever that happens."""
+    if lowering.b.target is lowering.graph.nodes:
+        return
+    changed = [(env, name) for env, name, value in changes if not isinstance(value, Stale)
+               and not (env is lowering.scope.env and name == target)]
+    refuse_held_default(lowering, stmt, target, changed)
+    owner, inside = block_owner(lowering)
+    if owner is None or owner is lowering:
+        refuse_outer_change(lowering, stmt, owner, changed)
+        others = [n for env, n in changed if env is not lowering.scope.env or lowering.loop.depth]
+        return refuse_changes(lowering, stmt, target, others)
+    changed = [(env, n) for env, n in changed if not any(env is e for e in inside)]
+    refuse_outer_change(lowering, stmt, owner, changed)
+    mine = [n for _, n in changed]
+    if len(mine) > 1 and owner.loop.depth:
+        raise lowering.src.error(stmt, f"`{lowering.src.text(stmt)}` in "
+                                 f"`{lowering.src.tree.name}`, called inside a loop, updates `{mine[0]}` in place while "
                                  f"`{mine[1]}` names the same array",
                                  alias_copy_hint(owner.src.tree, mine[0], mine[1]))
-        if owner.loop.depth:
-            owner.loop.calls_wrote.update(mine)
+    if owner.loop.depth:
+        owner.loop.calls_wrote.update(mine)
 
-    def block_owner(self) -> tuple:
-        """(the lowering whose ``if`` branch or loop body is the innermost open block, or None;
-        the environments of the calls inlined inside that block, this one's first)."""
-        inside, frame = [], self
-        while frame is not None:
-            if any(self.b.target is nodes for nodes in frame.loop.own_blocks):
-                return frame, inside
-            inside.append(frame.scope.env)
-            frame = frame.scope.caller
-        return None, inside
 
-    def refuse_changes(self, stmt, target, others):
-        if others:
-            raise self.src.error(stmt, f"`{self.src.text(stmt)}` inside a block would also "
+def block_owner(lowering) -> tuple:
+    """(the lowering whose ``if`` branch or loop body is the innermost open block, or None;
+    the environments of the calls inlined inside that block, this one's first)."""
+    inside, frame = [], lowering
+    while frame is not None:
+        if any(lowering.b.target is nodes for nodes in frame.loop.own_blocks):
+            return frame, inside
+        inside.append(frame.scope.env)
+        frame = frame.scope.caller
+    return None, inside
+
+
+def refuse_changes(lowering, stmt, target, others):
+    if others:
+        raise lowering.src.error(stmt, f"`{lowering.src.text(stmt)}` inside a block would also "
                                  f"change `{others[0]}`, which names the same memory; that is "
                                  "not supported inside a `for` or `while` body yet",
                                  rebind_hint(stmt, target))
 
-    def refuse_outer_change(self, stmt, owner, changed):
-        """The located error for a write inside a block to a name of a function around the
-        one the block belongs to (a caller, or the definer of a nested function): the block
-        passes back only its own function's names."""
-        env, name = next(((e, n) for e, n in changed if owner and e is not owner.scope.env),
-                         (None, None))
-        outer = lowering_of(env, self)
-        if outer is None:
-            return
-        mine, theirs = owner.src.tree.name, outer.src.tree.name
-        block = "a loop" if owner.loop.depth else "an `if`"
-        raise self.src.error(
-            stmt, f"`{self.src.text(stmt)}` inside {block} of `{mine}` would also change "
-            f"`{name}` of `{theirs}` (the same array), which the {block.split()[1]} cannot "
-            f"pass back to `{theirs}`; that is not supported yet",
-            f"return the new array from `{mine}` and assign it to `{name}` in `{theirs}`, or "
-            f"update `{name}` in `{theirs}` itself")
 
-    def refuse_held_default(self, stmt, target, changed):
-        """The located error for a write inside a block to an array that a nested function
-        holds as a default (``def h(v, a=y)``): no block merges a function's defaults."""
-        name, defaults = next(((n, env) for env, n in changed
-                               if any(env is d for d in self.scope.held_defaults)), (None, None))
-        if name is None:
-            return
-        owner = next((v.in_words for env in self.scope.frames for v in env.values()
-                      if getattr(v, "defaults", None) is defaults), "a nested function")
-        block = "a loop" if (self.block_owner()[0] or self).loop.depth else "an `if`"
-        raise self.src.error(
-            stmt, f"`{self.src.text(stmt)}` inside {block} would also change `{name}`, the "
-            f"default of {owner}, which is the same array as `{target}` (Python evaluates a "
-            "default once, to the array itself); adcompiler cannot carry that change of a "
-            "default out of the block",
-            f"pass the array to the function where you call it (`{name}={target}`) instead "
-            f"of as a default, or give the default its own array (`{name}={target}.copy()`) "
-            "if it should keep its values")
+def refuse_outer_change(lowering, stmt, owner, changed):
+    """The located error for a write inside a block to a name of a function around the
+    one the block belongs to (a caller, or the definer of a nested function): the block
+    passes back only its own function's names."""
+    env, name = next(((e, n) for e, n in changed if owner and e is not owner.scope.env),
+                     (None, None))
+    outer = lowering_of(env, lowering)
+    if outer is None:
+        return
+    mine, theirs = owner.src.tree.name, outer.src.tree.name
+    block = "a loop" if owner.loop.depth else "an `if`"
+    raise lowering.src.error(
+        stmt, f"`{lowering.src.text(stmt)}` inside {block} of `{mine}` would also change "
+        f"`{name}` of `{theirs}` (the same array), which the {block.split()[1]} cannot "
+        f"pass back to `{theirs}`; that is not supported yet",
+        f"return the new array from `{mine}` and assign it to `{name}` in `{theirs}`, or "
+        f"update `{name}` in `{theirs}` itself")
+
+
+def refuse_held_default(lowering, stmt, target, changed):
+    """The located error for a write inside a block to an array that a nested function
+    holds as a default (``def h(v, a=y)``): no block merges a function's defaults."""
+    name, defaults = next(((n, env) for env, n in changed
+                           if any(env is d for d in lowering.scope.held_defaults)), (None, None))
+    if name is None:
+        return
+    owner = next((v.in_words for env in lowering.scope.frames for v in env.values()
+                  if getattr(v, "defaults", None) is defaults), "a nested function")
+    block = "a loop" if (block_owner(lowering)[0] or lowering).loop.depth else "an `if`"
+    raise lowering.src.error(
+        stmt, f"`{lowering.src.text(stmt)}` inside {block} would also change `{name}`, the "
+        f"default of {owner}, which is the same array as `{target}` (Python evaluates a "
+        "default once, to the array itself); adcompiler cannot carry that change of a "
+        "default out of the block",
+        f"pass the array to the function where you call it (`{name}={target}`) instead "
+        f"of as a default, or give the default its own array (`{name}={target}.copy()`) "
+        "if it should keep its values")
 
 
 def lowering_of(env, frame):

@@ -10,11 +10,11 @@ import ast
 from dataclasses import dataclass
 
 from ..bindings.memory import memory_root, open_producers
-from ..bindings.unreadable import Unreadable
-from .inplace import Stale, alias_copy_hint, lowering_of
-from ..reading.scopes import own_scope
-from .setitem import add_at_target
 from ..bindings.structured import flat, label
+from ..bindings.unreadable import Unreadable
+from ..reading.scopes import own_scope
+from .inplace import Stale, alias_copy_hint, check_region, lowering_of, stale_in, writable_root
+from .setitem import add_at_target
 from ...ir import Value
 
 
@@ -71,14 +71,14 @@ def stale_before_loop(lowering, stmt, name, value: Value, body) -> list:
     loop runs: returns those ``(env, name, marker)``, which :func:`pass_back` rebinds to the
     array the loop leaves (none where the body also rebinds ``name``: it stays unreadable)."""
     producers = open_producers(lowering.b)
-    root = lowering.writable_root(stmt, value, producers, name)
+    root = writable_root(lowering, stmt, value, producers, name)
     text, mine = lowering.src.text(stmt), lowering.src.tree.name
     held = {id(env): alias for env, alias in callers_holding(lowering, stmt, name, value)}
     marker = (Stale.of(stmt, name, text, lowering.src, mine) if not _rebinds(body, name)
               else ReboundInLoop(name, mine, text, stmt.lineno))
     passed = []
     for env in lowering.scope.frames:
-        stale = lowering.stale_in(env, stmt, name)
+        stale = stale_in(lowering, env, stmt, name)
         for alias, v in env.items():
             if ((env is lowering.scope.env and alias == name) or not isinstance(v, Value)
                     or memory_root(v, producers) is not root):
@@ -124,7 +124,7 @@ def pass_back(lowering, passed):
                    if env.get(alias) is marker]
         if not changes or not isinstance(new, Value):
             continue
-        lowering.check_region(node, changes, name)
+        check_region(lowering, node, changes, name)
         for env, alias, value in changes:
             env[alias] = value
 

@@ -21,96 +21,99 @@ import numpy as np
 from ...ir import Value
 from ..bindings.lists import is_list
 from ..expressions.lists import list_index
+from .inplace import update_aliases
 
 _OPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "divide",
         ast.Pow: "power", ast.Mod: "remainder", ast.FloorDiv: "floor_divide"}
 
 
-class SetitemLowering:
-    """Mixin of the lowering for assignments into array elements."""
-
-    def assign_subscript(self, target: ast.Subscript, value, stmt, op=None):
-        if holds_list(self, target):  # an array of rows, of kind list (.lists)
-            return assign_item(self, target, value, stmt, op)
-        if not isinstance(target.value, ast.Name):
-            raise self.src.error(target, "assign into a named array (`y[i] = v`), not into an "
+def assign_subscript(lowering, target: ast.Subscript, value, stmt, op=None):
+    if holds_list(lowering, target):  # an array of rows, of kind list (.lists)
+        return assign_item(lowering, target, value, stmt, op)
+    if not isinstance(target.value, ast.Name):
+        raise lowering.src.error(target, "assign into a named array (`y[i] = v`), not into an "
                                  "expression", "give the array a name first")
-        name = target.value.id
-        old = self.lookup(name, target.value)
-        if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
-            raise self.src.error(target.value, f"`{name}` is not an array that can be "
+    name = target.value.id
+    old = lowering.lookup(name, target.value)
+    if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
+        raise lowering.src.error(target.value, f"`{name}` is not an array that can be "
                                  "assigned into", "assign into arrays made with np.zeros, "
                                  "np.empty_like, .copy() and the like")
-        index = self.expr(target.slice)
-        items = index if isinstance(index, tuple) else (index,)
-        new = self.store_changing_slice(old, items, value, op, stmt, target)
-        if new is None:
-            new = self.store_items(old, items, value, op, stmt, target)
-        if new.aval.dtype != old.aval.dtype:
-            new = self.b.emit("astype", (new,), {"dtype": old.aval.dtype})
-        self.update_aliases(stmt, old, new, name)
-        self.bind(target.value, new, stmt)
+    index = lowering.expr(target.slice)
+    items = index if isinstance(index, tuple) else (index,)
+    new = store_changing_slice(lowering, old, items, value, op, stmt, target)
+    if new is None:
+        new = store_items(lowering, old, items, value, op, stmt, target)
+    if new.aval.dtype != old.aval.dtype:
+        new = lowering.b.emit("astype", (new,), {"dtype": old.aval.dtype})
+    update_aliases(lowering, stmt, old, new, name)
+    lowering.bind(target.value, new, stmt)
 
-    def store_items(self, old, items, value, op, stmt, target):
-        items = self.constant_masks(old, items, target)  # a mask known now: its positions
-        if _mask(items) is not None:
-            self.check_masked_value(value, stmt.value)
-        if op is not None:
-            current = self.subscript_read(old, items, target)
-            value = self.b.emit(_OPS[type(op)], (current, self.operand(value, stmt.value)))
-        return self.store(old, items, self.operand(value, stmt.value), target)
 
-    def store_changing_slice(self, old, items, value, op, stmt, target):
-        """``y[i:] *= 0.9``, ``U[i, i + 1:] = 0.0``: a number stored into a slice whose length
-        changes with the loop counters, as ``whole = np.where(mask, new, whole)`` over the
-        whole axis (see :meth:`..expressions.windows.WindowLowering.changing_slice_mask`); None
-        where that does not apply."""
-        masked = self.changing_slice_mask(old, items) if _number(value) else None
-        if masked is None:
-            return None
-        whole, mask = masked
-        full = all(isinstance(x, slice) and x == slice(None) for x in whole)
-        current = old if full else self.subscript_read(old, whole, target)
-        new = value if op is None else self.b.emit(_OPS[type(op)], (
-            current, self.operand(value, stmt.value)))
-        new = self.b.emit("where", (mask, new, current))
-        return new if full else self.store(old, whole, new, target)
+def store_items(lowering, old, items, value, op, stmt, target):
+    items = lowering.constant_masks(old, items, target)  # a mask known now: its positions
+    if _mask(items) is not None:
+        check_masked_value(lowering, value, stmt.value)
+    if op is not None:
+        current = subscript_read(lowering, old, items, target)
+        value = lowering.b.emit(_OPS[type(op)], (current, lowering.operand(value, stmt.value)))
+    return store(lowering, old, items, lowering.operand(value, stmt.value), target)
 
-    def check_masked_value(self, value, node):
-        """``y[mask] = v`` compiles as ``np.where(mask, v, y)``: right for a number, or an
-        array of one element; NumPy reads any other ``v`` in order, one item per True entry,
-        so those are refused."""
-        size = 1
-        if isinstance(value, Value) and value.aval.kind == "array":
-            shape = value.aval.shape
-            size = None if shape is None else int(np.prod(shape))
-        if size != 1:
-            raise self.src.error(node, "a boolean mask takes a number here (NumPy would store "
+
+def store_changing_slice(lowering, old, items, value, op, stmt, target):
+    """``y[i:] *= 0.9``, ``U[i, i + 1:] = 0.0``: a number stored into a slice whose length
+    changes with the loop counters, as ``whole = np.where(mask, new, whole)`` over the
+    whole axis (see :meth:`..expressions.windows.WindowLowering.changing_slice_mask`); None
+    where that does not apply."""
+    masked = lowering.changing_slice_mask(old, items) if _number(value) else None
+    if masked is None:
+        return None
+    whole, mask = masked
+    full = all(isinstance(x, slice) and x == slice(None) for x in whole)
+    current = old if full else subscript_read(lowering, old, whole, target)
+    new = value if op is None else lowering.b.emit(_OPS[type(op)], (
+        current, lowering.operand(value, stmt.value)))
+    new = lowering.b.emit("where", (mask, new, current))
+    return new if full else store(lowering, old, whole, new, target)
+
+
+def check_masked_value(lowering, value, node):
+    """``y[mask] = v`` compiles as ``np.where(mask, v, y)``: right for a number, or an
+    array of one element; NumPy reads any other ``v`` in order, one item per True entry,
+    so those are refused."""
+    size = 1
+    if isinstance(value, Value) and value.aval.kind == "array":
+        shape = value.aval.shape
+        size = None if shape is None else int(np.prod(shape))
+    if size != 1:
+        raise lowering.src.error(node, "a boolean mask takes a number here (NumPy would store "
                                  "this array's items one per True entry, in order)",
                                  "use np.where(mask, values, y) with values shaped like y")
 
-    def subscript_read(self, base, items, node):
-        mask = _mask(items)
-        if mask is not None:
-            return base  # combined elementwise, then selected by the mask in store()
-        arrays = []
-        items = self.windows(base, items, node)
-        spec = tuple(self.index_item(item, arrays, node) for item in items)
-        return self.b.getitem(base, arrays, spec)
 
-    def store(self, old, items, value, node):
-        mask = _mask(items)
-        if mask is not None:
-            new = self.b.emit("where", (mask, value, old))
-            if new.aval.shape != old.aval.shape:
-                raise self.src.error(node, f"the mask (shape {mask.aval.shape}) does not fit "
+def subscript_read(lowering, base, items, node):
+    mask = _mask(items)
+    if mask is not None:
+        return base  # combined elementwise, then selected by the mask in store()
+    arrays = []
+    items = lowering.windows(base, items, node)
+    spec = tuple(lowering.index_item(item, arrays, node) for item in items)
+    return lowering.b.getitem(base, arrays, spec)
+
+
+def store(lowering, old, items, value, node):
+    mask = _mask(items)
+    if mask is not None:
+        new = lowering.b.emit("where", (mask, value, old))
+        if new.aval.shape != old.aval.shape:
+            raise lowering.src.error(node, f"the mask (shape {mask.aval.shape}) does not fit "
                                      f"the array (shape {old.aval.shape})",
                                      "use a mask of the array's own shape")
-            return new
-        arrays = []
-        items = self.windows(old, items, node)
-        spec = tuple(self.index_item(item, arrays, node) for item in items)
-        return self.b.setitem(old, value, arrays, spec)
+        return new
+    arrays = []
+    items = lowering.windows(old, items, node)
+    spec = tuple(lowering.index_item(item, arrays, node) for item in items)
+    return lowering.b.setitem(old, value, arrays, spec)
 
 
 def lower_add_at(lowering, stmt):
@@ -138,7 +141,7 @@ def lower_add_at(lowering, stmt):
     new = lowering.b.emit("index_add", (old, value, *arrays), {"index": spec})
     if new.aval.dtype != old.aval.dtype:
         new = lowering.b.emit("astype", (new,), {"dtype": old.aval.dtype})
-    lowering.update_aliases(stmt, old, new, target.id)
+    update_aliases(lowering, stmt, old, new, target.id)
     lowering.bind(target, new, stmt)
 
 
@@ -189,7 +192,7 @@ def assign_item(lowering, target, value, stmt, op=None):
         value = lowering.b.emit(_OPS[type(op)], (current, value))
     arrays, index = ((k,), (("a", 0),)) if isinstance(k, Value) else ((), (("i", k),))
     new = lowering.b.setitem(old, value, arrays, index)
-    lowering.update_aliases(stmt, old, new, target.value.id)  # as NumPy: every name sees it
+    update_aliases(lowering, stmt, old, new, target.value.id)  # as NumPy: every name sees it
     lowering.bind(target.value, new, stmt)
 
 
