@@ -22,7 +22,6 @@ from . import fence
 from .bindings.memory import memory_root, open_producers
 from .bindings.unreadable import Unreadable
 from .expressions.comprehensions import ComprehensionLowering
-from .expressions.indexing import IndexLowering
 from .expressions.lowering import ExpressionLowering
 from .expressions.windows import WindowLowering
 from .reading.parameters import python_call_error
@@ -40,8 +39,8 @@ _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ComprehensionLowering, ExpressionLowering, IndexLowering, WindowLowering,
-               ControlLowering, LocalFunctionLowering):
+class Lowering(ComprehensionLowering, ExpressionLowering, WindowLowering, ControlLowering,
+               LocalFunctionLowering):
     """The lowering of one function's body (or an inlined call's), into ``graph`` through
     ``builder``: ``src`` is its source, ``depth`` how many calls it is inlined into; its state
     is in three small objects (:mod:`.statements.context`): ``scope`` (the names),

@@ -18,80 +18,79 @@ from .lists import index_error, read_item
 from .windows import MovingSlice, Window
 
 
-class IndexLowering:
-    """Mixin of the lowering for subscript reads."""
+def lower_index(lowering, base: Value, node):
+    if is_list(base):  # a while loop's list: one element (.lists)
+        return read_item(lowering, base, node)
+    index = lowering.expr(node.slice)
+    items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item
+    items = constant_masks(lowering, base, lowering.windows(base, items, node), node)
+    spec, arrays = [], []
+    for item in items:
+        spec.append(index_item(lowering, item, arrays, node))
+    return lowering.b.getitem(base, arrays, tuple(spec))
 
-    def lower_index(self, base: Value, node):
-        if is_list(base):  # a while loop's list: one element (.lists)
-            return read_item(self, base, node)
-        index = self.expr(node.slice)
-        items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item
-        items = self.constant_masks(base, self.windows(base, items, node), node)
-        spec, arrays = [], []
-        for item in items:
-            spec.append(self.index_item(item, arrays, node))
-        return self.b.getitem(base, arrays, tuple(spec))
 
-    def constant_masks(self, base: Value, items: tuple, node) -> tuple:
-        """``items`` with each boolean mask known while compiling replaced by its integer
-        positions (``m.nonzero()``: one array per axis of the mask), after checking, as NumPy
-        does, that the mask has the shape of the axes it selects from."""
-        masks = [_constant_mask(self.graph.consts.get(item, item) if isinstance(item, Value)
-                                else item) for item in items]
-        out = []
-        for k, (item, mask) in enumerate(zip(items, masks)):
-            if mask is None:
-                out.append(item)
-                continue
-            shape = base.aval.known_shape
-            axis = _first_axis(items, masks, k, len(shape)) if shape is not None else None
-            if axis is None or tuple(shape[axis:axis + mask.ndim]) != mask.shape:
-                raise self.src.error(node, f"the boolean mask (shape {mask.shape}) does not fit "
+def constant_masks(lowering, base: Value, items: tuple, node) -> tuple:
+    """``items`` with each boolean mask known while compiling replaced by its integer
+    positions (``m.nonzero()``: one array per axis of the mask), after checking, as NumPy
+    does, that the mask has the shape of the axes it selects from."""
+    masks = [_constant_mask(lowering.graph.consts.get(item, item) if isinstance(item, Value)
+                            else item) for item in items]
+    out = []
+    for k, (item, mask) in enumerate(zip(items, masks)):
+        if mask is None:
+            out.append(item)
+            continue
+        shape = base.aval.known_shape
+        axis = _first_axis(items, masks, k, len(shape)) if shape is not None else None
+        if axis is None or tuple(shape[axis:axis + mask.ndim]) != mask.shape:
+            raise lowering.src.error(node, f"the boolean mask (shape {mask.shape}) does not fit "
                                      f"the axes it indexes (array shape {shape})",
                                      "use a mask of the shape of the axes it selects from")
-            out.extend(mask.nonzero())
-        return tuple(out)
+        out.extend(mask.nonzero())
+    return tuple(out)
 
-    def index_item(self, item, arrays, node):
-        if is_list(item):
-            raise index_error(self, node)
-        if isinstance(item, MovingSlice):  # where no window can be (np.add.at's index)
-            raise self.refuse_moving(item)
-        if isinstance(item, Window):  # distinct entries: the adjoint adds with +=
-            arrays.append(item.index)
-            return ("u", len(arrays) - 1)
-        if isinstance(item, slice):
-            return ("s", item.start, item.stop, item.step)
-        if item is None:
-            return ("n",)
-        if item is Ellipsis:
-            return ("e",)
-        if isinstance(item, (bool, np.bool_)):
-            raise self.src.error(node, "indexing with a bool is not supported", _SUPPORTED)
-        if isinstance(item, (int, np.integer)):
-            return ("i", int(item))
-        if isinstance(item, (list, tuple)):
-            item = np.asarray(item)
-        if isinstance(item, np.ndarray):
-            item = self.constant(np.asarray(item))
-        if isinstance(item, Value):
-            kind = np.dtype(item.aval.dtype).kind
-            if kind == "b" and item in self.graph.consts:
-                raise self.src.error(node, "reading with a boolean mask from outside the function "
+
+def index_item(lowering, item, arrays, node):
+    if is_list(item):
+        raise index_error(lowering, node)
+    if isinstance(item, MovingSlice):  # where no window can be (np.add.at's index)
+        raise lowering.refuse_moving(item)
+    if isinstance(item, Window):  # distinct entries: the adjoint adds with +=
+        arrays.append(item.index)
+        return ("u", len(arrays) - 1)
+    if isinstance(item, slice):
+        return ("s", item.start, item.stop, item.step)
+    if item is None:
+        return ("n",)
+    if item is Ellipsis:
+        return ("e",)
+    if isinstance(item, (bool, np.bool_)):
+        raise lowering.src.error(node, "indexing with a bool is not supported", _SUPPORTED)
+    if isinstance(item, (int, np.integer)):
+        return ("i", int(item))
+    if isinstance(item, (list, tuple)):
+        item = np.asarray(item)
+    if isinstance(item, np.ndarray):
+        item = lowering.constant(np.asarray(item))
+    if isinstance(item, Value):
+        kind = np.dtype(item.aval.dtype).kind
+        if kind == "b" and item in lowering.graph.consts:
+            raise lowering.src.error(node, "reading with a boolean mask from outside the function "
                                      "is not supported: changed in place, it would select "
                                      "other entries than the compiled code does",
                                      "index with its positions, made at module level: "
                                      "IDX = np.flatnonzero(M), then x[IDX]")
-            if kind == "b":
-                raise self.src.error(node, "reading with a boolean mask is not supported: the "
+        if kind == "b":
+            raise lowering.src.error(node, "reading with a boolean mask is not supported: the "
                                      "result's shape depends on the data",
                                      "use np.where(mask, x, 0) to keep the shape")
-            if kind not in "iu":
-                raise self.src.error(node, f"an index array must hold integers, not {item.aval}",
+        if kind not in "iu":
+            raise lowering.src.error(node, f"an index array must hold integers, not {item.aval}",
                                      "convert it with .astype(int)")
-            arrays.append(item)
-            return ("a", len(arrays) - 1)
-        raise self.src.error(node, f"cannot index with a `{type(item).__name__}`", _SUPPORTED)
+        arrays.append(item)
+        return ("a", len(arrays) - 1)
+    raise lowering.src.error(node, f"cannot index with a `{type(item).__name__}`", _SUPPORTED)
 
 
 def _constant_mask(item):

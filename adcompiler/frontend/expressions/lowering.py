@@ -25,6 +25,7 @@ from ..desugaring.chains import lower_chain
 from ..bindings.lists import is_list
 from ..bindings.unreadable import Unreadable
 from ..bindings.functions import LocalFunction
+from .indexing import lower_index
 from .lists import arithmetic_error, attribute_error, refuse_building
 from .table import expression, handler_of
 from .windows import MovingSlice
@@ -309,7 +310,7 @@ def lower_subscript(lowering, node):
             raise lowering.src.error(node, f"{_describe(base)} cannot be indexed here",
                                      "index arrays, or tuples and shapes with Python ints")
         return lowering.static_op(node, operator.getitem, base, index)
-    return lowering.lower_index(base, node)
+    return lower_index(lowering, base, node)
 
 
 @expression(ast.Call)

@@ -1,15 +1,15 @@
 """Lower ``y[idx] = v``, ``y[idx] op= v`` and ``np.add.at(y, idx, v)`` into functional updates
 (``setitem``, ``index_add``: repeated indices add up) in SSA.
 
-NumPy writes into ``y``'s memory, so every name for that array sees the change: the update
-goes through the same alias tracking as ``y *= v`` (:mod:`.inplace`). A boolean mask becomes
+NumPy writes into ``y``'s memory, so every name for that array sees the change: the update goes
+through the same alias tracking as ``y *= v`` (:mod:`.inplace`). A boolean mask becomes
 ``np.where(mask, v, y)`` (the count it selects depends on the data; the shape it keeps does
-not); a mask known while compiling is its positions (:meth:`constant_masks`). An array of
-rows of kind ``list`` (``a = np.array(xs)`` of a while loop's list) is written by row
-(:func:`assign_item`). Invariants: the compiled code never writes into the caller's arrays
-(assigning into a parameter updates a copy, the result is the same); writing into a
-module-level or closure array is a located error; ``v`` is cast to ``y``'s dtype, as NumPy
-does.
+not); a mask known while compiling is its positions
+(:func:`..expressions.indexing.constant_masks`). An array of rows of kind ``list`` (``a =
+np.array(xs)`` of a while loop's list) is written by row (:func:`assign_item`). Invariants: the
+compiled code never writes into the caller's arrays (assigning into a parameter updates a copy,
+the result is the same); writing into a module-level or closure array is a located error; ``v``
+is cast to ``y``'s dtype, as NumPy does.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from ...ir import Value
 from ..bindings.lists import is_list
+from ..expressions.indexing import constant_masks, index_item
 from ..expressions.lists import list_index
 from .inplace import update_aliases
 
@@ -51,7 +52,7 @@ def assign_subscript(lowering, target: ast.Subscript, value, stmt, op=None):
 
 
 def store_items(lowering, old, items, value, op, stmt, target):
-    items = lowering.constant_masks(old, items, target)  # a mask known now: its positions
+    items = constant_masks(lowering, old, items, target)  # a mask known now: its positions
     if _mask(items) is not None:
         check_masked_value(lowering, value, stmt.value)
     if op is not None:
@@ -97,7 +98,7 @@ def subscript_read(lowering, base, items, node):
         return base  # combined elementwise, then selected by the mask in store()
     arrays = []
     items = lowering.windows(base, items, node)
-    spec = tuple(lowering.index_item(item, arrays, node) for item in items)
+    spec = tuple(index_item(lowering, item, arrays, node) for item in items)
     return lowering.b.getitem(base, arrays, spec)
 
 
@@ -112,7 +113,7 @@ def store(lowering, old, items, value, node):
         return new
     arrays = []
     items = lowering.windows(old, items, node)
-    spec = tuple(lowering.index_item(item, arrays, node) for item in items)
+    spec = tuple(index_item(lowering, item, arrays, node) for item in items)
     return lowering.b.setitem(old, value, arrays, spec)
 
 
@@ -134,9 +135,9 @@ def lower_add_at(lowering, stmt):
                                  "update arrays made with np.zeros, .copy() and the like")
     index = lowering.expr(call.args[1])
     items = index if isinstance(index, tuple) else (index,)
-    items = lowering.constant_masks(old, items, call.args[1])  # a mask known now: positions
+    items = constant_masks(lowering, old, items, call.args[1])  # a mask known now: positions
     arrays = []
-    spec = tuple(lowering.index_item(item, arrays, call.args[1]) for item in items)
+    spec = tuple(index_item(lowering, item, arrays, call.args[1]) for item in items)
     value = lowering.operand(lowering.expr(call.args[2]), call.args[2])
     new = lowering.b.emit("index_add", (old, value, *arrays), {"index": spec})
     if new.aval.dtype != old.aval.dtype:
