@@ -420,7 +420,7 @@ _def("while", None, "control", "while", None, differentiable=True)
 # A chain of elementwise nodes computed as one (see adcompiler.passes.fuse).
 _def("fused", None, "control", "fused", None, differentiable=False)
 # A run-time check, ``if p: raise E(*args)`` (``if not p`` with negate=True): no outputs, no
-# derivative; dead-code elimination keeps it (adcompiler.frontend.checks).
+# derivative; dead-code elimination keeps it (adcompiler.frontend.statements.checks).
 _def("raise_if", None, "check", "raise", 1, differentiable=False)
 # ---- family "custom": functions called by name, which the generated module binds under their
 # ``spell``: ``stop_gradient`` and the user's custom_vjp functions, registered by
