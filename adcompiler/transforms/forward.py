@@ -180,7 +180,7 @@ def tangent_value(b, x: Value) -> Value:
 def _zero(b, x):
     if x.aval.is_scalar:
         return Literal(0.0)
-    if x.aval.kind == "list":  # one row per element, known when it runs (see frontend.statements.lists)
+    if x.aval.kind == "list":  # one row per element, known when it runs (frontend.statements.lists)
         return b.emit("zeros_like", (x,))
     return b.emit("zeros", (), {"shape": x.aval.shape, "dtype": x.aval.dtype})
 
