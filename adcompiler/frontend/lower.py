@@ -21,7 +21,6 @@ from ..ir.builder import Builder
 from . import fence
 from .bindings.memory import memory_root, open_producers
 from .bindings.unreadable import Unreadable
-from .expressions.comprehensions import ComprehensionLowering
 from .expressions.lowering import ExpressionLowering
 from .expressions.windows import WindowLowering
 from .reading.parameters import python_call_error
@@ -39,8 +38,7 @@ _MISSING = object()
 _MAX_INLINE_DEPTH = 32
 
 
-class Lowering(ComprehensionLowering, ExpressionLowering, WindowLowering, ControlLowering,
-               LocalFunctionLowering):
+class Lowering(ExpressionLowering, WindowLowering, ControlLowering, LocalFunctionLowering):
     """The lowering of one function's body (or an inlined call's), into ``graph`` through
     ``builder``: ``src`` is its source, ``depth`` how many calls it is inlined into; its state
     is in three small objects (:mod:`.statements.context`): ``scope`` (the names),

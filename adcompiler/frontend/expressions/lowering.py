@@ -25,6 +25,7 @@ from ..desugaring.chains import lower_chain
 from ..bindings.lists import is_list
 from ..bindings.unreadable import Unreadable
 from ..bindings.functions import LocalFunction
+from .comprehensions import consumed_by, lower_consumed
 from .indexing import lower_index
 from .lists import arithmetic_error, attribute_error, refuse_building
 from .table import expression, handler_of
@@ -315,9 +316,9 @@ def lower_subscript(lowering, node):
 
 @expression(ast.Call)
 def lower_call(lowering, node):
-    consumer = lowering.consumed_by(node)  # sum(... for ...), max(xs)...: .comprehensions
+    consumer = consumed_by(lowering, node)  # sum(... for ...), max(xs)...: .comprehensions
     if consumer is not None:
-        return lowering.lower_consumed(node, consumer)
+        return lower_consumed(lowering, node, consumer)
     func = lowering.expr(node.func)
     args, kwargs = lowering.call_arguments(node)
     func, args, kwargs = lowering.unpartial(func, args, kwargs)

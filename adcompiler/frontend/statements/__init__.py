@@ -26,9 +26,10 @@ Every handler is a function of the lowering, and so is everything statement lowe
 (:func:`.loops.lower_for`, :func:`.unrolled.lower_unrolled`, :mod:`.loop_updates`,
 :func:`.control.merge_branches`, :func:`.inplace.update_aliases`,
 :func:`.setitem.assign_subscript`, :func:`.unpacking.unpacked`...); what they call on the
-lowering (``expr``, ``bind``, ``operand``...) is still the expression mixins' (and
-:class:`.local_functions.LocalFunctionLowering`'s, :class:`.control.ControlLowering`'s), none
-of which changes another's method (no ``super()``). The handlers register on import:
+lowering (``expr``, ``bind``, ``operand``...) is still its mixins' (the expressions', the
+windows', :class:`.local_functions.LocalFunctionLowering`'s and
+:class:`.control.ControlLowering`'s ``bool_step``), none of which changes another's method (no
+``super()``). The handlers register on import:
 :mod:`..lower` imports every module holding one.
 Invariant: every statement the fence lets through has a handler, or does nothing (``pass``, a
 docstring).

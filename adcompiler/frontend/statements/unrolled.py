@@ -5,16 +5,16 @@ function built from traced values), or over ``enumerate``/``zip``/``reversed`` o
 ranges and arrays' rows beside it), runs here, in the compiler: the body is lowered once per
 item with the target bound to that item, as if the user had written the iterations out. The
 items are what a comprehension over the same iterable gives
-(:meth:`..expressions.comprehensions.ComprehensionLowering.iteration_items`); at most
+(:func:`..expressions.comprehensions.iteration_items`); at most
 :data:`..expressions.comprehensions.MAX_ITERATIONS` iterations are unrolled per outermost
 unrolled loop, nested unrolled loops' iterations counted. ``break``/``continue`` are rewritten
 as in a compiled loop (:mod:`..desugaring.jumps`): a break decided while compiling stops the
-unrolling; after one on a traced value each later iteration, its binding of the target
-included, runs under an ``if`` on the break flag, so the target and every name hold what
-Python would hold after the loop. ``else`` runs where no break happened (an ``if`` on the flag
-where it is traced). The items still to come sit in the env while the body runs, so an in-place update of one of them
-(``for v in (y, y): ...; y *= 2``) reaches them as it reaches every name for that array, and a
-view of an updated array goes stale (reading it is a located error), as everywhere.
+unrolling; after one on a traced value each later iteration, its binding of the target included,
+runs under an ``if`` on the break flag, so the target and every name hold what Python would hold
+after the loop. ``else`` runs where no break happened (an ``if`` on the flag where it is
+traced). The items still to come sit in the env while the body runs, so an in-place update of
+one of them (``for v in (y, y): ...; y *= 2``) reaches them as it reaches every name for that
+array, and a view of an updated array goes stale (reading it is a located error), as everywhere.
 
 Invariant: no ``loop`` node is emitted; ``range(...)`` and an array's rows (alone, or in
 ``enumerate``/``zip`` of those) are never unrolled here: they are compiled loops
@@ -27,14 +27,14 @@ import ast
 
 from ...ir import Block, Value
 from ..desugaring import jumps
-from ..expressions.comprehensions import LOOP
+from ..expressions.comprehensions import LOOP, check_length, iteration_items, iterator_builtin
 from .blocks import run_statements
 
 
 def unrolls(lowering, node) -> bool:
     """Whether a ``for`` over ``node`` iterates over a Python sequence (unrolled here) rather
     than over ``range(...)`` or an array's rows (a compiled loop)."""
-    func = lowering.iterator_builtin(node)
+    func = iterator_builtin(lowering, node)
     if func is range:
         return False
     if func in (enumerate, reversed):
@@ -64,8 +64,8 @@ def lower_unrolled(lowering, stmt: ast.For):
     header = f"for {lowering.src.text(stmt.target)} in {lowering.src.text(stmt.iter)}:"
     lowering.b.source = header
     with lowering.loop.unroll_budget():
-        items = lowering.iteration_items(stmt.iter, LOOP)
-        lowering.check_length(stmt.iter, len(items), LOOP)
+        items = iteration_items(lowering, stmt.iter, LOOP)
+        check_length(lowering, stmt.iter, len(items), LOOP)
         lowering.loop.unroll_left -= len(items)
         flag = run_items(lowering, stmt, header, items)
     unrolled_else(lowering, stmt, flag)
