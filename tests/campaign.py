@@ -1,4 +1,4 @@
-"""The long campaign of tests/test_large_programs.py: many random programs at large sizes, the
+"""The long campaign of tests/programs/test_large_programs.py: many random programs at large sizes, the
 optimised code against the unoptimised code and the tape, counted rather than stopped at.
 
     python -m tests.campaign --programs 20                 # per family, transform and tier
@@ -9,7 +9,7 @@ For each family (straight, branches, for, while, mutation, helpers, mixed), tran
 value_and_grad, vjp, jvp, hvp, module) and tier (buffers, numexpr, numexpr-off) it draws
 ``--programs`` programs (hypothesis, random, from ``--seed``: printed; the same seed draws the
 same programs of a cell again, whichever other cells run) and runs
-:func:`tests.test_large_programs.check` on each. A program either agrees, or *disagrees* (the
+:func:`tests.programs.test_large_programs.check` on each. A program either agrees, or *disagrees* (the
 optimised result, or the tape's, differs from the unoptimised one), or is *refused* (a
 CompileError), or has its optimised *plan* refused by ``verify_plan`` (on, as in the suite,
 unless ``--no-plan-check``; the program is checked again with it off, to tell a false positive),
@@ -46,8 +46,8 @@ import adcompiler
 
 from adcompiler.backends.check_modes import unoptimised
 
-from .helpers import raising_after
-from .test_large_programs import (FAMILIES, TIERS, TRANSFORMS, Disagreement, check, fresh,
+from tests.helpers import raising_after
+from tests.programs.test_large_programs import (FAMILIES, TIERS, TRANSFORMS, Disagreement, check, fresh,
                                   large_programs, tangents_for)
 
 COLUMNS = ("programs", "buffers", "numexpr", "disagreed", "refused", "plan", "failed")

@@ -61,8 +61,8 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from . import program_sizes
-from .strategies import (CALL_HEADER, FAMILIES, HEADER, MAX_ABS, MAX_SIZE, PARAMS, Program,
+from tests import program_sizes
+from tests.strategies import (CALL_HEADER, FAMILIES, HEADER, MAX_ABS, MAX_SIZE, PARAMS, Program,
                          _Drawing, _copy, _py, drawn_sizes)
 
 INPUT_SHAPES = [(), (3,), (2, 3), (1, 3), (2, 1), (4,), (3, 2)]

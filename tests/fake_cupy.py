@@ -30,8 +30,8 @@ import types
 
 import numpy as np
 
-from .fake_cuda_c import parse_params, run_body, Value
-from .fake_cupy_array import (_array_arg, _Device, _index, _operand, _refuse_host, _static,
+from tests.fake_cuda_c import parse_params, run_body, Value
+from tests.fake_cupy_array import (_array_arg, _Device, _index, _operand, _refuse_host, _static,
                               _wrap, ndarray)
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-# The compiler's thresholds (tests/test_large_programs.py checks that they are still these):
+# The compiler's thresholds (tests/programs/test_large_programs.py checks that they are still these):
 # adcompiler.passes.fuse.MIN_SIZE and adcompiler.backends.planner.MIN_BYTES // 8 (float64), and
 # adcompiler.backends.numexpr_chains.MIN_ELEMENTS.
 THRESHOLDS = {"buffers": 4096, "numexpr": 2 ** 18}

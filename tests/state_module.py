@@ -1,4 +1,4 @@
-"""Module-level state read by the functions of tests/test_state.py (rebound there, then reset)."""
+"""Module-level state read by the functions of tests/api/test_state.py (rebound there, then reset)."""
 
 import numpy as np
 

@@ -67,7 +67,7 @@ and 8-wide code give the same results):
   necessarily with the same sign bit). The one exception is
   vtanh(19.06) = 1 - 2^-53, which is the correctly rounded value where NumPy gives 1.0.
 
-tests/test_numba_math.py asserts 2 ulp against NumPy on 10^5-point grids.
+tests/runtime/test_numba_math.py asserts 2 ulp against NumPy on 10^5-point grids.
 
 Speed, serial loop over 10^6 doubles with uniform(-2, 2) input, fastmath={'contract'}, 2-core
 x86_64 with AVX-512, 4-wide code: ``out[i] = vexp(x[i]) + vtanh(x[i])`` took 3.7 ms. The same loop

@@ -1,0 +1,1 @@
+"""Tests of ahead-of-time modules: shapes, guards, specialisations."""

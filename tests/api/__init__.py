@@ -1,0 +1,1 @@
+"""Tests of the public transforms and what runs when they are called."""

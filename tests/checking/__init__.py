@@ -1,0 +1,1 @@
+"""Tests of check_grad, adcompiler check and the symbolic mode."""

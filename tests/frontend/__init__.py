@@ -1,0 +1,1 @@
+"""Tests of reading a function's source, the fence, and lowering statements and calls."""

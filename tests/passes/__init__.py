@@ -1,0 +1,1 @@
+"""Tests of the optimisation passes, on the IR they rewrite."""

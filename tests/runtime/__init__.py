@@ -1,0 +1,1 @@
+"""Tests of loading, the on-disk cache, numba's math kernels."""

@@ -1,0 +1,1 @@
+"""Tests of the derivative rules, checked numerically and against SymPy."""

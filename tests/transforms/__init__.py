@@ -1,0 +1,1 @@
+"""Tests of the reverse and forward transforms: adjoints, tangents, residuals."""
