@@ -17,5 +17,6 @@ only those listed before it, and :mod:`.calls`, which :mod:`.expressions` reads)
 At the top: :mod:`.calls` (the table of callables, array methods and attributes user code may
 call, filled from :mod:`.library` only), :mod:`.fence` (the syntax fence, run before
 lowering, on the statements' own predicates) and :mod:`.lower` (``lower_function``, the entry,
-and the ``Lowering`` those parts are assembled into).
+and the ``Lowering`` those parts are assembled into); :mod:`.registry`, how expression and
+statement handlers register by AST node type.
 """

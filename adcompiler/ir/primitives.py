@@ -27,13 +27,15 @@ class Prim:
     params: tuple = ()           # static parameters, in NumPy's positional order
     abstract: Optional[Callable] = None  # (avals, literals) -> output aval, where NumPy's shape
                                          # rules do not apply (family "custom": user functions)
+    torch: Optional[str] = None  # the tape's grad_fn name, PyTorch's (``PermuteBackward0``),
+                                 # where it depends on nothing but the primitive
 
 
 PRIMS: dict[str, Prim] = {}
 
 
-def _def(name, fn, family, spell, arity=1, differentiable=True, params=()):
-    PRIMS[name] = Prim(name, fn, family, spell, arity, differentiable, params)
+def _def(name, fn, family, spell, arity=1, differentiable=True, params=(), torch=None):
+    PRIMS[name] = Prim(name, fn, family, spell, arity, differentiable, params, torch=torch)
 
 
 # ---- elementwise: one row each ----------------------------------------------------------------
@@ -198,7 +200,7 @@ ELEMENTWISE = [
     Elementwise("logical_or", 2, differentiable=False, sympy="Max"),
     Elementwise("logical_not", differentiable=False, sympy=lambda sp, x: 1 - x),
     Elementwise("where", 3, numba=_INLINE, cheap=True, torch="WhereBackward0", tape=False),
-    Elementwise("clip", 3, out=True, np_call=False, tape=False),  # np.clip: frontend.library.compositions
+    Elementwise("clip", 3, out=True, np_call=False, tape=False),  # np.clip: library.compositions
     # predicates: bool results, no gradient (it flows through the values they select)
     Elementwise("isfinite", differentiable=False, tape=False),
     Elementwise("isnan", differentiable=False, tape=False,
@@ -211,7 +213,7 @@ _PREDICATES = ("isfinite", "isnan", "isinf")   # entered below, after the reduct
 
 def _def_elementwise(row):
     _def(row.name, row.fn, "elementwise", row.op or f"np.{row.name}", row.arity,
-         row.differentiable)
+         row.differentiable, torch=row.torch)
 
 
 for _row in ELEMENTWISE:
@@ -246,7 +248,7 @@ _def("argsort", np.argsort, "index", "np.argsort", differentiable=False, params=
 
 # ---- linear algebra -------------------------------------------------------------------------
 _def("dot", np.dot, "linalg", "np.dot", 2)
-_def("outer", np.outer, "linalg", "np.outer", 2)
+_def("outer", np.outer, "linalg", "np.outer", 2, torch="OuterBackward0")
 # Einstein sums in normal form (adcompiler/frontend/library/einsum.py): explicit "ij,jk->ik", each
 # operand's letters distinct, one size per letter; never a lone operand's permutation (a
 # transpose, a view), so always a new array. Spelled np.einsum('ij,jk->ik', a, b).
@@ -260,22 +262,26 @@ _def("cumprod", np.cumprod, "linalg", "np.cumprod", params=("axis",))
 # Square matrices (..., n, n) (adcompiler/frontend/library/solvers.py): NumPy's LAPACK calls,
 # float32 for float32 inputs, else float64. slogdet's two results are two nodes, each spelled
 # ``np.linalg.slogdet(a)[k]``: the sign (no gradient) and the log of |det|.
-_def("solve", np.linalg.solve, "linalg", "np.linalg.solve", 2)
-_def("inv", np.linalg.inv, "linalg", "np.linalg.inv")
-_def("det", np.linalg.det, "linalg", "np.linalg.det")
+_def("solve", np.linalg.solve, "linalg", "np.linalg.solve", 2, torch="LinalgSolveExBackward0")
+_def("inv", np.linalg.inv, "linalg", "np.linalg.inv", torch="LinalgInvExBackward0")
+_def("det", np.linalg.det, "linalg", "np.linalg.det", torch="LinalgDetBackward0")
 _def("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], "linalg", "np.linalg.slogdet",
      differentiable=False)
-_def("logabsdet", lambda a: np.linalg.slogdet(a)[1], "linalg", "np.linalg.slogdet")
+_def("logabsdet", lambda a: np.linalg.slogdet(a)[1], "linalg", "np.linalg.slogdet",
+     torch="LinalgSlogdetBackward0")
 
 # ---- shape and indexing ---------------------------------------------------------------------
-_def("transpose", np.transpose, "shape", "np.transpose", params=("axes",))
-_def("reshape", np.reshape, "shape", "np.reshape", params=("shape",))
-_def("expand_dims", np.expand_dims, "shape", "np.expand_dims", params=("axis",))
+_def("transpose", np.transpose, "shape", "np.transpose", params=("axes",), torch="PermuteBackward0")
+_def("reshape", np.reshape, "shape", "np.reshape", params=("shape",), torch="ViewBackward0")
+_def("expand_dims", np.expand_dims, "shape", "np.expand_dims", params=("axis",),
+     torch="UnsqueezeBackward0")
 _def("squeeze", np.squeeze, "shape", "np.squeeze", params=("axis",))
-_def("broadcast_to", np.broadcast_to, "shape", "np.broadcast_to", params=("shape",))
+_def("broadcast_to", np.broadcast_to, "shape", "np.broadcast_to", params=("shape",),
+     torch="ExpandBackward0")
 _def("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), "shape",
-     "np.concatenate", None)
-_def("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), "shape", "np.stack", None)
+     "np.concatenate", None, torch="CatBackward0")
+_def("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), "shape", "np.stack", None,
+     torch="StackBackward0")
 
 
 def getitem(x, *arrays, index):
@@ -327,8 +333,8 @@ _def("full", lambda fill, shape, dtype=None: np.full(shape, fill, dtype=dtype), 
      "np.full", 1, params=("shape", "dtype"))
 _def("astype", lambda x, dtype: (x if hasattr(x, "__cuda_array_interface__") else
                                  np.asarray(x)).astype(dtype),   # a CuPy array stays one
-     "creation", ".astype", params=("dtype",))
-_def("copy", np.copy, "creation", "np.copy")
+     "creation", ".astype", params=("dtype",), torch="ToCopyBackward0")
+_def("copy", np.copy, "creation", "np.copy", torch="CloneBackward0")
 _def("asarray", np.asarray, "creation", "np.asarray")  # an ndarray (NumPy scalars become 0-d)
 _def("to_float", float, "creation", "float")  # a Python float from a 0-d result
 _def("to_int", int, "creation", "int", differentiable=False)  # a Python int, likewise
@@ -408,9 +414,9 @@ def _winners(xp, shape, index):
 
 _def("setitem", setitem, "shape", "setitem", None)
 _def("last_writes", last_writes, "internal", "_last_writes", None, differentiable=False)
-_def("sum_to", sum_to, "internal", "_sum_to", params=("shape",))
+_def("sum_to", sum_to, "internal", "_sum_to", params=("shape",), torch="SumToSizeBackward0")
 _def("index_add", index_add, "internal", "index_add", None)
-_def("scatter_add", scatter_add, "internal", "_scatter_add", None)
+_def("scatter_add", scatter_add, "internal", "_scatter_add", None, torch="IndexPutBackward0")
 
 
 # ---- control flow: nodes with regions (their outputs' avals come from their blocks) ---------

@@ -7,19 +7,11 @@ primitive is one node: ``2 / x`` is a DivBackward0 (PyTorch: a reciprocal, then 
 
 from __future__ import annotations
 
-from ..ir.primitives import ELEMENTWISE
+from ..ir.primitives import PRIMS
 
-# the elementwise primitives' names are in their rows (ir.primitives.ELEMENTWISE)
-_FIXED = {
-    **{r.name: r.torch for r in ELEMENTWISE if r.torch},
-    "transpose": "PermuteBackward0", "reshape": "ViewBackward0",
-    "expand_dims": "UnsqueezeBackward0", "broadcast_to": "ExpandBackward0",
-    "concatenate": "CatBackward0", "stack": "StackBackward0", "copy": "CloneBackward0",
-    "astype": "ToCopyBackward0", "outer": "OuterBackward0", "sum_to": "SumToSizeBackward0",
-    "scatter_add": "IndexPutBackward0",
-    "solve": "LinalgSolveExBackward0", "inv": "LinalgInvExBackward0",
-    "det": "LinalgDetBackward0", "logabsdet": "LinalgSlogdetBackward0",
-}
+# a name that depends on the primitive alone is in its row (ir.primitives: Prim.torch, which an
+# elementwise primitive takes from its ELEMENTWISE row)
+_FIXED = {p.name: p.torch for p in PRIMS.values() if p.torch}
 
 
 def _is_tensor(x) -> bool:

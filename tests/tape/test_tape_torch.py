@@ -94,3 +94,13 @@ def test_version_counting_as_pytorch():
         step(b)
         step(tb)
         assert (b._version, type(b.grad_fn).__name__) == (tb._version, type(tb.grad_fn).__name__)
+
+
+def test_node_names_that_depend_on_the_primitive_alone_come_from_its_row():
+    from adcompiler.ir.primitives import PRIMS
+    from adcompiler.tape.names import node_name
+    assert PRIMS["transpose"].torch == "PermuteBackward0" == node_name("transpose", (), {})
+    assert PRIMS["tanh"].torch == "TanhBackward0" == node_name("tanh", (), {})
+    a = torch.ones(2, 3, requires_grad=True)
+    t = tape.ones((2, 3), requires_grad=True)
+    assert type(t.T.grad_fn).__name__ == type(a.T.grad_fn).__name__ == "PermuteBackward0"

@@ -10,18 +10,11 @@ every expression type the fence lets through has a handler.
 
 from __future__ import annotations
 
+from ..registry import registrar
+
 EXPRESSIONS: dict = {}  # ast expression type -> handler(lowering, node)
-
-
-def expression(*kinds):
-    """Register the decorated function as the handler of the expression types ``kinds``."""
-    def register(handler):
-        for kind in kinds:
-            if kind in EXPRESSIONS:
-                raise AssertionError(f"two handlers for {kind.__name__} expressions")
-            EXPRESSIONS[kind] = handler
-        return handler
-    return register
+# @expression(ast.BinOp): the decorated function handles those expression types
+expression = registrar(EXPRESSIONS, "handlers", "expressions")
 
 
 def handler_of(node):

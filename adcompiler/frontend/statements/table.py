@@ -14,32 +14,16 @@ from __future__ import annotations
 
 import ast
 
+from ..registry import registrar
+
 STATEMENTS: dict = {}  # ast statement type -> handler(lowering, stmt)
-
-
-def statement(*kinds):
-    """Register the decorated function as the handler of the statement types ``kinds``."""
-    def register(handler):
-        for kind in kinds:
-            if kind in STATEMENTS:
-                raise AssertionError(f"two handlers for {kind.__name__} statements")
-            STATEMENTS[kind] = handler
-        return handler
-    return register
-
+# @statement(ast.If): the decorated function handles those statement types
+statement = registrar(STATEMENTS, "handlers", "statements")
 
 CONTINUED: dict = {}  # ast statement type -> handler(lowering, stmt, rest), at function level
-
-
-def continued(kind):
-    """Register the decorated function as what a ``kind`` statement does at a function's level,
-    followed by the statements after it."""
-    def register(handler):
-        if kind in CONTINUED:
-            raise AssertionError(f"two continued handlers for {kind.__name__} statements")
-        CONTINUED[kind] = handler
-        return handler
-    return register
+# @continued(ast.With): what such a statement does at a function's level, followed by the
+# statements after it
+continued = registrar(CONTINUED, "continued handlers", "statements")
 
 
 def lower_statement(lowering, stmt):
