@@ -1,4 +1,4 @@
-"""``np.einsum`` on tensors, as the compiler records it (``adcompiler/frontend/einsum.py``).
+"""``np.einsum`` on tensors, as the compiler records it (``adcompiler/frontend/library/einsum.py``).
 
 Invariants: the subscripts are brought to the primitive's normal form by the compiler's own plan
 (:func:`~adcompiler.compositions.einsum_plan.plan`, one source of truth): each operand's broadcast

@@ -1,5 +1,5 @@
 """Diagonals, triangles, fills and ``np.add.at`` on tensors, as the compiler records them
-(``adcompiler/frontend/diagonal.py``, ``creation.py``, ``setitem.py``).
+(``adcompiler/frontend/library/diagonal.py``, ``library/creation.py``, ``statements/setitem.py``).
 
 Invariants: ``np.diagonal``/``np.diag`` of a matrix is a view of it, as NumPy's and PyTorch's
 (a square slice, then ``einsum("ii->i")``: a later write into the matrix shows in it);

@@ -1,5 +1,6 @@
 """``np.linalg.solve``, ``inv``, ``det`` and ``slogdet`` on tensors: the primitives the compiler
-records for them (``adcompiler/frontend/solvers.py``), with the rules of ``templates/linalg.py``.
+records for them (``adcompiler/frontend/library/solvers.py``), with the rules of
+``templates/linalg.py``.
 
 Invariants: values are NumPy's (CuPy's on the device), and so are its errors (a singular matrix
 raises LinAlgError, a non-square one too); ``slogdet`` returns NumPy's pair ``(sign,

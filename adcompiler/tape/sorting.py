@@ -1,5 +1,5 @@
 """``np.sort``, ``np.take_along_axis``, ``np.median``, ``np.quantile``/``np.percentile`` on
-tensors, as the compiler records them (``adcompiler/frontend/sorting.py``).
+tensors, as the compiler records them (``adcompiler/frontend/library/sorting.py``).
 
 Invariants: the composition is the compiler's own (:mod:`adcompiler.compositions.sorting`, run
 on :class:`~.compositions.TapeOps`), so the tape records the same primitives: a
