@@ -1,4 +1,4 @@
-"""The SSA graph: values, nodes, a text printer and a verifier.
+"""The SSA graph: values, nodes, their text form, the shape rules and a verifier.
 
 Grammar of the text form printed by ``print(graph)`` (and by ``.ir`` on a compiled gradient)::
 

@@ -1,4 +1,5 @@
-"""Turn generated source into a Python function; tracebacks show the generated lines."""
+"""Run generated code: load its source as a Python function (tracebacks show the generated
+lines), the on-disk cache, and what generated code calls."""
 
 from .compile import load_function
 
