@@ -13,7 +13,6 @@ pointwise, which is what makes the sharing exact; tests check both directions nu
 import math
 
 from . import defjvp, defvjp
-from .idioms.logaddexp import logaddexp_at
 
 
 def _ew(prim, *rules):
@@ -178,6 +177,7 @@ def _logaddexp_max(k):
     plain = _max_min("greater")[k]
 
     def rule(ops, g, ans, x, y):
+        from .idioms.logaddexp import logaddexp_at  # on first use: import stays light
         idiom = logaddexp_at(ops, ans, "maximum")
         return plain(ops, g, ans, x, y) if idiom is None else _sigmoid_share(ops, g, idiom, k)
     return rule
@@ -217,6 +217,7 @@ def _number(v):
 def _abs_vjp(ops, g, ans, x):
     """abs's adjoint; zero for the ``abs`` of the log-add-exp idiom, whose derivative
     maximum's rule gave whole (a zero that the simplifier drops from the sum it joins)."""
+    from .idioms.logaddexp import logaddexp_at  # on first use: import stays light
     if logaddexp_at(ops, ans, "abs") is None:
         return g * ops.sign(x)
     if x.aval.is_scalar:

@@ -2,7 +2,6 @@
 ``keepdims``). A tangent rule reduces the input tangent the way the primitive reduces the input."""
 
 from . import defjvp, defvjp
-from .idioms.shift_invariance import cotangent_vanishes
 
 
 def _restore(ops, g, x, axis, keepdims):
@@ -33,6 +32,7 @@ def _extremum(ops, g, ans, x, axis=None, keepdims=False):
     result (the max subtracted in a softmax or logsumexp: see
     :mod:`templates.idioms.shift_invariance`), where the rule's five passes over ``x`` would
     compute ``0`` up to rounding."""
+    from .idioms.shift_invariance import cotangent_vanishes  # on first use: import stays light
     if cotangent_vanishes(ops, ans):
         return _zeros(ops, x)
     hit = ops.equal(x, _restore(ops, ans, x, axis, keepdims))

@@ -14,7 +14,6 @@ walks exactly once (not the nodes a hook returns), and replaces no list when ``w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import Value, walk
@@ -32,7 +31,6 @@ def _as_is(nodes, scope):
     return nodes
 
 
-@dataclass(frozen=True)
 class Walker:
     """How a pass walks a graph's scopes and rewrites them, as three hooks.
 
@@ -53,11 +51,13 @@ class Walker:
     fixpoint over carried values), which replaces no node list.
     """
 
-    visit: Callable = _keep
-    enter: Callable = _same_scope
-    leave: Callable = _as_is
-    backwards: bool = False
-    write: bool = True
+    __slots__ = ("visit", "enter", "leave", "backwards", "write")   # a plain class: no
+                                                                     # dataclass at import
+
+    def __init__(self, visit: Callable = _keep, enter: Callable = _same_scope,
+                 leave: Callable = _as_is, backwards: bool = False, write: bool = True):
+        self.visit, self.enter, self.leave = visit, enter, leave
+        self.backwards, self.write = backwards, write
 
     def graph(self, graph, scope=None):
         """Walk ``graph``'s scope (and so every scope nested in it) in ``scope``."""
@@ -94,7 +94,6 @@ class Walker:
                 block.nodes = nodes
 
 
-@dataclass(frozen=True)
 class Rewrite:
     """What a rule of :mod:`.simplify` did to its node. Every rule is ``rule(node, ctx)`` and
     returns None where it does not apply (the node unchanged), else a ``Rewrite``:
@@ -110,8 +109,10 @@ class Rewrite:
     the node's block and the blocks around it; ``ctx.local`` lists the block's own kept nodes.
     """
 
-    before: tuple = ()
-    value: object = None
+    __slots__ = ("before", "value")
+
+    def __init__(self, before: tuple = (), value: object = None):
+        self.before, self.value = before, value
 
 
 IN_PLACE = Rewrite()
