@@ -92,3 +92,21 @@ def test_compiled_gradients_of_those_functions(module):
     np.testing.assert_allclose(ad.grad(module.column_zero_string)(x), np.full(3, 2.0))
     np.testing.assert_allclose(ad.grad(module.outer())(x), np.cos(x))
     np.testing.assert_allclose(ad.grad(module.last)(x), 1 - np.tanh(x) ** 2)
+
+
+def test_a_cached_text_that_is_not_the_definition_is_a_located_error():
+    """inspect reads a function's lines from linecache by line number: where another text is
+    cached under its file name (an edited file not reloaded, a tool's own registration), the
+    lines found are some other code, which must never be compiled as this function."""
+    import linecache
+    ns = {"np": np}
+    linecache.cache["<edited>"] = (60, None, ["text\n", "def other(q):\n", "    return q\n",
+                                              "x = 1\n", "y = 2\n", "z = 3\n"], "<edited>")
+    exec(compile("\n\n\n\ndef h(x):\n    return np.sum(x * x)\n", "<edited>", "exec"), ns)
+    try:
+        with pytest.raises(ad.CompileError, match="the source read for 'h' at <edited>:2 is not "
+                                                  "its definition") as err:
+            ad.grad(ns["h"])(np.ones(2))
+        assert "reload the module" in str(err.value)
+    finally:
+        del linecache.cache["<edited>"]

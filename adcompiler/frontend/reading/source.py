@@ -80,10 +80,28 @@ def read_function(fn, inlined=False) -> FunctionSource:
                                     max(line.find("lambda"), 0) + len("lambda")),
                            hint="write it as a def at module level")
     module = _parse(fn, src_lines, first)
-    tree = next(n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef,
-                                                              ast.AsyncFunctionDef)))
+    tree = _definition(module, fn, filename, first)
     lines = linecache.getlines(filename) or [""] * (first - 1) + src_lines
     return FunctionSource(fn, tree, filename, lines)
+
+
+def _definition(module, fn, filename, first) -> ast.FunctionDef:
+    """The ``def`` of ``fn`` in the source read for it; a located error where that source is
+    not ``fn``'s (its file changed after it was defined, or another text is cached for it)."""
+    code = fn.__code__
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args
+            names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+            if node.name == code.co_name and names == params:
+                return node
+            break
+    raise CompileError(f"the source read for {fn.__name__!r} at {filename}:{first} is not its "
+                       f"definition: the file changed after {fn.__name__} was defined, or "
+                       "another text is cached under its file name",
+                       hint="reload the module (or re-run the cell that defines it), then "
+                            "take the gradient again")
 
 
 def as_def(node, name: str, body: list) -> ast.FunctionDef:
