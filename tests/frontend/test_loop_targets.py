@@ -143,3 +143,26 @@ def test_a_name_first_bound_in_a_loop_body_is_a_located_error(f, line, kind):
     text = str(info.value)
     assert line in text and f"first assigned inside the {kind} loop" in text
     assert "a starting value of the same shape and dtype before the loop" in text
+
+
+def test_a_target_rebound_in_the_body_starts_from_the_first_iteration():
+    """``row`` left a scalar by a loop over a vector, then the target of a loop over a
+    matrix's rows that its body rebinds: what it held before is never read, so the two
+    shapes need not join (found by tests/programs/test_random_control_flow.py)."""
+    def f(x, z):
+        total = 0.0
+        for row in z:
+            total = total + row
+        for k, row in enumerate(x):
+            row = row[::-1] * (k + 1.0)
+            total = total + np.sum(row * row)
+        return total + np.sum(row)
+    x = np.array([[0.4, -0.7, 1.3], [-1.4, 0.9, 1.2]])
+    z = np.array([1.0, -1.3, 0.6])
+    dx, dz = ad.grad(f, wrt=(0, 1))(x, z)
+    last = np.zeros_like(x)
+    last[1] = 2.0
+    want = np.stack([2.0 * x[0], 8.0 * x[1]]) + last
+    np.testing.assert_allclose(dx, want)
+    np.testing.assert_allclose(dz, np.ones(3))
+    assert ad.value_and_grad(f)(x, z)[0] == pytest.approx(f(x, z))

@@ -23,7 +23,7 @@ from ..bindings.structured import (ChangesInLoop, LoopState, carry_error, descri
                                    same, traceable)
 from .blocks import run_statements
 from .conditions import check_condition
-from .joins import aval_of, coerce, join
+from .joins import aval_of, coerce, join, joinable
 from .lists import appending
 from .loop_updates import assigned, check_loop_aliases, check_row_updates, pass_back
 from .table import statement
@@ -88,6 +88,7 @@ def lower_for(lowering, stmt: ast.For, breaks=False):
     check_row_updates(lowering, stmt)
     if n <= 0:  # range(0), range(5, 2), an empty array: the body never runs, as in Python
         return
+    start_rebound_targets(lowering, stmt, bind_target)
 
     def blocks(carried, params):
         k = lowering.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
@@ -99,6 +100,33 @@ def lower_for(lowering, stmt: ast.For, breaks=False):
         return (body,)
     carried_loop(lowering, stmt, header, "loop", (Literal(n),), blocks)
     bind_last(lowering, stmt, n, bind_target, breaks)
+
+
+def start_rebound_targets(lowering, stmt, bind_target):
+    """A target name the body rebinds is carried: after the loop it holds what the last
+    iteration left. What it held before the loop is never read (the loop runs, and each
+    iteration binds it first), so where that value cannot join the target's (a scalar ``row``
+    left by a loop over a vector, before a loop over a matrix's rows), the loop starts from
+    its first iteration's binding instead, bound before it."""
+    env, names = lowering.scope.env, _target_names(stmt)
+    body_binds = set(assigned(stmt.body))
+    rebound = [name for name in names if name in body_binds
+               and isinstance(env.get(name), (Value, Literal, int, float))]
+    if not rebound:
+        return
+    before = {name: env.get(name, _UNBOUND) for name in names}
+    with lowering.b.into(Block()):   # a trial: what the first iteration binds, emitted nowhere
+        bind_target(0)
+    first = {name: env.get(name) for name in rebound}
+    for name, value in before.items():   # the trial undone
+        if value is _UNBOUND:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    if not all(isinstance(first[name], (Value, Literal, int, float))
+               and joinable([aval_of(before[name]), aval_of(first[name])])
+               for name in rebound):
+        bind_target(0)
 
 
 def bind_last(lowering, stmt, n, bind_target, breaks):
