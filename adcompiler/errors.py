@@ -21,6 +21,14 @@ class Location:
     end_col: Optional[int] = None
 
 
+# What computing raises: NumPy's complaints (ValueError, TypeError, IndexError, AxisError,
+# LinAlgError), arithmetic, a depth or memory limit. While compiling, one of these is the user's
+# code meeting NumPy, and is located at their line; anything else (a TimeoutError or whatever a
+# caller's signal handler raises, KeyboardInterrupt) is not the code's doing and passes through.
+COMPUTING_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError,
+                    RuntimeError, MemoryError, AssertionError)
+
+
 class CompileError(Exception):
     """Raised for anything the compiler cannot (or must not) compile; points at the user's code."""
 

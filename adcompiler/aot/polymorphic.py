@@ -26,6 +26,7 @@ import dataclasses
 import numpy as np
 
 from . import antiunify
+from ..errors import COMPUTING_ERRORS, CompileError
 from ..frontend.lower import lower_function
 from ..ir import Aval
 from ..pipeline import compile_gradient
@@ -158,7 +159,7 @@ class _Job:
                 else None
             compiled = compile_gradient(g.primal, avals, g.wrt, g.mode, cotangent,
                                         backend=g.backend)
-        except Exception as exc:  # noqa: BLE001 - other sizes may fail anywhere: keep per shape
+        except (CompileError, *COMPUTING_ERRORS) as exc:  # other sizes may fail: keep per shape
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "shape mismatch" in first or "broadcast" in first:
                 raise _NotGeneric("its sizes are tied, to each other or to a number in the "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import COMPUTING_ERRORS
 from ..ir import Literal
 from ..ir.primitives import PRIMS, evaluate
 
@@ -37,7 +38,7 @@ def keeps_finite(old, new, inputs, producers) -> bool:
         try:
             values = [np.broadcast_to(np.asarray(_value(t, columns), dtype=float),
                                       columns[0].shape) for t in trees]
-        except Exception:  # noqa: BLE001 - a form the probes cannot evaluate: keep the original
+        except COMPUTING_ERRORS:  # a form the probes cannot evaluate: keep the original
             return False
         before, after = _run(old, values), _run(new, values)
     if before is None or after is None:
@@ -104,5 +105,5 @@ def _run(block, columns):
             values[node.outputs[0]] = evaluate(node.prim, args, node.params)
         return np.broadcast_to(np.asarray(values[block.outputs[0]], dtype=float),
                                columns[0].shape)
-    except Exception:  # noqa: BLE001 - a form the probes cannot evaluate: keep the original
+    except COMPUTING_ERRORS:  # a form the probes cannot evaluate: keep the original
         return None

@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-from ...errors import CompileError
+from ...errors import COMPUTING_ERRORS, CompileError
 from ...ir import Value
 from ...ir.builder import NeedsShape
 from ..library.binding import CallError, call
@@ -64,7 +64,7 @@ class ExpressionLowering:
         except NeedsShape:
             raise self.src.error(node, "this needs the shape of an input, which is unknown here",
                                  "call the compiled function on example inputs first") from None
-        except Exception as exc:  # NumPy's own complaint (shapes, axes, dtypes), located
+        except COMPUTING_ERRORS as exc:  # NumPy's own complaint (shapes, axes...), located
             raise self.src.error(node, f"{type(exc).__name__}: {exc}",
                                  self.operand_summary(node)) from exc
         if isinstance(out, Unreadable):   # an item of a list: `rows[0]` gone stale
@@ -138,7 +138,7 @@ class ExpressionLowering:
     def static_op(self, node, op, *args):
         try:
             return op(*args)
-        except Exception as exc:
+        except COMPUTING_ERRORS as exc:
             raise self.src.error(node, f"evaluating this while compiling failed: "
                                  f"{type(exc).__name__}: {exc}",
                                  "only arrays and floats are traced; this part runs as plain "
