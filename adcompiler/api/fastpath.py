@@ -17,12 +17,12 @@ its guard instead of being called. For ``seed_f(x1, x2)`` (floats)::
                 dx2 = x1 - math.cos(x2)     # the body of grad_seed_f, inlined
                 dx1 = x2 + 1.0 / x1
                 return dx1, dx2
-            except ZeroDivisionError:       # at a pole (x1 = 0.0): adcompiler.api.poles
+            except _adc_raises:             # at a pole (x1 = 0.0): adcompiler.api.poles
                 return _adc_slow((x1, x2), {})
         if _adc_type(x1) is _adc_ndarray and x1.shape == (3,) and x1.dtype is _adc_dtype1_0 ...:
             try:
                 return _adc_run1(x1, x2)    # not inlined: called
-            except ZeroDivisionError:
+            except _adc_raises:
                 return _adc_slow((x1, x2), {})
         return _adc_slow((x1, x2), {})
 
@@ -67,6 +67,7 @@ import linecache
 import numpy as np
 
 from .inlining import Source
+from .poles import PYTHON_RAISES
 
 MAX_GUARDS = 8
 
@@ -118,6 +119,7 @@ def build(arity: int, entries: list, slow, *, signature=None, sources=None, name
     the chain takes them by name, with their defaults; ``sources`` {fast key: the generated
     source of its function} offers bodies to inline (see :mod:`adcompiler.api.inlining`)."""
     namespace = {"_adc_NONE": _NONE, "_adc_ndarray": np.ndarray, "_adc_slow": slow,
+                 "_adc_raises": PYTHON_RAISES,
                  "_adc_given": _given, "_adc_type": type, "_adc_float": float}
     guarded = []
     for entry, (key, function) in enumerate(entries[:MAX_GUARDS]):
@@ -134,7 +136,7 @@ def build(arity: int, entries: list, slow, *, signature=None, sources=None, name
         body = inliner.take(entry, function, (sources or {}).get(key), names, indent) or [
             f"{indent}    return _adc_run{entry}({', '.join(names)})"]
         lines += [f"{indent}    try:", *(f"    {ln}" if ln else "" for ln in body),
-                  f"{indent}    except ZeroDivisionError:  # at a pole: adcompiler.api.poles",
+                  f"{indent}    except _adc_raises:  # at a pole: adcompiler.api.poles",
                   f"{indent}        {slow.strip()}"]
     if params is None and not guarded:
         lines.append("        pass")

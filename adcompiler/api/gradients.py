@@ -131,7 +131,7 @@ class GradientFunction:
             if call is not None:
                 try:
                     return call(*args)
-                except ZeroDivisionError:
+                except poles.PYTHON_RAISES:
                     pass  # at a pole of Python-float code: below (adcompiler.api.poles)
         arguments, cotangent = self._bind(args, kwargs)
         self._check_arrays({**arguments, "cotangent": cotangent})
@@ -139,7 +139,7 @@ class GradientFunction:
         extra = (cotangent,) if self.mode == "vjp" else ()
         try:
             result = compiled.function(*arguments.values(), *extra)
-        except ZeroDivisionError:
+        except poles.PYTHON_RAISES:
             return self._package(poles.at_a_pole(compiled.function, self.primal, arguments,
                                                  extra, (args, kwargs), self.wrt, self.mode),
                                  arguments)
@@ -351,7 +351,7 @@ class TangentFunction(GradientFunction):
         dots = self._tangents(tangents, arguments)
         try:
             result = compiled.function(*arguments.values(), *dots)
-        except ZeroDivisionError:   # at a pole of Python-float code (adcompiler.api.poles)
+        except poles.PYTHON_RAISES:   # at a pole of Python-float code (adcompiler.api.poles)
             result = poles.at_a_pole(compiled.function, self.primal, arguments, tuple(dots),
                                      (args, kwargs), self.wrt, self.mode)
         k = len(self.wrt) if self.mode == "hvp" else 1

@@ -323,8 +323,12 @@ class Hessian(_Method):
                 _, hv = self.hvp(*args, tangents=_basis(inputs, j, k, self._single), **kwargs)
                 cols.append((hv,) if self._single else hv)
             for i, xi in enumerate(inputs):
+                shape = np.shape(xi) + np.shape(x)
+                if not cols:   # a zero-size input: no products, an empty block
+                    blocks[i][j] = np.zeros(shape)
+                    continue
                 col = [np.asarray(c[i]) for c in cols]
-                blocks[i][j] = np.stack(col, axis=-1).reshape(np.shape(xi) + np.shape(x))
+                blocks[i][j] = np.stack(col, axis=-1).reshape(shape)
         return blocks
 
     def specialize(self, *args, **kwargs):

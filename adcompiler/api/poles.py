@@ -4,8 +4,11 @@ The generated code computes with Python floats where the inputs are Python float
 / s``): that is what makes a scalar gradient cost about as much as the hand-written one. At a
 pole of a derivative, Python raises where NumPy gives ``inf``: the gradient of ``np.log(s)`` at
 ``s = 0.0`` (the function itself is ``-inf`` there) raised ``ZeroDivisionError`` from inside
-the generated code, where PyTorch and JAX answer ``inf``. Invariant: a gradient call raises
-only what the user's function raises. So when the generated code raises ``ZeroDivisionError``,
+the generated code, where PyTorch and JAX answer ``inf``; outside a domain, where NumPy gives
+``nan``, ``math`` raises ``ValueError`` (the gradient of ``np.arccos(a)`` at ``a = 2.0`` is
+``-1.0 / math.sqrt(1 - a * a)``), and past float's range ``OverflowError`` (``math.cosh``).
+Invariant: a gradient call raises only what the user's function raises. So when the generated
+code raises one of :data:`PYTHON_RAISES`,
 the user's function runs once on the same values (arrays copied: it may write into them): if
 it raises, that is the call's error; otherwise the generated code runs again on ``np.float64``
 scalars, with NumPy's functions for ``math``'s and ``np.float64`` for ``float`` (the same IEEE
@@ -21,10 +24,16 @@ import numpy as np
 
 from ..ir.primitives import ELEMENTWISE
 
+# What Python-float code raises where NumPy answers inf or nan with a RuntimeWarning:
+# ZeroDivisionError (1.0 / 0.0), OverflowError (math.exp(1000.0)), ValueError (math domain
+# error). A ValueError the user's function raises itself is raised again by its rerun.
+PYTHON_RAISES = (ArithmeticError, ValueError)
+
 
 def at_a_pole(function, primal, arguments: dict, extra: tuple, call: tuple, wrt, mode):
-    """The result of ``function`` (the generated code, which raised ZeroDivisionError on
-    ``arguments``) computed on NumPy scalars; ``call`` is the user's ``(args, kwargs)``."""
+    """The result of ``function`` (the generated code, which raised one of
+    :data:`PYTHON_RAISES` on ``arguments``) computed on NumPy scalars; ``call`` is the user's
+    ``(args, kwargs)``."""
     args, kwargs = call
     kwargs = {k: v for k, v in kwargs.items() if k != "cotangent"}  # vjp's, not the user's
     primal(*_copies(args), **dict(zip(kwargs, _copies(kwargs.values()))))

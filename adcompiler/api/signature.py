@@ -214,8 +214,12 @@ def check_transformable(fn, transform: str):
     inner = getattr(fn, "transform_name", None)   # grad(f), jacobian(f)...
     if inner is not None and inner != "grad":
         raise _nesting_error(fn, inner, transform)
-    if inner is None and not inspect.isfunction(inspect.unwrap(fn)):
+    # NumPy's np.sum wraps a def (__wrapped__) but is not one: refused by its module
+    from_numpy = str(getattr(fn, "__module__", "")).split(".")[0] == "numpy"
+    if inner is None and (from_numpy or not inspect.isfunction(inspect.unwrap(fn))):
         name, kind = getattr(fn, "__name__", None), type(fn).__name__
+        if from_numpy:
+            kind = "NumPy function"   # a ufunc, or an _ArrayFunctionDispatcher (np.sum)
         what = f"{name} is a {kind}" if name else f"a {kind} object is a callable"
         raise TypeError(
             f"{transform}({name or 'a ' + kind + ' object'}): adcompiler compiles a Python "
