@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Value, walk
+from ..ir import Value, sizing, walk
 from ..ir.aliasing import updated_inits
 from ..ir.primitives import ELEMENTWISE, PRIMS
 
@@ -44,7 +44,7 @@ UFUNCS = {row.name for row in ELEMENTWISE if row.takes_out}
 
 def large(aval) -> bool:
     return (aval.kind == "array" and aval.shape is not None
-            and int(np.prod(aval.shape)) * np.dtype(aval.dtype).itemsize >= MIN_BYTES)
+            and sizing.elements(aval.shape) * np.dtype(aval.dtype).itemsize >= MIN_BYTES)
 
 
 def buffered_chains(graph) -> list:

@@ -26,6 +26,7 @@ from ..backends import numexpr_chains
 from .common import UsageError, explained, specialised
 from ..errors import CompileError
 from ..frontend.reading.module import load_module
+from ..ir import sizing
 from ..runtime.dispatch import _fits
 
 NOTHING = "with @adcompiler.grad, value_and_grad, vjp or jvp"
@@ -45,7 +46,10 @@ def run(args) -> int:
         if len(paths) > 1:
             print(f"[{i}/{len(paths)}] {path}", file=sys.stderr, flush=True)
         try:
-            with numexpr_chains.disabled():  # the modules written need NumPy only
+            # the modules written need NumPy only, and their bodies serve every size (not
+            # CuPy's: a fused kernel's C text holds the sizes' numbers, which the merge of
+            # the code compiled for several sizes cannot read, so it fuses large sizes only)
+            with numexpr_chains.disabled(), sizing.symbolic(args.backend != "cupy"):
                 done = _compile_one(path, args, path in args.paths, paths)
         except CompileError as exc:
             print(exc, file=sys.stderr)

@@ -5,14 +5,13 @@ whose nodes are the chain; it yields the chain's result. Chains span the forward
 parts alike (``dt = dh * (1 - h * h)`` is one fused node). Invariants: a value is fused into its
 consumer only if that consumer is its only reader, both are elementwise array nodes of the same
 block with a known shape of at least ``MIN_SIZE`` elements (below that, NumPy's per-call
-overhead dominates and fusion cannot pay); the fused node computes exactly what the chain did.
+overhead dominates and fusion cannot pay; ahead of time every size that can vary counts as
+large: :mod:`adcompiler.ir.sizing`); the fused node computes exactly what the chain did.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..ir import Block, Node, Value
+from ..ir import Block, Node, Value, sizing
 from .rewrite import Walker, use_counts
 from ..ir.primitives import PRIMS
 
@@ -31,7 +30,7 @@ def fusible(node) -> bool:
         return False
     aval = node.outputs[0].aval
     return (aval.kind == "array" and aval.shape is not None
-            and int(np.prod(aval.shape)) >= MIN_SIZE)
+            and sizing.elements(aval.shape) >= MIN_SIZE)
 
 
 def _fuse_nodes(nodes, scope):

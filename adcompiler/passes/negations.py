@@ -11,9 +11,7 @@ and products, and no NumPy routine orders its operations by sign.
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..ir import Literal, Node, Value
+from ..ir import Literal, Node, Value, sizing
 from .literals import literal_value
 from .rewrite import IN_PLACE, Rewrite
 
@@ -49,7 +47,7 @@ def negation_outwards(node, ctx):
 def _no_larger(out, x) -> bool:
     if out.shape is None or x.shape is None or out.kind != "array":
         return False
-    return int(np.prod(out.shape)) <= int(np.prod(x.shape))
+    return sizing.elements(out.shape) <= sizing.elements(x.shape)
 
 
 def negated_factor(node, ctx):

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Literal, Node, Value, walk
+from ..ir import Literal, Node, Value, sizing, walk
 from ..ir.shapes import infer
 from .rewrite import substitute
 
@@ -175,7 +175,7 @@ def _readers(graph):
 # ---- choice: where each chain's scale is applied ------------------------------------------------
 
 def _size(v) -> int:
-    return math.prod(v.aval.shape) if v.aval.kind == "array" else 1
+    return sizing.elements(v.aval.shape) if v.aval.kind == "array" else 1
 
 
 def _cost(v) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..backends import check_modes, numexpr_chains
+from ..ir import sizing
 from ..frontend.reading.source import source_lines
 from ..version import __version__
 from .compile import Compiled, load_function
@@ -87,7 +88,7 @@ def key_for(fn, mode, wrt, signature, backend=BACKEND):
         return None  # not a plain def (a gradient of a gradient, a custom_vjp function...)
     text = "\n".join([compiler_fingerprint(), numexpr_chains.fingerprint(),
                       check_modes.fingerprint(), f"backend {backend}",
-                      f"mode {mode}",
+                      *filter(None, [sizing.fingerprint()]), f"mode {mode}",
                       f"wrt {wrt!r}", f"signature {signature!r}", *parts])
     if " at 0x" in text:  # a static argument whose repr is its identity
         return None

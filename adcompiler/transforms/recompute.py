@@ -14,9 +14,7 @@ unconditionally.
 
 from __future__ import annotations
 
-import math
-
-from ..ir import Block, Value
+from ..ir import Block, Value, sizing
 
 _CHEAP = frozenset(("negative", "sign", "abs", "absolute", "add", "subtract", "multiply",
                     "maximum", "minimum", "less", "less_equal", "greater", "greater_equal",
@@ -76,7 +74,7 @@ def _size(v):
     shape = v.aval.shape
     if v.aval.kind != "array" or shape is None or not all(isinstance(d, int) for d in shape):
         return None
-    return math.prod(shape)
+    return sizing.elements(shape)
 
 
 def recompute(b, body, chains, subst) -> list:
