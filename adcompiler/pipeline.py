@@ -20,6 +20,7 @@ from .backends.numba_emit import emit_numba
 from .custom.vjp import custom_vjp, lower_call, runtime_names
 from .errors import ArgumentError, CompileError
 from .frontend.lower import lower_function
+from .frontend.reading.depth import with_room
 from .ir import Aval, Literal, Value
 from .ir.verify import verify
 from .passes import optimize
@@ -33,6 +34,7 @@ MODES = ("grad", "value_and_grad", "vjp")
 FORWARD_MODES = ("jvp", "hvp")  # compiled by compile_jvp
 
 
+@with_room
 def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
                      plain=None, backend="numpy") -> Compiled:
     """Compile ``mode`` of ``fn`` for these arguments (Avals for traced ones).
@@ -136,6 +138,7 @@ def _verify_plan(source):
         verify_plan(source)                              # takes no longer
 
 
+@with_room
 def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
                 backend="numpy") -> Compiled:
     """Compile forward mode: ``jvp_f(*args, *tangents) -> (value, tangent)``, one tangent

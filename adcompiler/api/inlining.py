@@ -81,7 +81,7 @@ def body_of(function, source: str, params) -> Body | None:
         tree = ast.parse(source)
         definition = _definition(tree, code.co_name)
         compiled = compile(ast.Module([definition], []), "<adcompiler inline check>", "exec")
-    except (SyntaxError, ValueError, TypeError):
+    except (SyntaxError, ValueError, TypeError, RecursionError):  # (too deep: called, not inlined)
         return None
     if ("global" in source or "nonlocal" in source) and any(
             isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(tree)):

@@ -64,6 +64,8 @@ class ExpressionLowering:
         except NeedsShape:
             raise self.src.error(node, "this needs the shape of an input, which is unknown here",
                                  "call the compiled function on example inputs first") from None
+        except RecursionError:  # compiled again with room (reading.depth)
+            raise
         except COMPUTING_ERRORS as exc:  # NumPy's own complaint (shapes, axes...), located
             raise self.src.error(node, f"{type(exc).__name__}: {exc}",
                                  self.operand_summary(node)) from exc
@@ -138,6 +140,8 @@ class ExpressionLowering:
     def static_op(self, node, op, *args):
         try:
             return op(*args)
+        except RecursionError:  # compiled again with room (reading.depth)
+            raise
         except COMPUTING_ERRORS as exc:
             raise self.src.error(node, f"evaluating this while compiling failed: "
                                  f"{type(exc).__name__}: {exc}",

@@ -2,7 +2,7 @@
 
 Invariant: nothing the user wrote runs. The file is decoded as Python decodes it (a coding
 comment, a UTF-8 BOM; UTF-8 otherwise), with universal newlines, so line numbers are Python's.
-Imports of numpy, math, cupy and adcompiler are resolved to the real modules; module-level
+Imports of numpy, math, scipy, cupy and adcompiler are resolved to the real modules; module-level
 constants are kept when they are literals (or literal arrays); ``def`` statements are compiled
 with their decorators removed and their annotations unevaluated, so defining them runs no user
 code (defaults must be literals). A decorator naming an adcompiler transform (through any alias)
@@ -31,8 +31,9 @@ from ...errors import CompileError, Location
 from .parameters import resolve_wrt
 from .module_writes import find_changes
 from .public import PUBLIC
+from . import depth
 
-RESOLVABLE = ("numpy", "math", "adcompiler", "cupy")
+RESOLVABLE = ("numpy", "math", "adcompiler", "cupy", "scipy")
 _ARRAY_BUILDERS = {"array", "asarray", "arange", "linspace", "eye", "ones", "zeros", "full"}
 _TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp")    # what the command line compiles
 _OTHERS = ("hessian", "jacobian", "custom_vjp")             # adcompiler's, but not compiled
@@ -89,6 +90,10 @@ def load_module(path: str) -> StaticModule:
     except ValueError as exc:   # a NUL byte
         raise CompileError(f"{path} cannot be parsed: {exc}",
                            hint="Python cannot import this file either") from None
+    except RecursionError:      # (Python's parser has a depth limit of its own)
+        raise CompileError(f"{path} nests too deeply for Python's parser",
+                           hint="Python cannot import this file either: "
+                                f"{depth.HINT}") from None
     module = StaticModule(path, {"__name__": "adcompiler_static", "__file__": path}, lines)
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -178,7 +183,7 @@ def _bind_import(module, stmt):
                 _bind(module, alias.asname or root, target, stmt)
             else:
                 _forget(module, stmt, [alias.asname or root], f"`import {alias.name}`: only "
-                        "imports of numpy, math and cupy are resolved without running code")
+                        "imports of numpy, math, scipy and cupy are resolved without running code")
         return
     source = stmt.module or ""
     if stmt.level == 0 and source.split(".")[0] in RESOLVABLE and _importable(source):
@@ -191,8 +196,8 @@ def _bind_import(module, stmt):
                         f"`from {source} import {alias.name}`: {source} has no `{alias.name}`")
         return
     _forget(module, stmt, [a.asname or a.name for a in stmt.names],
-            f"`from {'.' * stmt.level}{source} import ...`: only imports of numpy, math and "
-            "cupy are resolved without running code")
+            f"`from {'.' * stmt.level}{source} import ...`: only imports of numpy, math, "
+            "scipy and cupy are resolved without running code")
 
 
 def _importable(name) -> bool:
@@ -262,8 +267,16 @@ def _define(module: StaticModule, stmt: ast.FunctionDef):
                            getattr(stmt, "type_comment", None), **_loc(stmt))
     bare.type_params = []
     # Annotations stay strings (PEP 563), so that defining the function evaluates none of them.
-    code = compile(ast.Module([bare], []), module.path, "exec",
-                   flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    try:
+        code = depth.run_with_room(lambda: compile(
+            ast.Module([bare], []), module.path, "exec",
+            flags=__future__.annotations.compiler_flag, dont_inherit=True))
+    except RecursionError:
+        _forget(module, stmt, [stmt.name], "a `def` that nests too deeply to compile")
+        _mark(module, stmt)  # compiling it reports the error
+        module.errors[stmt.name] = CompileError(depth.MESSAGE, module.location(stmt),
+                                                depth.HINT)
+        return
     exec(code, module.namespace)  # defines the function; its body does not run
     _bind(module, stmt.name, module.namespace[stmt.name], stmt)
     module.functions[stmt.name] = module.namespace[stmt.name]
