@@ -20,11 +20,14 @@ import argparse
 import os
 import sys
 
+import numpy as np
+
 from . import (check as cli_check, compile as cli_compile, inputs as cli_inputs,
     output as cli_output, draw)
 from ..aot import standalone
 from .common import UsageError, explained, load, specialised, target
 from ..errors import CompileError
+from ..version import __version__
 from ..aot.examples import SHAPES_HELP
 from ..frontend.lower import lower_function
 from ..api.highlight import terminal
@@ -46,10 +49,17 @@ def main(argv=None) -> int:
     return 2
 
 
+def _version() -> str:
+    """``adcompiler 0.1.0 (Python 3.11.7, NumPy 2.4.6)``: what a bug report needs."""
+    python = ".".join(map(str, sys.version_info[:3]))
+    return f"adcompiler {__version__} (Python {python}, NumPy {np.__version__})"
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="adcompiler", description=__doc__.split("\n")[0],
                                      epilog=SHAPES_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name, run, help_text):

@@ -416,3 +416,13 @@ def test_one_modules_mistake_does_not_stop_a_directory_compile(tmp_path):
     x = np.array([0.2, -0.4])
     np.testing.assert_allclose(import_path(tmp_path / "b_grad.py").grad_loss(x),
                                2.0 * (1 - np.tanh(x) ** 2), rtol=1e-14)
+
+
+def test_version_names_adcompiler_python_and_numpy():
+    import sys
+    import adcompiler as ad
+    done = adcompiler("--version")
+    assert done.returncode == 0
+    python = ".".join(map(str, sys.version_info[:3]))
+    assert done.stdout.strip() == (f"adcompiler {ad.__version__} (Python {python}, "
+                                   f"NumPy {np.__version__})")
