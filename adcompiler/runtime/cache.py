@@ -17,6 +17,7 @@ import ast
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import types
@@ -203,12 +204,21 @@ def put(key: Key, compiled) -> bool:
             temporary = fh.name
             np.savez(fh, __meta__=np.array(json.dumps(meta)),
                      __source__=np.array(compiled.source), **arrays)
+        _make_way(_entry(key.digest))
         os.replace(temporary, _entry(key.digest))
     except OSError:  # a read-only or full disk: compile without caching
         if temporary:
             Path(temporary).unlink(missing_ok=True)
         return False
     return True
+
+
+def _make_way(path: Path):
+    """An entry's path holding something other than a file (a directory made there by hand or
+    by another tool) is cleared, as a corrupt entry is overwritten: else the entry could never
+    be stored again, and the cache would stop helping without a word."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
 
 
 def constants_of(compiled) -> dict:
@@ -248,6 +258,7 @@ def clear() -> int:
     """Remove this cache's entries (only files it wrote); returns how many."""
     entries = _entries()
     for path in entries:
+        _make_way(path)
         path.unlink(missing_ok=True)
     return len(entries)
 

@@ -120,6 +120,24 @@ def test_a_corrupt_entry_is_ignored_and_rebuilt(cache_dir, tmp_path):
     assert not list(cache_dir.glob(".tmp-*"))               # no temporary left behind
 
 
+def test_an_entry_replaced_by_a_directory_is_rebuilt(cache_dir, tmp_path):
+    user = load(tmp_path)
+    expected = ad.grad(user.loss)(X, 0.5)
+    (entry,) = entries(cache_dir)
+    entry.unlink()
+    (entry / "inside").mkdir(parents=True)                 # a directory where the file was
+    (entry / "inside" / "note.txt").write_text("made by another tool")
+    again = ad.grad(user.loss)
+    np.testing.assert_array_equal(again(X, 0.5), expected)
+    assert entry.is_file()                                  # stored again, as a file
+    reloaded = ad.grad(user.loss)
+    np.testing.assert_array_equal(reloaded(X, 0.5), expected)
+    assert isinstance(reloaded.ir, cache.LazyGraph)         # and used: the cache helps again
+    entry.unlink()
+    entry.mkdir()
+    assert cache.clear() == 1 and not entry.exists()        # clear takes it too
+
+
 def test_an_entry_for_another_key_is_not_used(cache_dir, tmp_path):
     user = load(tmp_path)
     ad.grad(user.loss)(X, 0.5)
