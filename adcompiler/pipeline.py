@@ -19,6 +19,7 @@ from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
 from .custom.vjp import custom_vjp, lower_call, runtime_names
 from .errors import ArgumentError, CompileError
+from .frontend.bindings.trees import parameter_names, wrt_leaves
 from .frontend.lower import lower_function
 from .frontend.reading.depth import with_room
 from .ir import Aval, Literal, Value
@@ -68,11 +69,11 @@ def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, p
         graph.params.append(seed)
     else:
         seed = 1.0
-    grads = add_adjoint(graph, _wrt_values(graph, wrt), seed)                 # reverse mode
-    graph.outputs = ([out] if mode == "value_and_grad" else []) + grads
+    grads = add_adjoint(graph, _wrt_values(graph, wrt_leaves(wrt, arguments)), seed)
+    graph.outputs = ([out] if mode == "value_and_grad" else []) + grads       # reverse mode
     # the seed's own name: `cotangent_1` where a local of the user's holds `cotangent` (it is
     # passed by position)
-    arg_names = list(arguments) + ([seed.name] if mode == "vjp" else [])
+    arg_names = parameter_names(arguments) + ([seed.name] if mode == "vjp" else [])
     return optimize(graph, plain), arg_names                                  # passes
 
 
@@ -82,8 +83,8 @@ def checked_graph(fn, arguments: dict, mode: str, backend="numpy", output_mode=N
     (and scalar, unless ``output_mode`` is "vjp": jvp's result may be an array)."""
     graph = lower(fn, arguments)
     verify(graph)
-    _check_parameter_names(graph, list(arguments) + (["cotangent"] if mode == "vjp" else []),
-                           backend)
+    _check_parameter_names(graph, parameter_names(arguments)
+                           + (["cotangent"] if mode == "vjp" else []), backend)
     (out,) = _single_output(graph)
     _check_output(graph, out, output_mode or mode)
     return graph, out
@@ -148,7 +149,7 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
     plain = check_modes.is_unoptimised() if plain is None else plain
     graph, _ = checked_graph(fn, arguments, mode, backend,                    # source -> IR
                              "vjp" if mode == "jvp" else "grad")
-    wrt_values = _wrt_values(graph, wrt)
+    wrt_values = _wrt_values(graph, wrt_leaves(wrt, arguments))
     if mode == "hvp":
         graph.outputs = add_adjoint(graph, wrt_values, 1.0)                   # reverse mode
         graph = optimize(graph, plain=True)  # a simpler gradient to push tangents through
@@ -160,7 +161,7 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
     graph = optimize(graph, plain)                                            # passes
     verify(graph)
     fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
-    arg_names = list(arguments) + [d.name for d in dots]
+    arg_names = parameter_names(arguments) + [d.name for d in dots]
     return _emit_and_load(graph, fname, arg_names, plain, backend)
 
 

@@ -16,15 +16,16 @@ import numpy as np
 from . import cotangents, fastpath, poles, state
 from ..custom import examples as custom_examples
 from .bound import bind
-from ..frontend import fence
 from .function_keys import FunctionKey
-from ..frontend.reading.source import read_function
 from ..errors import ArgumentError, CompileError, as_user_error
 from ..pipeline import Compiled, compile_gradient
 from ..runtime import cache as disk_cache
 from ..runtime.compile import check_backend
 from .signature import (array_module, bind_arguments, check_backend_arguments,
-    check_transformable, classify, input_types, is_device_array, key_of, resolve_wrt)
+    check_transformable, classify, classify_arguments, input_types, is_device_array, key_of,
+    resolve_wrt)
+from ..frontend.bindings.trees import (flat_values, is_dataclass_instance, regroup,
+    tangent_leaves, wrt_leaves)
 
 
 class GradientFunction:
@@ -77,12 +78,12 @@ class GradientFunction:
         return self._compiled(arguments, cotangent)[0]
 
     def _compiled(self, arguments, cotangent):
-        if self._variadic:  # the located error lowering gives, before **kwargs meets classify
-            try:
-                fence.check(read_function(self.primal))
-            except CompileError as exc:
-                raise as_user_error(exc)
-        avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
+        """``(compiled code, the values to call it with, the arguments classified)``: a
+        container's leaves in its place (:mod:`adcompiler.frontend.bindings.trees`)."""
+        avals = classify_arguments(arguments, self.wrt)
+        if not wrt_leaves(self.wrt, avals):
+            raise TypeError(f"{self.mode} of {self.primal.__name__}: the wrt parameters "
+                            f"{self.wrt} hold no float or array to differentiate")
         if self.mode == "vjp":   # a tuple for one result: what was expected, and given
             self._check_structure(arguments, avals, cotangent)
         ct_aval = classify(cotangent, "cotangent", True) if cotangent is not None else None
@@ -103,7 +104,7 @@ class GradientFunction:
             self._cache[key] = compiled
             self._snapshots[id(compiled)] = snapshot
         self._last = compiled
-        return compiled, _lists_as_arrays(arguments)
+        return compiled, _lists_as_arrays(flat_values(arguments, avals)), avals
 
     def _check_structure(self, arguments, avals, cotangent):
         try:
@@ -135,17 +136,19 @@ class GradientFunction:
                     pass  # at a pole of Python-float code: below (adcompiler.api.poles)
         arguments, cotangent = self._bind(args, kwargs)
         self._check_arrays({**arguments, "cotangent": cotangent})
-        compiled, arguments = self._compiled(arguments, cotangent)
+        compiled, arguments, avals = self._compiled(arguments, cotangent)
         extra = (cotangent,) if self.mode == "vjp" else ()
         try:
             result = compiled.function(*arguments.values(), *extra)
         except poles.PYTHON_RAISES:
             return self._package(poles.at_a_pole(compiled.function, self.primal, arguments,
-                                                 extra, (args, kwargs), self.wrt, self.mode),
-                                 arguments)
-        if not kwargs and key is not None and len(args) == len(self._signature.parameters):
+                                                 extra, (args, kwargs),
+                                                 wrt_leaves(self.wrt, avals), self.mode),
+                                 arguments, avals)
+        if not kwargs and key is not None and len(args) == len(self._signature.parameters) \
+                and not self._variadic and arguments.keys() == avals.keys():   # no containers
             self._remember(key, compiled)
-        return self._package(result, arguments)
+        return self._package(result, arguments, avals)
 
     def _remember(self, key, compiled):
         """Send calls of this fast key straight to ``compiled``: through the ``_fast`` dict, and
@@ -208,14 +211,18 @@ class GradientFunction:
             return function  # it already returns (value, gradient)
         return lambda *args: self._package(function(*args))
 
-    def _package(self, result, arguments=None):
+    def _package(self, result, arguments=None, avals=None):
         """The transform's result from the generated function's; with ``arguments`` (the slow
-        path, which NumPy scalars take), a NumPy scalar's gradient as a scalar of its type."""
+        path, which NumPy scalars take), a NumPy scalar's gradient as a scalar of its type;
+        with ``avals`` holding containers, each one's gradient as the same container."""
         value, grads = None, result if isinstance(result, tuple) else (result,)
         if self.mode == "value_and_grad":
             value, *grads = grads
+        wrt = self.wrt if avals is None else wrt_leaves(self.wrt, avals)
         if arguments is not None:
-            grads = input_types(grads, arguments, self.wrt)
+            grads = input_types(grads, arguments, wrt)
+        if wrt != self.wrt:
+            grads = regroup(grads, self.wrt, avals)
         grads = grads[0] if self._single else tuple(grads)
         return (value, grads) if self.mode == "value_and_grad" else grads
 
@@ -293,7 +300,8 @@ def _fast_key(args):
             key.append((t, a))
         elif t is types.FunctionType or t is functools.partial:  # a lambda made in the call
             key.append(("function", FunctionKey(a)))               # is the same key each time
-        elif t is list or t.__hash__ is None or t.__eq__ is not object.__eq__:
+        elif t is list or t.__hash__ is None or t.__eq__ is not object.__eq__ or \
+                is_dataclass_instance(a):   # a container: its leaves are traced (.trees)
             return None
         else:  # an object compared by identity (a model as ``self``): the same object
             key.append(("object", id(a), a))
@@ -347,23 +355,27 @@ class TangentFunction(GradientFunction):
         given = tangents if isinstance(tangents, (tuple, list)) and not self._single else \
             (tangents,)
         self._check_arrays({**arguments, **{f"tangents[{i}]": t for i, t in enumerate(given)}})
-        compiled, arguments = self._compiled(arguments, None)
-        dots = self._tangents(tangents, arguments)
+        compiled, arguments, avals = self._compiled(arguments, None)
+        wrt = wrt_leaves(self.wrt, avals)   # a container's leaves (.trees)
+        dots = self._tangents(tangents, arguments, avals)
         try:
             result = compiled.function(*arguments.values(), *dots)
         except poles.PYTHON_RAISES:   # at a pole of Python-float code (adcompiler.api.poles)
             result = poles.at_a_pole(compiled.function, self.primal, arguments, tuple(dots),
-                                     (args, kwargs), self.wrt, self.mode)
-        k = len(self.wrt) if self.mode == "hvp" else 1
+                                     (args, kwargs), wrt, self.mode)
+        k = len(wrt) if self.mode == "hvp" else 1
         first, second = result[:k], result[k:]
         if self.mode == "hvp":   # the gradient and H v, each like its input
-            first, second = (input_types(r, arguments, self.wrt) for r in (first, second))
+            first, second = (input_types(r, arguments, wrt) for r in (first, second))
+            if wrt != self.wrt:
+                first, second = (regroup(r, self.wrt, avals) for r in (first, second))
         if self._single or self.mode == "jvp":
             return first[0], second[0]
         return tuple(first), tuple(second)
 
-    def _tangents(self, tangents, arguments) -> list:
-        """One tangent per wrt parameter, with its parameter's shape, dtype and Python-ness."""
+    def _tangents(self, tangents, arguments, avals=None) -> list:
+        """One tangent per wrt parameter, with its parameter's shape, dtype and Python-ness (a
+        container's: the same container, one per leaf); ``arguments`` are the flat values."""
         name = self.primal.__name__
         if tangents is None:
             raise TypeError(f"{self.mode} of {name} needs the keyword tangents= (one per wrt "
@@ -372,6 +384,10 @@ class TangentFunction(GradientFunction):
         if len(tangents) != len(self.wrt):
             raise TypeError(f"{self.mode} of {name} takes {len(self.wrt)} tangents (for "
                             f"{self.wrt}), got {len(tangents)}")
+        if avals is not None and wrt_leaves(self.wrt, avals) != self.wrt:
+            tangents = tangent_leaves(tangents, self.wrt, avals)
+            return [_like(t, arguments[w], w) for t, w in zip(tangents,
+                                                            wrt_leaves(self.wrt, avals))]
         return [_like(t, arguments[w], w) for t, w in zip(tangents, self.wrt)]
 
 

@@ -28,7 +28,9 @@ from .gradients import GradientFunction, TangentFunction, _like
 from .bound import bind
 from ..errors import ArgumentError, CompileError, as_user_error
 from ..ir import Aval
-from .signature import bind_arguments, check_transformable, classify, input_types, key_of
+from .signature import (bind_arguments, check_transformable, classify_arguments, input_types,
+    key_of)
+from ..frontend.bindings.trees import flat_values, regroup, tangent_leaves, wrt_leaves
 from ..transforms.forward import ForwardModeError
 
 FORWARD, REVERSE = "fwd", "rev"
@@ -64,21 +66,22 @@ class Jacobian(_Method):
     def __call__(self, *args, **kwargs):
         arguments = bind_arguments(self.primal, args, kwargs)
         out_aval = self._output_aval(arguments)
-        inputs = [arguments[w] for w in self.wrt]
+        leaves = Leaves(self.wrt, self._single, arguments)   # a container's, in its place
+        inputs = leaves.inputs
         self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
         out_shape = tuple(out_aval.known_shape)
         if self.last_mode == FORWARD:
-            blocks = self._columns(args, kwargs, inputs, out_shape)
+            blocks = self._columns(args, kwargs, leaves, out_shape)
         else:
-            blocks = self._rows(args, kwargs, inputs, out_aval)
+            blocks = self._rows(args, kwargs, leaves, out_aval)
         blocks = [b.astype(result_dtype(out_aval, x), copy=False)   # the same in every mode
                   for b, x in zip(blocks, inputs)]
-        return blocks[0] if self._single else tuple(blocks)
+        return leaves.grouped(blocks)
 
     def _output_aval(self, arguments) -> Aval:
         """The result's aval for these arguments, from the lowered graph (once per signature)."""
         from ..pipeline import lower
-        avals = {n: classify(v, n, n in self.wrt) for n, v in arguments.items()}
+        avals = classify_arguments(arguments, self.wrt)
         key = key_of(avals)
         if key not in self._out_avals:
             try:
@@ -88,18 +91,19 @@ class Jacobian(_Method):
                 raise as_user_error(exc)
         return self._out_avals[key]
 
-    def _columns(self, args, kwargs, inputs, out_shape):
+    def _columns(self, args, kwargs, leaves, out_shape):
         """Forward mode: one jvp per input entry gives one column of the Jacobian."""
-        blocks = []
+        blocks, inputs = [], leaves.inputs
         for j, x in enumerate(inputs):
-            cols = [np.asarray(self.forward(*args, tangents=self._tangents(inputs, j, k),
+            cols = [np.asarray(self.forward(*args, tangents=leaves.basis(j, k),
                                             **kwargs)[1]) for k in range(np.size(x))]
             block = np.stack(cols, axis=-1) if cols else np.zeros(out_shape + (0,))
             blocks.append(block.reshape(out_shape + np.shape(x)))
         return blocks
 
-    def _rows(self, args, kwargs, inputs, out_aval):
+    def _rows(self, args, kwargs, leaves, out_aval):
         """Reverse mode: one vjp per output entry gives one row of the Jacobian."""
+        inputs = leaves.inputs
         out_shape = tuple(out_aval.known_shape)
         size = int(np.prod(out_shape, dtype=np.int64))
         rows = [[] for _ in inputs]
@@ -107,24 +111,15 @@ class Jacobian(_Method):
             cotangent = np.zeros(size, dtype=_cotangent_dtype(out_aval))
             cotangent[m] = 1.0
             grads = self.reverse(*args, cotangent=cotangent.reshape(out_shape), **kwargs)
-            for row, g in zip(rows, (grads,) if self._single else grads):
+            for row, g in zip(rows, leaves.flat(grads)):
                 row.append(np.asarray(g))
         return [np.stack(row).reshape(out_shape + np.shape(x)) if row else
                 np.zeros(out_shape + np.shape(x)) for row, x in zip(rows, inputs)]
 
-    def _tangents(self, inputs, j, k):
-        """Zero tangents, but entry ``k`` of input ``j``: a basis direction."""
-        out = [0.0 if isinstance(x, float) else np.zeros(np.shape(x)) for x in inputs]
-        if isinstance(inputs[j], float):
-            out[j] = 1.0
-        else:
-            out[j].reshape(-1)[k] = 1.0
-        return out[0] if self._single else tuple(out)
-
     def specialize(self, *args, **kwargs):
         """Compile the jvp ('fwd') or the vjp ('rev') this call would use, without running it."""
         arguments = bind_arguments(self.primal, args, kwargs)
-        inputs = [arguments[w] for w in self.wrt]
+        inputs = Leaves(self.wrt, self._single, arguments).inputs
         out_aval = self._output_aval(arguments)
         self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
         if self.last_mode == FORWARD:
@@ -302,26 +297,26 @@ class Hessian(_Method):
 
     def __call__(self, *args, **kwargs):
         arguments = bind_arguments(self.primal, args, kwargs)
-        inputs = [arguments[w] for w in self.wrt]
-        for w, x in zip(self.wrt, inputs):
-            classify(x, w, True)
+        leaves = Leaves(self.wrt, self._single, arguments)   # raises for what is not float
+        inputs = leaves.inputs
         self.hvp.specialize(*args, **kwargs)   # settles which method the hvp takes
         if self.hvp.rows is not None:
             blocks = self.hvp.blocks(args, kwargs)
         else:
-            blocks = self._columns(args, kwargs, inputs)
+            blocks = self._columns(args, kwargs, leaves)
         blocks = [[np.asarray(h).astype(result_dtype(xi, xj), copy=False)
                    for h, xj in zip(row, inputs)] for row, xi in zip(blocks, inputs)]
-        return blocks[0][0] if self._single else tuple(tuple(row) for row in blocks)
+        return leaves.grouped([leaves.grouped(row) for row in blocks])
 
-    def _columns(self, args, kwargs, inputs):
+    def _columns(self, args, kwargs, leaves):
         """``H[i][j]`` from one Hessian-vector product per entry of input ``j``."""
+        inputs = leaves.inputs
         blocks = [[None] * len(inputs) for _ in inputs]
         for j, x in enumerate(inputs):
             cols = []
             for k in range(int(np.size(x))):
-                _, hv = self.hvp(*args, tangents=_basis(inputs, j, k, self._single), **kwargs)
-                cols.append((hv,) if self._single else hv)
+                _, hv = self.hvp(*args, tangents=leaves.basis(j, k), **kwargs)
+                cols.append(leaves.flat(hv))
             for i, xi in enumerate(inputs):
                 shape = np.shape(xi) + np.shape(x)
                 if not cols:   # a zero-size input: no products, an empty block
@@ -345,13 +340,34 @@ class Hessian(_Method):
         return self.hvp.ir
 
 
-def _basis(inputs, j, k, single):
-    out = [0.0 if isinstance(x, float) else np.zeros(np.shape(x)) for x in inputs]
-    if isinstance(inputs[j], float):
-        out[j] = 1.0
-    else:
-        out[j].reshape(-1)[k] = 1.0
-    return out[0] if single else tuple(out)
+class Leaves:
+    """The wrt inputs of a call as leaves (a container parameter's arrays and floats in its
+    place, :mod:`adcompiler.frontend.bindings.trees`), and the way back: per-leaf results
+    grouped as the transform returns them (one per wrt parameter, a container's as the same
+    container; a single one for a single wrt)."""
+
+    def __init__(self, wrt, single, arguments):
+        self.wrt, self.single = wrt, single
+        self.avals = classify_arguments(arguments, wrt)   # raises for what is not float
+        flat = flat_values(arguments, self.avals)
+        self.inputs = [flat[n] for n in wrt_leaves(wrt, self.avals)]
+
+    def grouped(self, per_leaf):
+        out = regroup(list(per_leaf), self.wrt, self.avals)
+        return out[0] if self.single else tuple(out)
+
+    def flat(self, grouped) -> list:
+        """Per-leaf values of a transform's result (the inverse of :meth:`grouped`)."""
+        return tangent_leaves((grouped,) if self.single else grouped, self.wrt, self.avals)
+
+    def basis(self, j, k):
+        """Zero tangents, but entry ``k`` of leaf ``j``: a basis direction, grouped."""
+        out = [0.0 if isinstance(x, float) else np.zeros(np.shape(x)) for x in self.inputs]
+        if isinstance(self.inputs[j], float):
+            out[j] = 1.0
+        else:
+            out[j].reshape(-1)[k] = 1.0
+        return self.grouped(out)
 
 
 def hessian(f=None, *, wrt=None):

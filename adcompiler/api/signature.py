@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 from ..errors import CompileError
+from ..frontend.bindings import trees
 from ..frontend.reading.parameters import (  # noqa: F401 (the api's names)
     python_call_error, resolve_wrt)
 from .bound import BoundTransform
@@ -38,7 +39,11 @@ def bind_arguments(fn, args, kwargs) -> dict:
 
 
 def classify(value, name, differentiate: bool):
-    """An Aval for a traced argument, or the value itself for a static one."""
+    """An Aval for a traced argument, a :class:`Tree` for a container of traced values (a dict,
+    a dataclass, a list or tuple differentiated or holding arrays), or the value itself for a
+    static one."""
+    if trees.is_container(value) and _is_tree(value, differentiate):
+        return _tree(value, name, differentiate)
     if isinstance(value, float):
         return Aval("float", "float64")
     if isinstance(value, complex) or (
@@ -61,8 +66,6 @@ def classify(value, name, differentiate: bool):
         if isinstance(value, (int, bool)):
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is an integer "
                             f"({value!r}); pass a float such as {float(value)!r}")
-        if isinstance(value, (list, tuple, dict)):
-            raise TypeError(_container_message(name, value))
         raise TypeError(f"cannot differentiate with respect to {name!r}: "
                         f"{type(value).__name__} is not a float or an array")
     if isinstance(value, list):
@@ -73,6 +76,59 @@ def classify(value, name, differentiate: bool):
                             "differ in shape, or are arrays of arrays): pass each array as "
                             "its own parameter") from None
     return value
+
+
+def _is_tree(value, differentiate) -> bool:
+    """A dict or a dataclass always; a list or tuple differentiated, or holding an array (a
+    list of numbers not differentiated is its array, as before; a tuple of numbers static)."""
+    if isinstance(value, dict) or trees.is_dataclass_instance(value) or differentiate:
+        return True
+    if isinstance(value, list):
+        try:
+            return np.asarray(value).dtype.kind not in "biuf"
+        except ValueError:  # ragged: arrays of different shapes
+            return True
+    return trees.holds_traced(value)
+
+
+def _tree(value, name, differentiate) -> trees.Tree:
+    """``value``'s structure and its traced leaves (floats, arrays), each named after its key
+    path and classified as an argument is (a bad leaf raises the TypeError naming it as
+    ``params['W1']``)."""
+    leaves = []
+
+    def leaf(path, x):
+        where = trees.label_of(path, name)
+        if x is None:
+            return ("static", None)
+        if differentiate or isinstance(x, (float, np.ndarray, np.generic)) or \
+                is_device_array(x):
+            aval = classify(x, where, differentiate)
+            leaves.append((trees.ident_of(name, path), aval))
+            return trees.LEAF
+        try:
+            hash(x)
+        except TypeError:
+            raise TypeError(f"{where} (a {type(x).__name__}) is neither an array, a float, "
+                            "nor a static value (int, bool, string, None)") from None
+        return ("static", x)
+
+    structure = trees.structure_of(value, leaf)
+    names = trees.unique_names([n for n, _ in leaves], {name})
+    return trees.Tree(structure, tuple(zip(names, (a for _, a in leaves))))
+
+
+def classify_arguments(arguments: dict, wrt) -> dict:
+    """``classify`` of each argument (differentiated where named in ``wrt``), a container's
+    leaf names kept distinct from every parameter's name."""
+    avals = {n: classify(v, n, n in wrt) for n, v in arguments.items()}
+    taken = set(avals)
+    for n, a in avals.items():
+        if isinstance(a, trees.Tree):
+            names = trees.unique_names(a.names, taken)
+            if tuple(names) != a.names:
+                avals[n] = trees.Tree(a.structure, tuple(zip(names, (x for _, x in a.leaves))))
+    return avals
 
 
 def _check_subclass(value, name):
@@ -87,23 +143,6 @@ def _check_subclass(value, name):
                         "reductions skip masked entries: pass the values to use, such as "
                         f"{name}.filled(0.0), and the mask as its own array if the function "
                         "needs it")
-
-
-def _container_message(name, value) -> str:
-    """Why a list, tuple or dict of parameters cannot be differentiated, and what to write."""
-    kind = type(value).__name__
-    try:
-        one = not isinstance(value, dict) and np.asarray(value).dtype.kind in "fiu"
-    except ValueError:  # ragged: arrays of different shapes
-        one = False
-    if one:
-        return (f"cannot differentiate with respect to {name!r}: it is a {kind}; pass "
-                f"np.asarray({name}) instead")
-    return (f"cannot differentiate with respect to {name!r}: it is a {kind} of arrays, and "
-            "adcompiler differentiates with respect to arrays and floats; make each array its "
-            "own parameter (def loss(W1, b1, W2, b2, x): ..., "
-            "grad(loss, wrt=('W1', 'b1', 'W2', 'b2'))), or concatenate them into one vector "
-            "and slice it inside the function")
 
 
 def input_types(grads, arguments: dict, wrt: tuple) -> tuple:
@@ -154,7 +193,7 @@ def key_of(arguments: dict) -> tuple:
     """A hashable key of a bound call: avals for traced arguments, values for static ones."""
     out = []
     for name, value in arguments.items():
-        if isinstance(value, Aval):
+        if isinstance(value, (Aval, trees.Tree)):
             out.append(value)
         else:
             try:
@@ -168,15 +207,6 @@ def key_of(arguments: dict) -> tuple:
 def _unhashable(name, value) -> str:
     """Why argument ``name`` cannot select compiled code, and what to pass instead."""
     kind = type(value).__name__
-    if isinstance(value, dict):
-        return (f"argument {name!r} is a dict ({len(value)} entries): a function compiled by "
-                "adcompiler takes arrays, floats and static values (ints, bools, strings, "
-                "tuples of those) as parameters, not **kwargs or dicts; pass each array as "
-                "its own parameter")
-    if isinstance(value, tuple):
-        return (f"argument {name!r} is a tuple holding arrays: a tuple is static (its values "
-                "pick the compiled code, as an int does), so it may hold numbers and strings "
-                "only; pass each array as its own parameter")
     return (f"argument {name!r} (a {kind}) is neither an array, a float, nor a static value "
             "(int, bool, string, tuple of those): pass arrays and floats, or hashable values")
 

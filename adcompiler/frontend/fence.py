@@ -69,11 +69,7 @@ def check(src: FunctionSource) -> None:
     tree = src.tree
     if isinstance(tree, ast.AsyncFunctionDef):
         raise src.error(tree, *_WHY[ast.AsyncFunctionDef])
-    args = tree.args
-    if args.vararg or args.kwarg:
-        bad = args.vararg or args.kwarg
-        raise src.error(bad, "`*args` / `**kwargs` parameters are not supported",
-                        "name every parameter")
+    # `*args` / `**kwargs` parameters bind a tuple / a dict: containers (..bindings.trees)
     for stmt in tree.body:
         messages = {id(m) for a in ast.walk(stmt) if isinstance(a, ast.Assert) and a.msg
                     for m in ast.walk(a.msg)}  # shown as written, never lowered

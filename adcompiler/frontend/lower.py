@@ -20,6 +20,7 @@ from ..ir import Aval, Graph, Value
 from ..ir.builder import Builder
 from . import fence
 from .bindings.memory import memory_root, open_producers
+from .bindings.trees import Tree, rebuild
 from .bindings.unreadable import Unreadable
 from .expressions.lowering import ExpressionLowering
 from .expressions.windows import WindowLowering
@@ -175,7 +176,9 @@ def _closure_vars(fn) -> dict:
 
 
 def lower_function(fn, arguments: dict) -> Graph:
-    """The graph of ``fn`` for these arguments: an Aval for a traced parameter, else its value.
+    """The graph of ``fn`` for these arguments: an Aval for a traced parameter, a Tree for a
+    container of traced values (bound to the same container of its leaves' Values), else its
+    value.
 
     The graph's parameters are the traced parameters in signature order; its outputs are the
     Values of the returned expression (a tuple gives several).
@@ -189,6 +192,10 @@ def lower_function(fn, arguments: dict) -> Graph:
                 v = graph.name_value(Value(arg, origin=name), name)
                 graph.params.append(v)
                 lowering.scope.env[name] = v
+            elif isinstance(arg, Tree):   # a container: its leaves are parameters (.trees)
+                leaves = [graph.name_value(Value(a, origin=n), n) for n, a in arg.leaves]
+                graph.params.extend(leaves)
+                lowering.scope.env[name] = rebuild(arg.structure, iter(leaves))
             else:
                 lowering.scope.env[name] = arg
         result = run_body(lowering)

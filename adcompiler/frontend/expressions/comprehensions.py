@@ -209,9 +209,15 @@ def reads_counter(lowering, v: Value) -> bool:
     return False
 
 
+# What iterates in the compiler: Python sequences, and a dict (a container argument, a dict
+# display) with its keys(), values() and items()
+SEQUENCES = (list, tuple, range, str, dict, type({}.keys()), type({}.values()),
+             type({}.items()))
+
+
 def sequence_items(lowering, node, seq, kind=COMPREHENSION) -> list:
-    """The items of a Python sequence, or the rows of an array (first axis)."""
-    if isinstance(seq, (list, tuple, range, str)):
+    """The items of a Python sequence (a dict's keys), or the rows of an array (first axis)."""
+    if isinstance(seq, SEQUENCES):
         check_length(lowering, node, len(seq), kind)
         return list(seq)
     if not isinstance(seq, Value):

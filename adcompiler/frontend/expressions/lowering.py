@@ -332,6 +332,8 @@ def lower_call(lowering, node):
                         lowering.b, args, kwargs)
         if _hashable(func) and func in FUNCTIONS:
             return call(FUNCTIONS[func], lowering.b, args, kwargs)
+        if container_method(func):   # params.items(), layers.index(W): run while compiling
+            return lowering.static_op(node, func, *args, **kwargs)
     except CallError as exc:
         raise lowering.src.error(node, f"`{lowering.src.text(node.func)}()` {exc}",
                                  exc.hint) from None
@@ -348,6 +350,20 @@ def lower_slice(lowering, node):
     if any(isinstance(p, Value) for p in bounds):
         return MovingSlice(*bounds, node)  # x[t:t + 2] in a loop: see .windows
     return slice(*bounds)
+
+
+# The methods of a Python container (a container argument, a dict or list display) that read
+# it: they run while compiling, on its Values as on anything else
+_READING_METHODS = {dict: {"items", "keys", "values", "get", "copy"},
+                    list: {"index", "count", "copy"}, tuple: {"index", "count"}}
+
+
+def container_method(func) -> bool:
+    """Whether ``func`` is a reading method of a dict, list or tuple (``params.items``)."""
+    owner = getattr(func, "__self__", None)
+    return isinstance(func, types.BuiltinMethodType) and any(
+        isinstance(owner, kind) and func.__name__ in names
+        for kind, names in _READING_METHODS.items())
 
 
 def _rule_owner(fn):

@@ -27,7 +27,8 @@ import ast
 
 from ...ir import Block, Value
 from ..desugaring import jumps
-from ..expressions.comprehensions import LOOP, check_length, iteration_items, iterator_builtin
+from ..expressions.comprehensions import (LOOP, SEQUENCES, check_length, iteration_items,
+    iterator_builtin)
 from .blocks import run_statements
 
 
@@ -43,7 +44,8 @@ def unrolls(lowering, node) -> bool:
         return any(unrolls(lowering, a) for a in node.args)
     if isinstance(node, (ast.List, ast.Tuple)):
         return True
-    return isinstance(peek(lowering, node), (list, tuple, str))
+    seq = peek(lowering, node)
+    return isinstance(seq, SEQUENCES) and not isinstance(seq, range)
 
 
 def peek(lowering, node):
