@@ -76,6 +76,7 @@ class _Job:
         self.slots = [(n, axis) for n, a in self.avals.items() if _is_array(a)
                       for axis, d in enumerate(a.shape) if d >= 2]
         self.skeleton = antiunify.scan(spec.compiled.source)[0]
+        self.fixed = []   # why each size that cannot vary stays the example's
 
     def run(self):
         groups = self._untie(self._free(self.groups))
@@ -96,7 +97,7 @@ class _Job:
         reads = {s: self.slots[g[0]] for s, g in zip(symbols, groups)}
         ranks = {n: len(a.shape) for n, a in self.avals.items() if _is_array(a)}
         text = _with_sizes(merged, self.spec.compiled.fname, reads, ranks)
-        return dataclasses.replace(self.spec, signature=pattern,
+        return dataclasses.replace(self.spec, signature=pattern, fixed=self.fixed,
                                    least=self._minimums(groups, symbols, ranks),
                                    compiled=dataclasses.replace(self.spec.compiled,
                                                                 source=text))
@@ -142,6 +143,9 @@ class _Job:
             return None
         if not self._same_code(variant):
             self.failure = "the code compiled for other sizes differs in more than its numbers"
+            if len(antiunify.scan(variant.compiled.source)[0]) != len(self.skeleton):
+                self.failure += (" (its length changes with the sizes: a loop or a "
+                                 "comprehension over a size is unrolled)")
             return None
         return variant
 
@@ -161,7 +165,7 @@ class _Job:
                                         backend=g.backend)
         except (CompileError, *COMPUTING_ERRORS) as exc:  # other sizes may fail: keep per shape
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            if "shape mismatch" in first or "broadcast" in first:
+            if any(w in first for w in ("shape mismatch", "broadcast", "not aligned")):
                 raise _NotGeneric("its sizes are tied, to each other or to a number in the "
                                   "code, so calls must use the example's shapes; varied one "
                                   f"at a time, they do not broadcast: {first}") from None
@@ -182,9 +186,21 @@ class _Job:
         for group in groups:
             if self._variant(free + [group]):
                 free.append(group)
+            else:
+                self.fixed.append(f"{self._where(group)} stays {self._size(group)}: "
+                                  f"{self.failure.rstrip('.')}")
+        if len(groups) == 1 and not free:
+            raise _NotGeneric(f"{why.rstrip('.')}; so {self._where(groups[0])} stays "
+                              f"{self._size(groups[0])}")
         if not free:
-            raise _NotGeneric(why)
+            raise _NotGeneric(f"{why.rstrip('.')}; varied alone: " + "; ".join(self.fixed))
         return free
+
+    def _where(self, group) -> str:
+        """``x.shape[0]``, ``len(b)``: the slots of a group, as a call's error names them."""
+        return " and ".join(f"len({p})" if len(self.avals[p].shape) == 1 else
+                            f"{p}.shape[{axis}]" for p, axis in map(self.slots.__getitem__,
+                                                                    group))
 
     def _untie(self, groups):
         """Split the example's equal sizes where the code compiled with them apart is the same:

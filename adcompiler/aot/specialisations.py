@@ -21,6 +21,7 @@ class Specialisation:
     signature: tuple   # the dispatch key: one entry per parameter (then the cotangent's)
     compiled: object   # a pipeline.Compiled
     least: dict = field(default_factory=dict)   # a pattern's symbol -> its smallest size
+    fixed: list = field(default_factory=list)   # a pattern's sizes kept as numbers, and why
 
     @property
     def symbols(self) -> list:

@@ -90,6 +90,7 @@ class _Writer:
         self.blocks: list = []      # generated definitions, in order
         self.defined: list = []     # the module-level names those define
         self.per_shape: list = []   # (dispatcher, reasons) for bodies kept per shape
+        self.fixed: list = []       # (dispatcher, reasons) for sizes a pattern keeps as numbers
         self.dtypes: list = []      # the dtypes the guards compare with (``_FLOAT64``)
         self.uses_math = False
 
@@ -105,6 +106,9 @@ class _Writer:
         self.defined += names + [table, f"{fn.mode}_{fn.name}"]
         if fn.per_shape:
             self.per_shape.append((f"{fn.mode}_{fn.name}", fn.per_shape))
+        fixed = list(dict.fromkeys(f for spec in fn.specialisations for f in spec.fixed))
+        if fixed:
+            self.fixed.append((f"{fn.mode}_{fn.name}", fixed))
 
     def body(self, fn, spec, new_name):
         """One specialisation's function, renamed; its helpers and constants collected."""
@@ -136,6 +140,9 @@ class _Writer:
         lines = textwrap.wrap(text, 96, initial_indent="# ", subsequent_indent="#     ")
         if spec.symbols:
             lines.append("# " + standalone_guards.least_text(spec.symbols, spec.least))
+        for why in spec.fixed:
+            lines += textwrap.wrap(why, 96, initial_indent="# fixed: ",
+                                   subsequent_indent="#     ")
         return "\n".join(lines)
 
     def constant(self, name, value, owner, fname=""):
@@ -203,7 +210,7 @@ class _Writer:
         ours = [*self.helpers, *self.literals, *_RUNTIME_NAMES, *dtypes, *self.defined]
         user.check_collisions(self.module, primal, ours, self.backend)
         name = os.path.basename(self.module.path)
-        parts = [header, primal, MARKER,
+        parts = [_with_fixed(header, self.fixed), primal, MARKER,
                  _string_constant("_HINT", _hint(name, command)), RUNTIME,
                  RUNTIME_JVP if "_tangents" in "".join(self.blocks) else "",
                  *self.helpers.values(),
@@ -254,6 +261,20 @@ def _returns(fn):
     if fn.mode in ("grad", "vjp") and not single and len(fn.wrt) == 1:
         return lambda call: [f"return ({call},)"]
     return lambda call: [f"return {call}"]
+
+
+def _with_fixed(header, fixed) -> str:
+    """The header, its docstring naming each size a body keeps as the example's, and why
+    (:mod:`adcompiler.aot.polymorphic`: a reshape to a constant, a loop unrolled over it)."""
+    if not fixed:
+        return header
+    note = "\n\nSizes that stay the example's (the body takes any of its other sizes):"
+    for dispatcher, reasons in fixed:
+        for why in reasons:
+            note += "\n" + textwrap.fill(f"{dispatcher}: {why.rstrip('.')}.", 92,
+                                         initial_indent="- ", subsequent_indent="  ")
+    end = header.index('"""', 3)
+    return header[:end].rstrip("\n") + note + "\n" + header[end:]
 
 
 def _dtype_constants(names) -> str:

@@ -117,6 +117,36 @@ def _wrong_array(table, value):
     return hasattr(value, "__cuda_array_interface__")
 
 
+def _mismatch(table, signature):
+    """Which sizes of a call break the first pattern whose dtypes and ranks it has, as NumPy
+    names the shapes it cannot broadcast: ``x.shape[1] is 5 but W.shape[0] is 3``, two sizes the
+    pattern names alike, or a size the code is compiled for alone; "" where none such."""
+    for pattern, _, least in table.patterns:
+        seen, wrong, kept = {}, [], True
+        for p, want, got in zip(table.params, pattern, signature):
+            if want[0] != "array" or got[0] != "array" or want[1] != got[1] or \
+                    len(want[2]) != len(got[2]):
+                kept = want == got
+                if not kept:
+                    break
+                continue
+            for axis, (w, g) in enumerate(zip(want[2], got[2])):
+                where = "%s.shape[%d]" % (p, axis) if len(want[2]) > 1 else "len(%s)" % p
+                if not isinstance(w, str):
+                    if w != g:
+                        wrong.append("%s is %d, but the code is compiled for %d only (%s)" % (
+                            where, g, w, "sizes of 0 and 1 are kept: NumPy broadcasts a 1" if w < 2
+                            else "the module's header says why"))
+                elif w in seen and seen[w][1] != g:
+                    wrong.append("%s is %d but %s is %d, and the function needs them equal "
+                                 "(both are %s)" % (where, g, seen[w][0], seen[w][1], w))
+                else:
+                    seen.setdefault(w, (where, g))
+        if kept and wrong:
+            return "%s(): inconsistent sizes: %s\n" % (table.name, "; ".join(wrong))
+    return ""
+
+
 def _dispatch(table, args):
     args = tuple(_as_array(a) for a in args)   # a list is compiled as np.asarray of it
     for p, a in zip(table.params, args):
@@ -137,9 +167,9 @@ def _dispatch(table, args):
         compiled = "\n".join("  " + _describe(table.params, s) for s in table)
         if table.patterns:
             compiled += ("\n(%s; the same name, the same size)" % _least_text(table.patterns))
-        raise TypeError("%s() was compiled for the inputs\n%s\nbut was given\n  %s\n%s"
-                        % (table.name, compiled, _describe(table.params, signature),
-                           _HINT % table.example))
+        raise TypeError("%s%s() was compiled for the inputs\n%s\nbut was given\n  %s\n%s"
+                        % (_mismatch(table, signature), table.name, compiled,
+                           _describe(table.params, signature), _HINT % table.example))
     return body(*args)
 
 
@@ -165,5 +195,5 @@ def _tangents(tangents, primals, single):
 
 
 HELPERS = (_signature, _as_array, _describe, _Signatures, _fits, _least_text, _wrong_array,
-           _dispatch)                                                       # every module
+           _mismatch, _dispatch)                                                       # every module
 JVP_HELPERS = (_tangents,)                                              # where a jvp is compiled

@@ -122,11 +122,18 @@ def test_other_ranks_and_broadcasting_patterns_raise_type_errors(compiled):
                 call()
                 print("no error")
             except TypeError as exc:
-                print(str(exc).splitlines()[1])
-    """, directory)
-    assert out.splitlines() == [
+                lines = str(exc).splitlines()
+                at = next(i for i, t in enumerate(lines) if "was compiled for" in t)
+                print(lines[at + 1])
+                print(lines[0] if at else "-")
+    """, directory).splitlines()
+    assert out[::2] == [
         "  (W: float64[d1, d2], b: float64[d2], x: float64[d3, d1])"] * 4 + [
         "  (x: float64[d1])", "  (x: float64[5])"]
+    # sizes the pattern ties, given apart: named first, as NumPy names shapes it cannot broadcast
+    assert out[1::2] == ["-", "-", "grad_bias(): inconsistent sizes: x.shape[1] is 5 but "
+                         "W.shape[0] is 4, and the function needs them equal (both are d1)",
+                         "-", "-", "-"]
     text = run_isolated("""
         import numpy as np, shapes_grad as m
         try:
@@ -319,9 +326,18 @@ def test_a_size_a_constant_fixes_stays_fixed_and_the_others_vary(tmp_path):
         try:
             m.grad_f(np.ones((4, 3)))
         except TypeError as exc:
-            print(str(exc).splitlines()[1])
+            print(str(exc).splitlines()[0])
+            print(str(exc).splitlines()[2])
     """, tmp_path)
-    assert out.strip() == "(x: float64[d1, 2])"
+    assert out.splitlines() == [
+        "grad_f(): inconsistent sizes: x.shape[1] is 3, but the code is compiled for 2 only "
+        "(the module's header says why)", "  (x: float64[d1, 2])"]
+    # the header says which size stays the example's, and why; so does the body's comment
+    header = text[:text.index('"""', 3)]
+    assert "Sizes that stay the example's" in header
+    assert "- grad_f: x.shape[1] stays 2: its sizes are tied, to each other or to a number in " \
+        "the code" in header
+    assert "# fixed: x.shape[1] stays 2: its sizes are tied" in text
 
 
 def test_equal_example_sizes_are_untied_unless_the_code_needs_them_equal(tmp_path):

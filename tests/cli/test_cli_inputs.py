@@ -375,7 +375,8 @@ def test_the_header_lists_per_shape_reasons_with_one_full_stop(tmp_path):
     assert done.returncode == 0, done.stderr
     header = (tmp_path / "ar_grad.py").read_text().split('"""')[1]
     assert "- grad_ar: its sizes are tied, to each other or to a number in the code" in header
-    assert header.rstrip().endswith(" (3,).")   # the reason's own full stop, not another
+    # the size that stays, after the reason (its own full stop dropped, not doubled)
+    assert header.rstrip().endswith(" (3,); so len(x) stays 3.")
 
 
 def test_a_wrt_naming_no_parameter_is_located(tmp_path):
