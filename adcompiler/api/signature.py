@@ -113,7 +113,7 @@ def _tree(value, name, differentiate) -> trees.Tree:
                             "nor a static value (int, bool, string, None)") from None
         return ("static", x)
 
-    structure = trees.structure_of(value, leaf)
+    structure = trees.structure_of(value, leaf, name)
     names = trees.unique_names([n for n, _ in leaves], {name})
     return trees.Tree(structure, tuple(zip(names, (a for _, a in leaves))))
 

@@ -22,6 +22,7 @@ from ..api.gradients import grad
 from ..api.signature import bind_arguments, resolve_wrt
 from .comparison import InputCheck, compare, tape_gradients
 from .differences import as_float64
+from ..frontend.bindings.trees import is_container, rebuild, split
 
 
 class GradientCheckError(AssertionError):
@@ -84,8 +85,8 @@ def check_grad(f, *args, wrt=None, rtol=1e-5, atol=1e-6, eps=1e-4, raise_on_fail
     arguments = bind_arguments(f, args, kwargs)
     report = GradCheckReport(getattr(f, "__name__", repr(f)), rtol=rtol, atol=atol)
     for name, c, t in zip(names, compiled, tape):
-        n = numerical_gradient(f, arguments, name, eps)
-        report.inputs.append(compare(name, c, n, t, rtol, atol))
+        for label, cl, tl, n in _leaf_checks(f, arguments, name, c, t, eps):
+            report.inputs.append(compare(label, cl, n, tl, rtol, atol))
     if raise_on_failure and not report.ok:
         raise GradientCheckError(_explain(report), report)
     return report
@@ -115,6 +116,28 @@ def numerical_gradient(f, arguments: dict, name: str, eps=1e-4):
         return float(np.sum(f(**{n: copy.deepcopy(x) for n, x in zip(names, xs)})))
     result = differences.gradient(scalar, args, names.index(name), eps)
     return np.float64(result) if isinstance(result, float) else result
+
+
+def _leaf_checks(f, arguments: dict, name, compiled, tape, eps):
+    """``(label, compiled, tape, numerical)`` for input ``name``: itself, or each array and
+    float of a container (labelled ``params['W1']``), its numerical gradient taken with the
+    other entries fixed."""
+    value = arguments[name]
+    if not is_container(value):
+        yield name, compiled, tape, numerical_gradient(f, arguments, name, eps)
+        return
+    structure, leaves = split(value, name)
+    got = [x for _, x in split(compiled, name)[1]]
+    taped = [tape] * len(leaves) if isinstance(tape, str) else [x for _, x in
+                                                                 split(tape, name)[1]]
+    others = {n: v for n, v in arguments.items() if n != name}
+    for j, (label, _) in enumerate(leaves):
+        def scalar(*xs):
+            part = rebuild(structure, iter(copy.deepcopy(list(xs))))
+            return float(np.sum(f(**{name: part}, **copy.deepcopy(others))))
+        start = [as_float64(copy.deepcopy(x)) for _, x in leaves]
+        n = differences.gradient(scalar, start, j, eps)
+        yield label, got[j], taped[j], np.float64(n) if isinstance(n, float) else n
 
 
 def _copies(values):

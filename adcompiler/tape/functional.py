@@ -15,6 +15,7 @@ import inspect
 import numpy as np
 
 from adcompiler.api.signature import classify, resolve_wrt
+from adcompiler.frontend.bindings.trees import is_container, rebuild, split
 
 from . import mode
 from .engine import grad
@@ -41,10 +42,11 @@ class DynamicGradient:
         device = _device(call.values())
         grad_token = mode._GRAD_ENABLED.set(True)
         try:
-            bases = [_input_tensor(value, name, device)
-                     for value, name in zip(originals, self.wrt)]
-            for name, base in zip(self.wrt, bases):
-                call[name] = apply("copy", (base,))   # f may update it in place
+            parts = [_Leaves(value, name) for value, name in zip(originals, self.wrt)]
+            bases = [_input_tensor(x, where, device) for p in parts for where, x in p.leaves]
+            copies = iter(apply("copy", (base,)) for base in bases)   # f may update them
+            for name, p in zip(self.wrt, parts):
+                call[name] = p.rebuild(copies)
             inplace_token = mode._NUMPY_INPLACE.set(True)   # NumPy's in-place semantics
             try:
                 out = call.run(self.primal)
@@ -53,7 +55,9 @@ class DynamicGradient:
             grads = self._gradients(out, bases, originals)
         finally:
             mode._GRAD_ENABLED.reset(grad_token)
-        results = tuple(_like(g, x) for g, x in zip(grads, originals))
+        grads = iter(_like(g, x) for g, x in zip(grads, (x for p in parts
+                                                          for _, x in p.leaves)))
+        results = tuple(p.rebuild(grads, gradient=True) for p in parts)
         result = results[0] if self._single else results
         return (_value(out, originals), result) if self.with_value else result
 
@@ -78,6 +82,23 @@ class DynamicGradient:
 
     def __repr__(self):
         return f"<adcompiler.tape.dynamic_grad of {self.primal.__qualname__} wrt {self.wrt}>"
+
+
+class _Leaves:
+    """A wrt argument's leaves (``[(label, value)]``: itself, or a container's arrays and
+    floats, :mod:`adcompiler.frontend.bindings.trees`) and the way to put values in their
+    places: the container ``f`` receives, and its gradient (None where it holds None)."""
+
+    __slots__ = ("structure", "leaves")
+
+    def __init__(self, value, name):
+        self.structure, self.leaves = split(value, name) if is_container(value) else \
+            (None, [(name, value)])
+
+    def rebuild(self, values, gradient=False):
+        if self.structure is None:
+            return next(values)
+        return rebuild(self.structure, values, static=lambda x: None if gradient else x)
 
 
 def _positions(signature, wrt):

@@ -75,9 +75,9 @@ def children(value) -> list:
     return [(("index", i), v) for i, v in enumerate(value)]
 
 
-def structure_of(value, leaf) -> tuple:
-    """The structure of ``value``: ``leaf(path, x)`` says, for each non-container ``x``, LEAF
-    (traced) or ``("static", x)``; it may raise (a bad leaf)."""
+def structure_of(value, leaf, name="") -> tuple:
+    """The structure of ``value`` (the argument ``name``): ``leaf(path, x)`` says, for each
+    non-container ``x``, LEAF (traced) or ``("static", x)``; it may raise (a bad leaf)."""
     def walk(v, path):
         if not is_container(v):
             return leaf(path, v)
@@ -85,7 +85,7 @@ def structure_of(value, leaf) -> tuple:
             for k in v:
                 if isinstance(k, bool) or not isinstance(k, (str, int)):
                     raise TypeError(
-                        f"{label_of(path)} is a dict with the key {k!r} (a "
+                        f"{label_of(path, name)!r} is a dict with the key {k!r} (a "
                         f"{type(k).__name__}): a container argument's dict keys are strings or "
                         "ints, which name its entries in the generated code; use str keys")
         kids = tuple(walk(c, path + (step,)) for step, c in children(v))
@@ -253,3 +253,17 @@ def tangent_leaves(tangents, wrt, arguments: dict) -> list:
                             "of the same structure, one array per array of it")
         out.extend(x for _, x in _traced_leaves(a.structure, t))
     return out
+
+
+def split(value, name) -> tuple:
+    """``(structure, [(label, leaf)])`` of a differentiated container: None entries are static
+    (their gradient is None), every other non-container a leaf for the caller to check and
+    trace (the dynamic tape's view of a container, :mod:`adcompiler.tape.functional`)."""
+    leaves = []
+
+    def leaf(path, x):
+        if x is None:
+            return ("static", None)
+        leaves.append((label_of(path, name), x))
+        return LEAF
+    return structure_of(value, leaf, name), leaves

@@ -1,0 +1,368 @@
+"""Parameter containers (pytrees): dicts, lists, tuples, NamedTuples and dataclasses of arrays
+and floats as arguments, in ``wrt`` and as gradients, in every transform, with JAX's pytree
+semantics written out: the gradient has the argument's container types, keys and order, None
+where it holds None. Values against the gradient of the same function taking the leaves as
+separate parameters, and against central differences."""
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler.tape import dynamic_grad
+
+
+@pytest.fixture(autouse=True)
+def _no_disk_cache(monkeypatch):
+    monkeypatch.setenv("ADCOMPILER_CACHE", "0")
+
+
+RNG = np.random.default_rng(29)
+W1, B1 = RNG.normal(size=(3, 4)), RNG.normal(size=4)
+W2, B2 = RNG.normal(size=(4, 2)), RNG.normal(size=2)
+X = RNG.normal(size=(5, 3))
+
+
+def numeric(f, x, eps=1e-6):
+    """Central differences of the scalar ``f`` at the array or float ``x``."""
+    if isinstance(x, float):
+        return (f(x + eps) - f(x - eps)) / (2 * eps)
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        g[i] = (f(up) - f(down)) / (2 * eps)
+    return g
+
+
+# ---- the oracle: the same network with every array its own parameter -------------------------
+def split_loss(W1, b1, W2, b2, x):
+    h = np.tanh(x @ W1 + b1)
+    return np.sum((h @ W2 + b2) ** 2)
+
+
+def split_gradient():
+    return ad.grad(split_loss, wrt=("W1", "b1", "W2", "b2"))(W1, B1, W2, B2, X)
+
+
+def dict_loss(params, x):
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    return np.sum((h @ params["W2"] + params["b2"]) ** 2)
+
+
+def test_a_dict_gradient_is_a_dict_with_the_keys_in_order():
+    params = {"W1": W1, "b1": B1, "W2": W2, "b2": B2}
+    g = ad.grad(dict_loss)(params, X)
+    assert type(g) is dict and list(g) == ["W1", "b1", "W2", "b2"]
+    for got, want in zip(g.values(), split_gradient()):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    reordered = {"b2": B2, "W2": W2, "b1": B1, "W1": W1}
+    assert list(ad.grad(dict_loss)(reordered, X)) == ["b2", "W2", "b1", "W1"]
+
+
+class Params(NamedTuple):
+    W1: np.ndarray
+    b1: np.ndarray
+    W2: np.ndarray
+    b2: np.ndarray
+
+
+@dataclasses.dataclass
+class Mutable:
+    W1: np.ndarray
+    b1: np.ndarray
+    W2: np.ndarray
+    b2: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    W1: np.ndarray
+    b1: np.ndarray
+    W2: np.ndarray
+    b2: np.ndarray
+
+
+def attribute_loss(params, x):
+    h = np.tanh(x @ params.W1 + params.b1)
+    return np.sum((h @ params.W2 + params.b2) ** 2)
+
+
+@pytest.mark.parametrize("kind", [Params, Mutable, Frozen])
+def test_namedtuples_and_dataclasses_come_back_as_their_class(kind):
+    g = ad.grad(attribute_loss)(kind(W1, B1, W2, B2), X)
+    assert type(g) is kind
+    for field, want in zip(("W1", "b1", "W2", "b2"), split_gradient()):
+        np.testing.assert_allclose(getattr(g, field), want, rtol=1e-12)
+
+
+def layers_loss(layers, x):
+    h = x
+    for W, b in layers[:-1]:
+        h = np.tanh(h @ W + b)
+    W, b = layers[-1]
+    return np.sum((h @ W + b) ** 2) + 0.0 * len(layers)
+
+
+def test_a_list_of_layer_tuples():
+    g = ad.grad(layers_loss)([(W1, B1), (W2, B2)], X)
+    assert type(g) is list and [type(t) for t in g] == [tuple, tuple]
+    want = split_gradient()
+    for got, w in zip([g[0][0], g[0][1], g[1][0], g[1][1]], want):
+        np.testing.assert_allclose(got, w, rtol=1e-12)
+
+
+def nested_loss(p):
+    enc = p["enc"]
+    return np.sum(np.sin(enc["W"]) * enc["scale"]) + p["dec"][0] * p["dec"][1] ** 3
+
+
+def test_nested_containers_with_none_and_floats():
+    p = {"enc": {"W": W1, "scale": 1.5, "bias": None}, "dec": [0.7, -1.2]}
+    g = ad.grad(nested_loss)(p)
+    assert list(g) == ["enc", "dec"] and list(g["enc"]) == ["W", "scale", "bias"]
+    assert g["enc"]["bias"] is None                       # as jax.grad: None stays None
+    assert type(g["enc"]["scale"]) is float and type(g["dec"]) is list
+    np.testing.assert_allclose(g["enc"]["W"], 1.5 * np.cos(W1), rtol=1e-12)
+    np.testing.assert_allclose(g["enc"]["scale"], np.sum(np.sin(W1)), rtol=1e-12)
+    assert g["dec"] == pytest.approx([-1.2 ** 3, 3 * 0.7 * 1.2 ** 2], rel=1e-12)
+
+
+def config_loss(params, config):
+    z = params["w"] * config["scale"]
+    for _ in range(config["steps"]):
+        z = np.tanh(z)
+    return np.sum(z) if config["reduce"] == "sum" else np.mean(z)
+
+
+def test_static_entries_of_a_container_not_differentiated():
+    """Ints and strings of a container that is not differentiated are static, as ints are;
+    its floats and arrays traced."""
+    w = np.linspace(-1, 1, 4)
+    g = ad.grad(config_loss)({"w": w}, {"scale": 2.0, "steps": 2, "reduce": "sum"})
+    np.testing.assert_allclose(g["w"], numeric(lambda v: config_loss(
+        {"w": v}, {"scale": 2.0, "steps": 2, "reduce": "sum"}), w), rtol=1e-7)
+    g2 = ad.grad(config_loss)({"w": w}, {"scale": 2.0, "steps": 2, "reduce": "mean"})
+    np.testing.assert_allclose(g2["w"], g["w"] / 4, rtol=1e-12)
+
+
+def test_value_and_grad_and_wrt_naming_a_container_beside_an_array():
+    params = {"W1": W1, "b1": B1, "W2": W2, "b2": B2}
+    value, g = ad.value_and_grad(dict_loss)(params, X)
+    assert value == pytest.approx(split_loss(W1, B1, W2, B2, X), rel=1e-12)
+    np.testing.assert_allclose(g["W2"], split_gradient()[2], rtol=1e-12)
+    gp, gx = ad.grad(dict_loss, wrt=("params", "x"))(params, X)
+    assert list(gp) == list(params)
+    np.testing.assert_allclose(gx, ad.grad(split_loss, wrt="x")(W1, B1, W2, B2, X),
+                               rtol=1e-12)
+
+
+def test_an_mlp_trained_with_a_params_dict():
+    params = {"W1": W1.copy(), "b1": B1.copy(), "W2": W2.copy(), "b2": B2.copy()}
+    step = ad.value_and_grad(dict_loss)
+    losses = []
+    for _ in range(5):
+        loss, g = step(params, X)
+        losses.append(loss)
+        params = {k: params[k] - 0.01 * g[k] for k in params}
+    assert all(b < a for a, b in zip(losses, losses[1:]))
+    flat = [W1.copy(), B1.copy(), W2.copy(), B2.copy()]
+    for _ in range(5):   # the same steps with the arrays as separate parameters
+        flat = [p - 0.01 * d for p, d in zip(flat, ad.grad(
+            split_loss, wrt=("W1", "b1", "W2", "b2"))(*flat, X))]
+    for got, want in zip(params.values(), flat):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert len(step._cache) == 1   # every step had the same structure: compiled once
+
+
+def test_the_source_names_leaves_after_their_keys():
+    g = ad.grad(dict_loss)
+    g({"W1": W1, "b1": B1, "W2": W2, "b2": B2}, X)
+    assert "def grad_dict_loss(params_W1, params_b1, params_W2, params_b2, x):" in g.source
+    assert "dparams_W1" in g.source and "p_0" not in g.source
+    h = ad.grad(layers_loss)
+    h([(W1, B1), (W2, B2)], X)
+    assert "layers_0_0, layers_0_1, layers_1_0, layers_1_1" in h.source
+
+
+def test_keys_and_lengths_are_the_signature():
+    g = ad.grad(layers_loss)
+    g([(W1, B1), (W2, B2)], X)
+    g([(W1 + 1, B1), (W2, B2 - 1)], X)   # same structure and shapes: reused
+    assert len(g._cache) == 1
+    W3, b3 = RNG.normal(size=(2, 2)), RNG.normal(size=2)
+    g3 = g([(W1, B1), (W2, B2), (W3, b3)], X)   # one layer more: compiled again
+    assert len(g._cache) == 2 and len(g3) == 3
+    h = ad.grad(dict_loss)
+    h({"W1": W1, "b1": B1, "W2": W2, "b2": B2}, X)
+    h({"b1": B1, "W1": W1, "W2": W2, "b2": B2}, X)   # other order: another key
+    assert len(h._cache) == 2
+
+
+def helper_layer(p, x):
+    return np.tanh(x @ p["W"] + p["b"])
+
+
+def helper_loss(net, x):
+    total = 0.0
+    for name, p in net.items():
+        total = total + np.sum(helper_layer(p, x[:, : p["W"].shape[0]]) ** 2)
+    for key in net.keys():
+        total = total + 0.5 * np.sum(net[key]["b"])
+    for p in net.values():
+        total = total + 0.1 * np.sum(p["W"])
+    return total
+
+
+def test_items_keys_values_and_a_helper_taking_the_container():
+    net = {"a": {"W": W1, "b": B1}, "b": {"W": W2[:3], "b": B2}}
+    g = ad.grad(helper_loss)(net, X)
+    for layer in ("a", "b"):
+        for key in ("W", "b"):
+            def f(v, layer=layer, key=key):
+                changed = {k: dict(p) for k, p in net.items()}
+                changed[layer][key] = v
+                return helper_loss(changed, X)
+            np.testing.assert_allclose(g[layer][key], numeric(f, net[layer][key]), rtol=1e-6,
+                                       atol=1e-8)
+
+
+def varargs(x, *args):
+    return np.sum(x * args[0]) + sum(np.sum(a ** 2) for a in args[1:])
+
+
+def keywords(x, **extra):
+    return np.sum(x * extra["scale"]) + extra["shift"] ** 2
+
+
+def test_args_and_kwargs_parameters():
+    x, a, b = np.arange(3.0), np.ones(3), np.full(3, 2.0)
+    np.testing.assert_array_equal(ad.grad(varargs)(x, a, b), a)
+    g = ad.grad(varargs, wrt="args")(x, a, b, 3.0)
+    assert type(g) is tuple and len(g) == 3
+    np.testing.assert_array_equal(g[0], x)
+    np.testing.assert_array_equal(g[1], 2 * b)
+    assert g[2] == 6.0
+    gx, gk = ad.grad(keywords, wrt=("x", "extra"))(x, scale=a, shift=1.5)
+    np.testing.assert_array_equal(gx, a)
+    assert list(gk) == ["scale", "shift"] and gk["shift"] == 3.0
+    np.testing.assert_array_equal(gk["scale"], x)
+
+
+# ---- forward mode, Jacobians, Hessians --------------------------------------------------------
+def vector_out(p):
+    return np.tanh(p["a"] * p["s"][0]) + p["s"][1]
+
+
+def test_jvp_takes_a_container_of_tangents():
+    p = {"W1": W1, "b1": B1, "W2": W2, "b2": B2}
+    t = {"W1": RNG.normal(size=W1.shape), "b1": RNG.normal(size=4),
+         "W2": RNG.normal(size=W2.shape), "b2": RNG.normal(size=2)}
+    value, tangent = ad.jvp(dict_loss)(p, X, tangents=t)
+    assert value == pytest.approx(dict_loss(p, X), rel=1e-12)
+    line = numeric(lambda s: dict_loss({k: p[k] + s * t[k] for k in p}, X), 0.0)
+    assert tangent == pytest.approx(line, rel=1e-6)
+    with pytest.raises(TypeError, match=r"the tangent for 'params' is \{'W1': \*"):
+        ad.jvp(dict_loss)(p, X, tangents={"W1": t["W1"]})
+
+
+@pytest.mark.parametrize("mode", ["fwd", "rev"])
+def test_a_jacobian_has_the_input_structure(mode):
+    p = {"a": np.linspace(-1, 1, 3), "s": [0.5, 2.0]}
+    J = ad.jacobian(vector_out, mode=mode)(p)
+    assert list(J) == ["a", "s"] and type(J["s"]) is list
+    assert J["a"].shape == (3, 3) and J["s"][0].shape == (3,)
+    s0 = 0.5
+    np.testing.assert_allclose(J["a"], np.diag(s0 / np.cosh(p["a"] * s0) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(J["s"][0], p["a"] / np.cosh(p["a"] * s0) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(J["s"][1], np.ones(3), rtol=1e-12)
+
+
+def test_a_hessian_nests_the_structure_in_itself():
+    p = {"enc": {"W": np.array([0.3, -0.8]), "bias": None}, "dec": [0.7, -1.2]}
+    H = ad.hessian(nested_hessian_loss)(p)
+    assert list(H) == ["enc", "dec"] and list(H["enc"]) == ["W", "bias"]
+    assert H["enc"]["bias"] is None
+    assert list(H["enc"]["W"]) == ["enc", "dec"] and H["enc"]["W"]["enc"]["bias"] is None
+    np.testing.assert_allclose(H["enc"]["W"]["enc"]["W"], np.diag(-np.sin(p["enc"]["W"])),
+                               rtol=1e-12)
+    assert np.shape(H["enc"]["W"]["dec"][0]) == (2,)
+    d0, d1 = p["dec"]
+    np.testing.assert_allclose(H["dec"][0]["dec"][1], 3 * d1 ** 2, rtol=1e-12)
+    np.testing.assert_allclose(H["dec"][1]["dec"][1], 6 * d0 * d1, rtol=1e-12)
+    np.testing.assert_allclose(H["dec"][0]["enc"]["W"], np.zeros(2))
+
+
+def nested_hessian_loss(p):
+    return np.sum(np.sin(p["enc"]["W"])) + p["dec"][0] * p["dec"][1] ** 3
+
+
+# ---- the tape and check_grad -----------------------------------------------------------------
+def deep_loss(p, x):
+    h = x
+    for W, b in p["layers"]:
+        h = np.tanh(h @ W + b)
+    return np.sum(h ** 2) * p["scale"]
+
+
+def test_the_tape_equals_the_compiler_on_containers():
+    p = {"layers": [(W1, B1), (W2, B2)], "scale": 1.5, "skip": None}
+    compiled = ad.grad(deep_loss)(p, X)
+    taped = dynamic_grad(deep_loss)(p, X)
+    assert taped["skip"] is None and type(taped["layers"][1]) is tuple
+    for (cw, cb), (tw, tb) in zip(compiled["layers"], taped["layers"]):
+        np.testing.assert_allclose(tw, cw, rtol=1e-12)
+        np.testing.assert_allclose(tb, cb, rtol=1e-12)
+    assert taped["scale"] == pytest.approx(compiled["scale"], rel=1e-12)
+
+
+def test_check_grad_checks_each_leaf():
+    p = {"layers": [(W1, B1), (W2, B2)], "scale": 1.5, "skip": None}
+    report = ad.check_grad(deep_loss, p, X, wrt=("p", "x"))
+    assert [c.name for c in report.inputs] == [
+        "p['layers'][0][0]", "p['layers'][0][1]", "p['layers'][1][0]", "p['layers'][1][1]",
+        "p['scale']", "x"]
+    assert report.ok
+
+
+# ---- what cannot work, refused where it is written ---------------------------------------------
+def first(p):
+    return np.sum(p["W"] ** 2)
+
+
+def test_refusals_name_the_entry():
+    with pytest.raises(TypeError, match=r"'p' is a dict with the key \('a', 1\).*use str keys"):
+        ad.grad(first)({("a", 1): np.ones(2), "W": np.ones(2)})
+    with pytest.raises(TypeError, match=r"\"p\['n'\]\": it is an integer \(3\)"):
+        ad.grad(first)({"n": 3, "W": np.ones(2)})
+    with pytest.raises(TypeError, match="hold no float or array to differentiate"):
+        ad.grad(first, wrt="p")({"W": None})
+
+
+def grows_in_loop(p):
+    s = (p["W"],)
+    for i in range(3):
+        s = s + (p["W"] * i,)
+    return np.sum(s[0])
+
+
+def traced_key(p, k):
+    return np.sum(p[k])
+
+
+def missing_key(p):
+    return np.sum(p["V"])
+
+
+def test_located_errors_in_the_function():
+    with pytest.raises(ad.CompileError, match="a tuple of 1 entry before this loop and a "
+                       "tuple of 2 entries after one iteration") as err:
+        ad.grad(grows_in_loop)({"W": np.ones(2)})
+    assert err.value.lineno == grows_in_loop.__code__.co_firstlineno + 2
+    with pytest.raises(ad.CompileError, match="KeyError: 'V'"):
+        ad.grad(missing_key)({"W": np.ones(2)})
+    with pytest.raises(ad.CompileError, match="cannot be indexed here"):
+        ad.grad(traced_key)({"W": np.ones(2)}, np.ones(1))
