@@ -23,6 +23,7 @@ beside the adjoint rule of the same primitive. For broadcasting primitives :func
 broadcasts each contribution to the result's shape, as :func:`cotangent` sums adjoints back.
 
 Files: ``elementwise.py``, ``reductions.py``, ``scans.py`` (cumsum, cumprod), ``linalg.py``,
+``factorizations.py`` (cholesky, eigh, svd, qr, pinv, triangular solves),
 ``shape.py`` (shape and indexing), ``einsum.py``.
 The rule for ``np.tanh`` is in ``elementwise.py`` under "hyperbolic and trigonometric".
 """
@@ -168,4 +169,5 @@ def tangent(ops, prim, argnum, dx, ans, args, params):
     return out
 
 
-from . import einsum, elementwise, linalg, reductions, scans, shape  # noqa: E402,F401  (the rules)
+from . import (einsum, elementwise, factorizations, linalg, reductions,  # noqa: E402,F401
+               scans, shape)  # (the rules)

@@ -114,6 +114,60 @@ class ArrayOps:
     def logabsdet(self, a):
         return self.xp.linalg.slogdet(a)[1]
 
+    # ---- factorizations: one result each (templates/factorizations.py) ----------------------
+    def cholesky(self, a):
+        return self.xp.linalg.cholesky(a)
+
+    def solve_triangular(self, a, b, lower=False, trans=0, unit_diagonal=False):
+        if self.xp is numpy:
+            import scipy.linalg as module
+        else:
+            import cupyx.scipy.linalg as module
+        return module.solve_triangular(a, b, trans=trans, lower=lower,
+                                       unit_diagonal=unit_diagonal)
+
+    def eigh_values(self, a, UPLO="L"):
+        return self.xp.linalg.eigh(a, UPLO)[0]
+
+    def eigh_vectors(self, a, UPLO="L"):
+        return self.xp.linalg.eigh(a, UPLO)[1]
+
+    def eigvalsh(self, a, UPLO="L"):
+        return self.xp.linalg.eigvalsh(a, UPLO)
+
+    def svd_u(self, a):
+        return self.xp.linalg.svd(a, full_matrices=False)[0]
+
+    def svd_s(self, a):
+        return self.xp.linalg.svd(a, full_matrices=False)[1]
+
+    def svd_vh(self, a):
+        return self.xp.linalg.svd(a, full_matrices=False)[2]
+
+    def svdvals(self, a):
+        return self.xp.linalg.svd(a, compute_uv=False)
+
+    def qr_q(self, a):
+        return self.xp.linalg.qr(a)[0]
+
+    def qr_r(self, a):
+        return self.xp.linalg.qr(a)[1]
+
+    def pinv(self, a, rcond=None):
+        return self.xp.linalg.pinv(a) if rcond is None else self.xp.linalg.pinv(a, rcond)
+
+    def lstsq_x(self, a, b, rcond=None):
+        return self.xp.linalg.lstsq(a, b, rcond=rcond)[0]
+
+
+def library_function(xp, module, name):
+    """``module.name`` (``scipy.special.erf``) for arrays of ``xp``: SciPy's for NumPy, CuPy's
+    ``cupyx.scipy.special`` for CuPy; SciPy missing, an ImportError that says to install it."""
+    from adcompiler.ir.primitives import LibraryFunction
+    if xp is not numpy:
+        module = "cupyx." + module
+    return LibraryFunction(module, name).resolve()
+
 
 def _sympy_function(sympy, spelling):
     """A row's SymPy spelling as a function: ``sympy.<name>``, or the row's expression."""

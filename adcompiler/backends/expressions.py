@@ -231,6 +231,17 @@ def _slogdet_item(k):
     return spell
 
 
+def _result_item(k, **fixed):
+    """``np.linalg.<f>(a, **fixed, **params)[k]``: one result of a factorization (its other
+    results are their own nodes, each its own call)."""
+    def spell(node, args, xp_name):
+        keywords = {**{key: const(v) for key, v in fixed.items()},
+                    **{key: const(v) for key, v in sorted(node.params.items()) if v is not None}}
+        call = _call(_attr(PRIMS[node.prim].spell, xp_name), args, keywords)
+        return call if k is None else ast.Subscript(call, const(k), ast.Load())
+    return spell
+
+
 def _einsum(node, args, xp_name):
     """``np.einsum('ij,jk->ik', a, b)``: the subscripts first, as NumPy takes them."""
     optimize = node.params.get("optimize", False)
@@ -240,6 +251,10 @@ def _einsum(node, args, xp_name):
 
 _SPECIAL = {
     "slogdet_sign": _slogdet_item(0), "logabsdet": _slogdet_item(1),
+    "eigh_values": _result_item(0), "eigh_vectors": _result_item(1),
+    "svd_u": _result_item(0, full_matrices=False), "svd_s": _result_item(1, full_matrices=False),
+    "svd_vh": _result_item(2, full_matrices=False), "svdvals": _result_item(None, compute_uv=False),
+    "qr_q": _result_item(0), "qr_r": _result_item(1), "lstsq_x": _result_item(0),
     "clip": _clip, "einsum": _einsum,
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
     "concatenate": _seq, "stack": _seq, "sum_to": _sum_to, "last_writes": _last_writes,

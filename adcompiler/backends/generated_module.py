@@ -53,7 +53,8 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     doc_lines = [f'    """{doc}"""'] if doc else []
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in
                                   "\n".join(lines).split("\n")])
-    imports = (["import numexpr as ne"] if em.uses_numexpr else []) + (
+    imports = _scipy_imports(graph, xp_name) + (
+        ["import numexpr as ne"] if em.uses_numexpr else []) + (
         ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
         else []) + (["from adcompiler.runtime.poison import poison as _poison"]
                     if em.uses_poison else [])
@@ -63,6 +64,17 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     uses_math = any(n.params.get("py") for n in walk(graph.nodes))
     source = "\n\n\n".join(module_lines + [header + "\n" + body]) + "\n"
     return Emission(source, constants, uses_math, tuple(getattr(em, "kernels", ())))
+
+
+def _scipy_imports(graph, xp_name) -> list:
+    """``import scipy.linalg`` (``import cupyx.scipy.linalg`` for CuPy code) for each SciPy
+    module the code calls: SciPy is optional, imported only by code that uses it."""
+    from ..ir.primitives import PRIMS
+    if xp_name == "cp":   # CuPy code reads the ``cupyx`` it is given (the loader imports its
+        return []         # cupyx.scipy modules, a stand-in where CuPy cannot run)
+    modules = sorted({PRIMS[n.prim].spell.rpartition(".")[0] for n in walk(graph.nodes)
+                      if PRIMS[n.prim].spell.startswith("scipy.")})
+    return [f"import {m}" for m in modules]
 
 
 def _keywords(settings) -> str:

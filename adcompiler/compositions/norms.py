@@ -1,19 +1,21 @@
 """``np.linalg.norm``'s norms that are sums and maxima over entries, spelled in the primitives
 NumPy's definition uses: the 2- and Frobenius norms, a vector's 1, inf, -inf and p norms, a
-matrix's 1, -1, inf and -inf norms.
+matrix's 1, -1, inf and -inf norms; a matrix's 2, -2 and nuclear norms are its singular values'
+largest, smallest and sum (:func:`.factorizations.singular_norm`).
 
 Invariants: NumPy's values; the 2- and Frobenius norms are ``sqrt(sum(x * x))`` with derivative
 0 at the zero vector, as PyTorch's (:func:`~.statistics.sqrt_zero_slope`); ``abs``'s and
 ``max``'s rules give the others (``sign(0) = 0``; ties at a maximum share the gradient). The
 caller reads ``axes`` (a tuple in range) and converts integer arrays to float; :func:`norm`
-gives None for what has no composition here (the norms of singular values, ``ord=0``, more
-than two axes), and the caller refuses it or runs it on the values.
+gives None for what has no composition here (``ord=0``, more than two axes), and the caller
+refuses it or runs it on the values.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .factorizations import singular_norm
 from .statistics import sqrt_zero_slope
 
 
@@ -27,6 +29,8 @@ def norm(ops, x, ord, axes, all_axes, keepdims):
         return _vector(ops, x, ord, params)
     if len(axes) == 2 and ord in (1, -1, np.inf, -np.inf):
         return _matrix(ops, x, ord, axes, keepdims)
+    if len(axes) == 2 and (ord == "nuc" or (ord in (2, -2) and not isinstance(ord, bool))):
+        return singular_norm(ops, x, ord, axes, ops.shape(x), keepdims)
     return None
 
 

@@ -21,6 +21,7 @@ from ..ir.primitives import ELEMENTWISE as ELEMENTWISE_ROWS
 from ..ir.primitives import PRIMS
 from .library import (compositions, creation, diagonal, einsum, norms, products, scans,
                       signals, solvers, sorting, splits, statistics)
+from .library import factorizations
 from .library.binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 # np.<name> for every elementwise primitive that user code calls so (ir.primitives rows)
@@ -349,6 +350,7 @@ FUNCTIONS.update(scans.FUNCTIONS)  # np.cumsum, np.cumprod
 FUNCTIONS.update(norms.FUNCTIONS)  # np.linalg.norm
 FUNCTIONS.update(einsum.FUNCTIONS)  # np.einsum
 FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
+FUNCTIONS.update(factorizations.FUNCTIONS)  # np.linalg.cholesky, eigh, svd, qr, pinv, np.kron...
 FUNCTIONS.update(sorting.FUNCTIONS)  # np.sort, take_along_axis, median, quantile, percentile
 FUNCTIONS.update(splits.FUNCTIONS)  # np.split, atleast_2d, tile, repeat, append, take, pad
 FUNCTIONS.update(products.FUNCTIONS)  # np.add.outer, inner, vdot, tensordot, trapezoid, cross

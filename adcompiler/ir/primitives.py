@@ -269,6 +269,44 @@ _def("slogdet_sign", lambda a: np.linalg.slogdet(a)[0], "linalg", "np.linalg.slo
      differentiable=False)
 _def("logabsdet", lambda a: np.linalg.slogdet(a)[1], "linalg", "np.linalg.slogdet",
      torch="LinalgSlogdetBackward0")
+# Factorizations (adcompiler/frontend/library/factorizations.py, rules in
+# templates/factorizations.py): one primitive per result, each its own LAPACK call, spelled
+# ``np.linalg.eigh(a, UPLO='L')[k]`` and so on (CSE merges equal calls). ``tril`` keeps the
+# lower triangle (below the k-th diagonal), the rules' triangles and masks.
+_def("tril", lambda x, k=0: np.tril(x, k), "linalg", "np.tril", params=("k",))
+_def("cholesky", np.linalg.cholesky, "linalg", "np.linalg.cholesky",
+     torch="LinalgCholeskyExBackward0")
+
+
+def solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False):
+    """SciPy's ``solve_triangular`` (batched), imported where first used: SciPy is optional."""
+    import scipy.linalg
+    return scipy.linalg.solve_triangular(a, b, trans=trans, lower=lower,
+                                         unit_diagonal=unit_diagonal)
+
+
+_def("solve_triangular", solve_triangular, "linalg", "scipy.linalg.solve_triangular", 2,
+     params=("lower", "trans", "unit_diagonal"), torch="LinalgSolveTriangularBackward0")
+_def("eigh_values", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0], "linalg", "np.linalg.eigh",
+     params=("UPLO",), torch="LinalgEighBackward0")
+_def("eigh_vectors", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], "linalg", "np.linalg.eigh",
+     params=("UPLO",), torch="LinalgEighBackward0")
+_def("eigvalsh", np.linalg.eigvalsh, "linalg", "np.linalg.eigvalsh", params=("UPLO",),
+     torch="LinalgEighBackward0")
+_def("svd_u", lambda a: np.linalg.svd(a, full_matrices=False)[0], "linalg", "np.linalg.svd",
+     torch="LinalgSvdBackward0")
+_def("svd_s", lambda a: np.linalg.svd(a, full_matrices=False)[1], "linalg", "np.linalg.svd",
+     torch="LinalgSvdBackward0")
+_def("svd_vh", lambda a: np.linalg.svd(a, full_matrices=False)[2], "linalg", "np.linalg.svd",
+     torch="LinalgSvdBackward0")
+_def("svdvals", lambda a: np.linalg.svd(a, compute_uv=False), "linalg", "np.linalg.svd",
+     torch="LinalgSvdBackward0")
+_def("qr_q", lambda a: np.linalg.qr(a)[0], "linalg", "np.linalg.qr", torch="LinalgQrBackward0")
+_def("qr_r", lambda a: np.linalg.qr(a)[1], "linalg", "np.linalg.qr", torch="LinalgQrBackward0")
+_def("pinv", np.linalg.pinv, "linalg", "np.linalg.pinv", params=("rcond",),
+     torch="PinverseBackward0")
+_def("lstsq_x", lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond=rcond)[0], "linalg",
+     "np.linalg.lstsq", 2, params=("rcond",), torch="LinalgLstsqBackward0")
 
 # ---- shape and indexing ---------------------------------------------------------------------
 _def("transpose", np.transpose, "shape", "np.transpose", params=("axes",), torch="PermuteBackward0")

@@ -34,8 +34,8 @@ def _dtype_of(prim, avals, literals, params):
     if known is not None:
         return known
     args = [_standin(a, lit) for a, lit in zip(avals, literals)]
-    if prim in _SQUARE:   # a 1x1 matrix of zeros is singular; one of ones solves and inverts
-        args = [np.ones_like(a) for a in args]
+    if prim in _SQUARE or prim in _FACTORED:   # a 1x1 matrix of zeros is singular; one of
+        args = [np.ones_like(a) for a in args]   # ones solves, inverts and factors
     with np.errstate(all="ignore"):
         out = evaluate(prim, args, params)
     name = np.result_type(out).name
@@ -171,6 +171,34 @@ def _square_shape(prim, shapes):
     return tuple(np.broadcast_shapes(a[:-2], batch)) + tuple(rows)
 
 
+# The factorizations' results (adcompiler/frontend/library/factorizations.py checks the shapes)
+_FACTORED = ("tril", "cholesky", "solve_triangular", "eigh_values", "eigh_vectors", "eigvalsh",
+             "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv", "lstsq_x")
+
+
+def _factored_shape(prim, shapes):
+    """The shape of a factorization's result: ``a`` is (..., m, n), k = min(m, n)."""
+    a = shapes[0]
+    if a is None or any(s is None for s in shapes):
+        return None
+    batch, (m, n) = a[:-2], a[-2:]
+    k = min(m, n)
+    if prim in ("tril", "cholesky", "eigh_vectors"):
+        return a
+    if prim == "solve_triangular":   # b: one vector (n,), or matrices (..., n, k)
+        b = shapes[1]
+        rows = b[-1:] if len(b) == 1 else b[-2:]
+        return tuple(np.broadcast_shapes(batch, b[:-len(rows)])) + rows
+    if prim in ("eigh_values", "eigvalsh"):
+        return batch + (n,)
+    if prim in ("svd_s", "svdvals"):
+        return batch + (k,)
+    if prim == "lstsq_x":
+        return (n,) + tuple(shapes[1][1:])
+    return {"svd_u": batch + (m, k), "svd_vh": batch + (k, n), "qr_q": batch + (m, k),
+            "qr_r": batch + (k, n), "pinv": batch + (n, m)}[prim]
+
+
 def _shape_of(prim, avals, params):
     """The output shape (None when unknown) for one-output primitives."""
     fam = PRIMS[prim].family
@@ -193,6 +221,8 @@ def _shape_of(prim, avals, params):
         return _concat_shape(shapes, params.get("axis", 0), prim == "stack")
     if prim in _SQUARE:
         return _square_shape(prim, shapes)
+    if prim in _FACTORED:
+        return _factored_shape(prim, shapes)
     if prim in ("zeros", "ones", "full", "sum_to", "scatter_add"):
         shape = params["shape"]
         return (shape,) if isinstance(shape, int) else tuple(shape)

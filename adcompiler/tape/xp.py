@@ -158,4 +158,7 @@ _ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **p
         kept_writes(xp, x.shape, build_index(index, arrays)),
     **{p: lambda xp, *data, _p=p: getattr(array_ops(xp), _p)(*data)   # cupy.linalg's
        for p in ("solve", "inv", "det", "slogdet_sign", "logabsdet")},
+    **{p: lambda xp, *data, _p=p, **params: getattr(array_ops(xp), _p)(*data, **params)
+       for p in ("cholesky", "solve_triangular", "eigh_values", "eigh_vectors", "eigvalsh",
+                 "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv", "lstsq_x")},
 }

@@ -115,8 +115,8 @@ def uses_unique(x):
     return np.unique(x).sum()   # its shape depends on the values
 
 
-def uses_pinv(x):
-    return np.linalg.pinv(x).sum()
+def uses_tensorinv(x):
+    return np.linalg.tensorinv(x, ind=1).sum()
 
 
 def uses_builtin_sum(x):
@@ -323,7 +323,8 @@ CASES = [
     (uses_chained_compare, 1, "0.0 < x", "a chained comparison tests its truth value"),
     (uses_sinc, 1, "np.i0", "`np.i0` has no derivative rule"),
     (uses_unique, 1, "np.unique", "`np.unique` has no derivative rule"),
-    (uses_pinv, 1, "np.linalg.pinv", "`np.linalg.pinv` has no derivative rule"),
+    (uses_tensorinv, 1, "np.linalg.tensorinv",
+     "`np.linalg.tensorinv` has no derivative rule"),
     (uses_builtin_sum, 1, "sum", "calling `sum` is not supported"),
     (uses_undefined, 1, "SCALEE", "name `SCALEE` is not defined"),
     (uses_unknown_method, 1, "x.repeat", "attribute `.repeat` is not supported"),

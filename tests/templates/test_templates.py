@@ -21,6 +21,8 @@ from adcompiler.ir.primitives import ELEMENTWISE as ELEMENTWISE_ROWS
 from adcompiler.ir.primitives import MATH_PRIMS, PRIMS, evaluate
 from adcompiler.templates.ops import ArrayOps, SymbolicOps
 
+from .factorization_cases import factorization_cases
+
 EPS = 1e-6
 RTOL, ATOL = 1e-6, 1e-8
 
@@ -347,7 +349,7 @@ def _conversion_cases():
 
 CASES = [*_elementwise_cases(), *_remainder_cases(), *_reduction_cases(),
          *_prod_with_zeros_cases(), *_scan_cases(),
-         *_linalg_cases(), *_einsum_cases(), *_shape_cases(),
+         *_linalg_cases(), *factorization_cases(), *_einsum_cases(), *_shape_cases(),
          *_conversion_cases()]
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ...errors import COMPUTING_ERRORS, CompileError
 from ...ir import Value
 from ...ir.builder import NeedsShape
+from ..library import factorizations
 from ..library.binding import CallError, call
 from ..calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
 from ..desugaring.chains import lower_chain
@@ -332,6 +333,9 @@ def lower_call(lowering, node):
                         lowering.b, args, kwargs)
         if _hashable(func) and func in FUNCTIONS:
             return call(FUNCTIONS[func], lowering.b, args, kwargs)
+        library = factorizations.handler_for(func)   # scipy.linalg's, where it is imported
+        if library is not None:
+            return call(library, lowering.b, args, kwargs)
         if container_method(func):   # params.items(), layers.index(W): run while compiling
             return lowering.static_op(node, func, *args, **kwargs)
     except CallError as exc:

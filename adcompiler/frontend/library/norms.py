@@ -5,8 +5,9 @@ arguments and refuses, located, the norms that have no composition.
 Choices: the 2-norm and the Frobenius norm are ``sqrt(sum(x * x))`` whose derivative at the zero
 vector is 0, as PyTorch's ``linalg.norm`` and as ``hypot`` here (JAX gives NaN there: sqrt's
 infinite slope times zero entries); ``ord=1``/``inf`` norms take ``abs``'s and ``max``'s rules
-(``sign(0) = 0``; ties at the maximum share the gradient). The norms that need singular values
-(a matrix's ``ord=2``, ``-2`` and ``'nuc'``) are refused with a hint (``custom_vjp``).
+(``sign(0) = 0``; ties at the maximum share the gradient). A matrix's ``ord=2``, ``-2`` and
+``'nuc'`` are its singular values' maximum, minimum and sum (``svd``'s rules: the gradient of
+``ord=2`` at a repeated largest singular value is one of its subgradients, as JAX's).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ def _refused(ord_, count):
         return CallError(f"with ord={ord_!r} of a vector has no derivative here",
                          "use ord=None, 1, 2, np.inf, -np.inf or a nonzero number")
     if count == 2:
-        return CallError(f"with ord={ord_!r} of a matrix needs its singular values, which have "
-                         "no rule here", "write it in a function decorated with "
-                         "@adcompiler.custom_vjp (e.g. with np.linalg.svd in its fwd and bwd)")
+        return CallError(f"with ord={ord_!r} of a matrix is not one of NumPy's matrix norms",
+                         "use ord=None, 'fro', 'nuc', 1, -1, 2, -2, np.inf or -np.inf "
+                         "(NumPy raises ValueError here too)")
     return CallError(f"with ord={ord_!r} needs a 1-D or 2-D array, or `axis=`",
                      "NumPy raises ValueError here too")
 
