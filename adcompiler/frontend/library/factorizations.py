@@ -186,9 +186,10 @@ def _qr(b, args, kwargs):
     a = _traced(b, p["a"], square=False)
     m, n = b.shape(a)[-2:]
     if m < n:
-        raise CallError(f"of a wide {m}x{n} matrix has no rule here (R is not square: its "
-                        "last columns are not determined as JAX's rule needs)",
-                        "factor a matrix with at least as many rows as columns")
+        raise CallError(f"of a wide {m}x{n} matrix has no rule here (the rule needs at "
+                        "least as many rows as columns, as JAX's)",
+                        "factor the transpose instead: Q, R = np.linalg.qr(A.T) gives "
+                        "A = R.T @ Q.T")
     if mode not in ("reduced", "r") and not (mode == "complete" and m == n):
         raise CallError(f"with mode={mode!r} has no rule here",
                         "use mode='reduced' (the default) or mode='r'")
