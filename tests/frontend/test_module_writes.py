@@ -29,8 +29,10 @@ def f(x):
 def example_f():
     return (np.array([0.3, 0.4]),)
 '''
-HINT = ("hint: write the final values in its definition (np.array([...]) of literals), or "
-        "compute it inside the function")
+HINT = ("hint: write the final values in its definition (np.array([...]) of literals), pass "
+        "it to f as a parameter, or compute it inside the function")
+HINT_CHANGED_BY = ("hint: write the final values in its definition (np.array([...]) of "
+                   "literals), or compute it inside the function")
 
 # name -> (code after the definition, line, column, the line shown, caret, what is said)
 TOP_LEVEL = {
@@ -104,7 +106,7 @@ def test_a_function_writing_into_the_array_is_refused_at_the_write(tmp_path, cap
                              f"defined at line 4, and {what}: adcompiler reads m.py without "
                              "running it"), header
     assert shown_line == "    " + shown and caret_line == "    " + caret
-    assert hint.startswith(HINT) and "pass it to f as an argument" in hint
+    assert hint.startswith(HINT_CHANGED_BY) and "pass it to f as an argument" in hint
 
 
 @pytest.mark.parametrize("command", ["show", "check", "graph"])

@@ -67,11 +67,23 @@ class StaticModule:
         return Location(self.path, node.lineno, _chars(line, node.col_offset), line, end)
 
     def explain(self, err: CompileError) -> CompileError:
-        """``err`` with a hint saying why a name it reports undefined was not resolved."""
+        """``err`` with a hint saying why a name it reports undefined was not resolved; for a
+        value the module computes (``W = rng.normal(size=(4, 3))``, a list built in a loop), why
+        it has none here and what to write instead."""
         for name, (loc, why) in self.unresolved.items():
-            if err.message == f"name `{name}` is not defined":
-                return CompileError(err.message, err.location,
-                                    f"`{name}` is bound at {loc.filename}:{loc.lineno} by {why}")
+            if err.message != f"name `{name}` is not defined":
+                continue
+            if why is COMPUTED:
+                return CompileError(
+                    f"`{name}` is computed when {os.path.basename(loc.filename)} runs (line "
+                    f"{loc.lineno}: `{loc.line.strip()}`), and compiling reads the file "
+                    "without running it: its value is not known here", err.location,
+                    f"pass `{name}` to the function as a parameter (and return its value from "
+                    "the example function), or write its value literally at line "
+                    f"{loc.lineno} (numbers, np.pi, np.array([...]) of numbers, and lists and "
+                    "tuples of those)")
+            return CompileError(err.message, err.location,
+                                f"`{name}` is bound at {loc.filename}:{loc.lineno} by {why}")
         return err
 
 
@@ -212,15 +224,16 @@ def _bind_constant(module, stmt):
     value = _static_value(module.namespace, stmt.value)
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
     if value is _UNKNOWN or not all(isinstance(t, ast.Name) for t in targets):
-        _forget(module, stmt, _bound_names(stmt),
-                "an expression adcompiler does not evaluate (it keeps literals, np.pi, "
-                "np.array(...) of literals, and lists and tuples of those)")
+        _forget(module, stmt, _bound_names(stmt), COMPUTED)
         return
     for target in targets:
         _bind(module, target.id, value, stmt)
 
 
 _UNKNOWN = object()
+# why a module-level value is not resolved: code computes it (compiling runs none)
+COMPUTED = ("an expression adcompiler does not evaluate (it keeps literals, np.pi, "
+            "np.array(...) of literals, and lists and tuples of those)")
 
 
 def _static_value(ns, node):

@@ -78,8 +78,10 @@ def check_unchanged(module, reader):
         kind = "array" if isinstance(value, np.ndarray) else type(value).__name__
         through = f" (through `{via}`)" if via != reader else ""
         final = "np.array([...]) of literals" if kind == "array" else "a literal"
-        hint = (f"write the final values in its definition ({final}), or compute it inside "
-                "the function")
+        param = "" if reader.startswith("example_") or change.where.startswith("`") else \
+            f", pass it to {reader} as a parameter"
+        hint = (f"write the final values in its definition ({final}){param}, or compute it "
+                "inside the function")
         if change.where.startswith("`"):
             hint += f" (or pass it to {reader} as an argument, if {change.where} must change it)"
         raise CompileError(
