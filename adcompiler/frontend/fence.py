@@ -22,6 +22,7 @@ ALLOWED = (
     ast.Load, ast.Store, ast.operator, ast.unaryop, ast.cmpop, ast.arguments, ast.arg,
     ast.If, ast.For, ast.While, ast.IfExp, ast.BoolOp, ast.boolop, ast.Break, ast.Continue,
     ast.Assert, ast.Raise, ast.ListComp, ast.GeneratorExp, ast.comprehension,  # unrolled: .comprehensions
+    ast.Dict, ast.DictComp, ast.Starred,  # built while compiling: .expressions.containers
 )
 
 _WHY = {
@@ -42,15 +43,10 @@ _WHY = {
                  "import at module level"),
     ast.ImportFrom: ("`import` inside a compiled function is not supported",
                      "import at module level"),
-    ast.DictComp: ("dict comprehensions are not supported",
-                   "use a list comprehension, or separate variables"),
     ast.SetComp: ("set comprehensions are not supported", "use a list comprehension"),
-    ast.Dict: ("dicts are not supported in a compiled function", "use separate variables"),
     ast.Set: ("sets are not supported in a compiled function", "use arrays"),
     ast.JoinedStr: ("f-strings are not supported in a compiled function",
                     "format strings in the caller"),
-    ast.Starred: ("`*` unpacking in a call or a list display is not supported",
-                  "pass the arguments one by one"),
     ast.NamedExpr: ("`:=` is not supported", "use a separate assignment"),
     ast.Await: ("`await` is not supported", "compile a synchronous function"),
     ast.AsyncFunctionDef: ("async functions cannot be compiled", "use a plain def"),
@@ -77,8 +73,6 @@ def check(src: FunctionSource) -> None:
         for node in ast.walk(stmt):
             if isinstance(node, ALLOWED) or id(node) in messages:
                 continue
-            if isinstance(node, ast.Starred) and isinstance(node.ctx, ast.Store):
-                continue  # a, *rest = p: bound by .statements.unpacking
             if isinstance(node, (ast.FunctionDef, ast.Lambda)):  # inlined: .local_functions
                 check_definition(src, node)
                 continue

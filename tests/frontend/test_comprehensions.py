@@ -275,11 +275,6 @@ def set_comprehension(x):
     return np.sum(x)
 
 
-def dict_comprehension(x):
-    d = {k: x * k for k in range(3)}  # noqa: F841
-    return np.sum(x)
-
-
 def kept_generator(x):
     g = (x * k for k in range(3))
     return sum(g)
@@ -345,8 +340,6 @@ REFUSED = [
      "np.where"),
     (set_comprehension, 1, "{k for k in range(3)}", "set comprehensions are not supported",
      "list comprehension"),
-    (dict_comprehension, 1, "{k: x * k for k in range(3)}",
-     "dict comprehensions are not supported", "list comprehension"),
     (kept_generator, 1, "(x * k for k in range(3))",
      "a generator expression is compiled only where a call consumes it at once",
      "write a list comprehension"),

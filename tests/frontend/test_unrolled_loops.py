@@ -424,11 +424,6 @@ def unpacks_a_number(x):
     return a * b * np.sum(x)
 
 
-def stars_a_list_display(x):
-    a, *rest = x
-    return a * np.sum(np.stack([*rest]))
-
-
 def unpacks_tuple_mismatch(x):
     a, b = x, x, x
     return np.sum(a * b)
@@ -453,8 +448,6 @@ REFUSED = [
      "with a first axis"),
     (unpacks_a_number, (X,), 1, "a, b", "TypeError: cannot unpack non-iterable float object",
      "with a first axis"),
-    (stars_a_list_display, (X,), 2, "*rest",
-     "`*` unpacking in a call or a list display is not supported", "one by one"),
     (unpacks_tuple_mismatch, (X,), 1, "a, b",
      "ValueError: too many values to unpack (expected 2)", "has 3 items"),
 ]

@@ -12,11 +12,14 @@ Python value while running. Where one differs, the name becomes :class:`Diverged
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...ir import Literal, Value
+from .trees import is_dataclass_instance
 from .unreadable import Unreadable
 
 
@@ -25,28 +28,65 @@ def traceable(v) -> bool:
     return isinstance(v, (Value, Literal, float, int))
 
 
+class Attr(str):
+    """A step of a path into a dataclass: its field of this name (``params.W``)."""
+
+
+def opened(v) -> bool:
+    """A container whose entries are carried and joined one by one: a tuple or list (a
+    NamedTuple too), a dict, a dataclass instance (parameter containers, :mod:`.trees`)."""
+    return isinstance(v, (tuple, list, dict)) or is_dataclass_instance(v)
+
+
+def entries(v) -> list:
+    """``[(step, item)]`` of an opened container: an index, a dict key, an :class:`Attr`."""
+    if isinstance(v, dict):
+        return list(v.items())
+    if is_dataclass_instance(v):
+        return [(Attr(f.name), getattr(v, f.name)) for f in dataclasses.fields(v)]
+    return list(enumerate(v))
+
+
 def flat(v, path=()) -> list:
-    """``[(path, leaf)]`` of ``v``, depth first: tuples and lists are opened, nothing else."""
-    if isinstance(v, (tuple, list)):
-        return [pair for i, item in enumerate(v) for pair in flat(item, path + (i,))]
+    """``[(path, leaf)]`` of ``v``, depth first: containers are opened, nothing else."""
+    if opened(v):
+        return [pair for k, item in entries(v) for pair in flat(item, path + (k,))]
     return [(path, v)]
 
 
 def skeleton(v):
-    """The nesting and lengths of ``v`` (None for a leaf): values of equal skeletons flatten to
-    the same paths. A list and a tuple of one length compare equal (``s = [x, v]`` before a
-    loop, ``s = step(s)`` returning a tuple in it)."""
-    return tuple(skeleton(x) for x in v) if isinstance(v, (tuple, list)) else None
+    """The nesting, keys and lengths of ``v`` (None for a leaf): values of equal skeletons
+    flatten to the same paths. A list and a tuple of one length compare equal (``s = [x, v]``
+    before a loop, ``s = step(s)`` returning a tuple in it)."""
+    if isinstance(v, (tuple, list)):
+        return tuple(skeleton(x) for x in v)
+    if opened(v):   # a dict, a dataclass: its keys and type too
+        steps = entries(v)
+        return ("dict" if isinstance(v, dict) else type(v), tuple(k for k, _ in steps),
+                tuple(skeleton(x) for _, x in steps))
+    return None
 
 
 def fill(template, leaves):
     """``template``'s containers holding the next items of the iterator ``leaves``."""
-    if not isinstance(template, (tuple, list)):
+    if not opened(template):
         return next(leaves)
-    items = [fill(x, leaves) for x in template]
+    items = [(k, fill(x, leaves)) for k, x in entries(template)]
+    if isinstance(template, dict):
+        return dict(items)
+    if is_dataclass_instance(template):
+        return _dataclass(template, items)
+    items = [x for _, x in items]
     if isinstance(template, list):
         return items
     return type(template)._make(items) if hasattr(template, "_make") else tuple(items)
+
+
+def _dataclass(template, items):
+    out = object.__new__(type(template))   # as .trees rebuilds one: no __init__ checks
+    for k, x in items:
+        object.__setattr__(out, k, x)
+    return out
 
 
 def same(a, b) -> bool:
@@ -63,19 +103,20 @@ def same(a, b) -> bool:
 
 
 def label(name, path) -> str:
-    """How the user writes a leaf: ``state[0][1]``."""
-    return name + "".join(f"[{i}]" for i in path)
+    """How the user writes a leaf: ``state[0][1]``, ``params["W"]``, ``params.W``."""
+    return name + "".join(f".{i}" if isinstance(i, Attr) else f"[{i!r}]" for i in path)
 
 
 def ident(name, path) -> str:
-    """An identifier for a leaf's Value (``state_0_1``): generated code names it so."""
-    return name + "".join(f"_{i}" for i in path)
+    """An identifier for a leaf's Value (``state_0_1``, ``params_W``): generated code names it
+    so."""
+    return name + "".join("_" + re.sub(r"\W", "_", str(i)) for i in path)
 
 
 def describe(v) -> str:
     """``v`` in words, for errors: an array's aval, a container's length, a Python value."""
-    if isinstance(v, (tuple, list)):
-        n = len(v)
+    if opened(v):
+        n = len(entries(v))
         return f"a {type(v).__name__} of {n} entr{'y' if n == 1 else 'ies'}"
     if isinstance(v, Value):
         a = v.aval
@@ -118,7 +159,7 @@ class Diverged(Unreadable):
 
     @classmethod
     def of(cls, lineno, path, first, other):
-        containers = isinstance(first, (tuple, list)) or isinstance(other, (tuple, list))
+        containers = opened(first) or opened(other)
         return cls(lineno, path, describe(first), describe(other), containers)
 
     def describe(self, name):
@@ -162,9 +203,9 @@ def carry_error(name, path, before, after) -> tuple:
                "one iteration: a loop carries a name only if every iteration keeps its kind (an "
                "array or a number; a tuple or list of the same length, with the same Python "
                "constants in the same places)")
-    if isinstance(after, Value) and not isinstance(before, (tuple, list)):
+    if isinstance(after, Value) and not opened(before):
         return message, f"initialise it before the loop as {_start(where, after)}"
-    if isinstance(before, (tuple, list)) or isinstance(after, (tuple, list)):
+    if opened(before) or opened(after):
         return message, (f"give `{name}` the same structure before the loop as at the end of "
                          "its body (bind the entries a later iteration computes to a starting "
                          "value of their shape, e.g. 0.0 or np.zeros_like(...))")
@@ -268,5 +309,5 @@ class LoopState:
 
 def leaf_at(v, path):
     for i in path:
-        v = v[i]
+        v = getattr(v, i) if isinstance(i, Attr) else v[i]
     return v

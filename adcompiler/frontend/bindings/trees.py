@@ -51,7 +51,9 @@ def is_container(value) -> bool:
 
 
 def is_dataclass_instance(value) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+    """An instance of the user's dataclass (not adcompiler's own: a Value is a dataclass)."""
+    return dataclasses.is_dataclass(value) and not isinstance(value, type) and \
+        not type(value).__module__.startswith("adcompiler.")
 
 
 def holds_traced(value) -> bool:

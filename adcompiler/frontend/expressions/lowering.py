@@ -27,6 +27,7 @@ from ..bindings.lists import is_list
 from ..bindings.unreadable import Unreadable
 from ..bindings.functions import LocalFunction
 from .comprehensions import consumed_by, lower_consumed
+from .containers import dict_item, double_starred, starred
 from .indexing import lower_index
 from .lists import arithmetic_error, attribute_error, refuse_building
 from .table import expression, handler_of
@@ -76,12 +77,11 @@ class ExpressionLowering:
 
     def call_arguments(self, node) -> tuple:
         """A call's lowered ``(args, kwargs)``."""
-        args = [self.expr(a) for a in node.args]
-        if any(k.arg is None for k in node.keywords):
-            raise self.src.error(node, "`**` unpacking in a call is not supported",
-                                 "pass the keyword arguments one by one")
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        for arg, value in [*zip(node.args, args), *zip(node.keywords, kwargs.values())]:
+        args = starred(self, node.args)   # f(*args, **kwargs) spread out: .containers
+        kwargs = double_starred(self, node.keywords)
+        spread = len(args) != len(node.args) or len(kwargs) != len(node.keywords)
+        for arg, value in [*zip(node.args, args), *zip(node.keywords, kwargs.values())] \
+                if not spread else [(node, v) for v in [*args, *kwargs.values()]]:
             self.refuse_unreadable_items(arg, value, self.src.text(arg))
         return args, kwargs
 
@@ -222,12 +222,12 @@ def lower_name(lowering, node):
 
 @expression(ast.Tuple)
 def lower_tuple(lowering, node):
-    return tuple(lowering.expr(e) for e in node.elts)
+    return tuple(starred(lowering, node.elts))   # (*a, b): .containers
 
 
 @expression(ast.List)
 def lower_list(lowering, node):  # a list, not a tuple: in an index it is one integer array
-    return [lowering.expr(e) for e in node.elts]
+    return starred(lowering, node.elts)
 
 
 @expression(ast.BinOp)
@@ -312,6 +312,8 @@ def lower_subscript(lowering, node):
         for item in index if isinstance(index, tuple) else (index,):
             if isinstance(item, MovingSlice):
                 raise lowering.refuse_moving(item)
+        if isinstance(base, dict):   # params["W"]: a container's entry (.containers)
+            return dict_item(lowering, node, base, index)
         if isinstance(index, Value) or isinstance(base, (int, float)):
             raise lowering.src.error(node, f"{_describe(base)} cannot be indexed here",
                                      "index arrays, or tuples and shapes with Python ints")

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...ir import Value
 from ..bindings.lists import is_list
+from ..expressions.containers import setitem_error
 from ..expressions.indexing import constant_masks, index_item
 from ..expressions.lists import list_index
 from .inplace import update_aliases
@@ -36,6 +37,8 @@ def assign_subscript(lowering, target: ast.Subscript, value, stmt, op=None):
                                  "expression", "give the array a name first")
     name = target.value.id
     old = lowering.lookup(name, target.value)
+    if isinstance(old, dict):
+        raise setitem_error(lowering, target, name)
     if not (isinstance(old, Value) and old.aval.kind == "array" and old.aval.ndim):
         raise lowering.src.error(target.value, f"`{name}` is not an array that can be "
                                  "assigned into", "assign into arrays made with np.zeros, "
