@@ -29,6 +29,7 @@ import numpy as np
 
 from ..backends import check_modes, numexpr_chains
 from ..ir import sizing
+from ..frontend.reading.freshness import code_shape
 from ..frontend.reading.source import source_lines
 from ..version import __version__
 from .compile import Compiled, load_function
@@ -102,6 +103,10 @@ def _fingerprint_function(fn, label, parts, live, seen):
         return
     seen.add(id(fn))
     parts.append(f"{label} = def {fn.__qualname__}:\n{''.join(source_lines(fn)[0])}")
+    # what Python runs, beside what the file says: after an edit without a reload the two
+    # differ, and no entry compiled from the new text may serve the old code
+    shape = hashlib.sha256(repr(code_shape(fn.__code__)).encode()).hexdigest()
+    parts.append(f"{label} runs {shape}")
     closure = dict(zip(fn.__code__.co_freevars,
                        [c.cell_contents for c in fn.__closure__ or ()]))
     defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]

@@ -14,6 +14,7 @@ import linecache
 from dataclasses import dataclass
 
 from ...errors import CompileError, Location
+from .freshness import check_fresh
 
 _TYPE_PARAMS = {"type_params": []} if "type_params" in ast.FunctionDef._fields else {}
 
@@ -82,7 +83,14 @@ def read_function(fn, inlined=False) -> FunctionSource:
     module = _parse(fn, src_lines, first)
     tree = _definition(module, fn, filename, first)
     lines = linecache.getlines(filename) or [""] * (first - 1) + src_lines
-    return FunctionSource(fn, tree, filename, lines)
+    source = FunctionSource(fn, tree, filename, lines)
+    if _CHECKED.get(code) is not lines:
+        check_fresh(fn, tree, lines, lambda message, hint: source.error(tree, message, hint))
+        _CHECKED[code] = lines
+    return source
+
+
+_CHECKED: dict = {}  # code object -> the file's lines (as linecache holds them) it was checked on
 
 
 def _definition(module, fn, filename, first) -> ast.FunctionDef:
