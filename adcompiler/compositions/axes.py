@@ -47,6 +47,19 @@ def swapaxes(ops, x, i, j):
     return ops.transpose(x, axes=tuple(perm))
 
 
+def rollaxis_order(ndim, axis, start):
+    """The transpose of NumPy's ``rollaxis(a, axis, start)`` (``axis`` in ``range(ndim)``,
+    ``start`` in ``range(ndim + 1)``): ``axis`` placed before the axis that was at ``start``;
+    None where nothing moves (NumPy returns a view of ``a`` as it is)."""
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return None
+    order = [n for n in range(ndim) if n != axis]
+    order.insert(start, axis)
+    return tuple(order)
+
+
 def moveaxis(ops, x, source, destination):
     """``np.moveaxis`` for tuples of axes in ``range(ndim)`` of one length: a transpose whose
     axes are the others in order, with each ``source`` axis inserted at its ``destination``."""

@@ -131,6 +131,34 @@ def diagonal_positions(term, shape):
     return out
 
 
+def from_sublists(args):
+    """NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as ``(subscripts,
+    operands)``: axis numbers 0-51 are the letters A-Z, a-z (as NumPy spells them), an
+    ``Ellipsis`` is ``...``; an odd count of arguments ends with the output's sublist."""
+    args = list(args)
+    out = args.pop() if len(args) % 2 else None
+    operands, terms = args[0::2], args[1::2]
+    spelled = [_sublist(term) for term in terms]
+    subscripts = ",".join(spelled) + ("" if out is None else "->" + _sublist(out))
+    return subscripts, operands
+
+
+def _sublist(term) -> str:
+    if not isinstance(term, (list, tuple)):
+        raise EinsumError("in the sublist form each operand is followed by a list of axis "
+                          f"numbers, not {term!r}", HINT)
+    letters = []
+    for axis in term:
+        if axis is Ellipsis:
+            letters.append("...")
+        elif isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) \
+                and 0 <= axis < 52:
+            letters.append((string.ascii_uppercase + string.ascii_lowercase)[int(axis)])
+        else:
+            raise EinsumError(f"subscript {axis!r} is not within the valid range [0, 52)", HINT)
+    return "".join(letters)
+
+
 @lru_cache(maxsize=256)
 def plan(subscripts, shapes):
     """The :class:`Plan` of ``np.einsum(subscripts, *operands)`` for operands of ``shapes``."""

@@ -1,4 +1,5 @@
-"""Elementwise NumPy functions spelled in other ufuncs: ``np.logaddexp`` and ``np.round``.
+"""Elementwise NumPy functions spelled in other ufuncs: ``np.logaddexp``, ``np.nan_to_num`` and
+``np.round``.
 
 Invariants: NumPy's values, in NumPy's own steps (``npy_logaddexp``, ``round``'s scaled
 ``rint``); ufuncs only, so a 0-d result is a NumPy scalar where the ufuncs give one. The
@@ -8,6 +9,8 @@ dtype on the tape) and sends integers and ``out=`` elsewhere.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 
 def logaddexp(ops, x, y):
@@ -19,6 +22,18 @@ def logaddexp(ops, x, y):
     apart = [ops.where(tie, 0.0, v) for v in (x, y)]   # no inf - inf at a tie
     gap = ops.abs(ops.subtract(*apart))
     return ops.add(top, ops.log1p(ops.exp(ops.negative(gap))))
+
+
+def nan_to_num(ops, x, nan, posinf, neginf):
+    """``np.nan_to_num`` of a float array: NaN, +inf and -inf replaced by the static ``nan``,
+    ``posinf`` and ``neginf`` (None: the dtype's largest and most negative finite numbers, as
+    NumPy's); the gradient is 1 where ``x`` is finite, 0 where it is replaced."""
+    big = np.finfo(np.dtype(ops.dtype(x))).max
+    high, low = (float(big) if posinf is None else posinf), (-float(big) if neginf is None
+                                                             else neginf)
+    out = ops.where(ops.isnan(x), nan, x)
+    out = ops.where(ops.logical_and(ops.isinf(x), ops.greater(x, 0.0)), high, out)
+    return ops.where(ops.logical_and(ops.isinf(x), ops.less(x, 0.0)), low, out)
 
 
 def round_float(ops, x, decimals):

@@ -1,5 +1,5 @@
-"""Differences, flips and rolls: ``np.diff``, ``np.flip``/``fliplr``/``flipud`` and ``np.roll``,
-spelled in slices and concatenations.
+"""Differences, flips, rotations and rolls: ``np.diff``, ``np.gradient``, ``np.flip``/``fliplr``/
+``flipud``, ``np.rot90`` and ``np.roll``, spelled in slices, transposes and concatenations.
 
 Invariants: NumPy's values and dtypes (``diff`` of booleans is ``!=``, as NumPy's); ``flip`` is
 a reversed slice (a view, as NumPy's), ``roll`` a concatenation of two slices per axis (a new
@@ -39,6 +39,26 @@ def diff(ops, x, n, axis, before=None, after=None):
     return x
 
 
+def gradient_along(ops, f, axis, dx, edge_order):
+    """NumPy's ``np.gradient`` of float ``f`` along ``axis`` for a uniform spacing ``dx`` (a
+    Python number): central differences ``(f[2:] - f[:-2]) / (2 dx)`` inside, one-sided ones
+    of ``edge_order`` 1 or 2 at the two ends (NumPy's coefficients), joined along ``axis``.
+    The caller checks that the axis has at least ``edge_order + 1`` entries."""
+    at = lambda lo, hi: slice_along(ops, f, axis, lo, hi)   # noqa: E731
+    inside = ops.divide(ops.subtract(at(2, None), at(None, -2)), 2.0 * dx)
+    if edge_order == 1:
+        first = ops.divide(ops.subtract(at(1, 2), at(0, 1)), dx)
+        last = ops.divide(ops.subtract(at(-1, None), at(-2, -1)), dx)
+    else:
+        first = ops.add(ops.add(ops.multiply(at(0, 1), -1.5 / dx),
+                                ops.multiply(at(1, 2), 2.0 / dx)),
+                        ops.multiply(at(2, 3), -0.5 / dx))
+        last = ops.add(ops.add(ops.multiply(at(-3, -2), 0.5 / dx),
+                               ops.multiply(at(-2, -1), -2.0 / dx)),
+                       ops.multiply(at(-1, None), 1.5 / dx))
+    return ops.concatenate([first, inside, last], axis=axis)
+
+
 # ---- flips ----------------------------------------------------------------------------------
 def flip(ops, x, axes):
     """``x`` reversed along ``axes`` (a slice with step -1 each): a view, as NumPy's; with no
@@ -47,6 +67,22 @@ def flip(ops, x, axes):
         return ops.copy(x) if not ops.shape(x) else x
     index = tuple(("s", None, None, -1) if a in axes else FULL for a in range(max(axes) + 1))
     return ops.getitem(x, (), index)
+
+
+def rot90(ops, x, k, axes):
+    """``np.rot90(x, k, axes)`` in NumPy's own steps (``axes`` two distinct axes in
+    ``range(ndim)``): k = 2 flips both, k = 1 flips ``axes[1]`` then swaps the two, k = 3 swaps
+    then flips ``axes[1]``; k = 0 is a view of ``x`` (``x[:]``). Views all, as NumPy's."""
+    k = int(k) % 4
+    if k == 0:
+        return ops.getitem(x, (), (FULL,))
+    if k == 2:
+        return flip(ops, x, tuple(sorted(axes)))
+    perm = list(range(len(ops.shape(x))))
+    perm[axes[0]], perm[axes[1]] = perm[axes[1]], perm[axes[0]]
+    if k == 1:
+        return ops.transpose(flip(ops, x, (axes[1],)), axes=tuple(perm))
+    return flip(ops, ops.transpose(x, axes=tuple(perm)), (axes[1],))
 
 
 # ---- rolls ----------------------------------------------------------------------------------

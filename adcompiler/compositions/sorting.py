@@ -37,9 +37,21 @@ def sort_positions(shape, axis):
 
 def sort_along(ops, x, axis):
     """``x`` (at least 1-D) sorted along ``axis`` (in ``range(ndim)``), by a stable argsort."""
-    shape = tuple(ops.shape(x))
-    last = axis == len(shape) - 1
+    last = axis == len(ops.shape(x)) - 1
     order = ops.argsort(x, kind="stable") if last else ops.argsort(x, axis=axis, kind="stable")
+    return gather_along(ops, x, order, axis)
+
+
+def partition_along(ops, x, kth, axis):
+    """NumPy's ``partition``: a gather of ``x`` at ``np.argpartition(x, kth, axis)`` (the
+    same selection algorithm, so NumPy's order); ``kth`` an int or a tuple of ints."""
+    return gather_along(ops, x, ops.argpartition(x, kth=kth, axis=axis), axis)
+
+
+def gather_along(ops, x, order, axis):
+    """``np.take_along_axis(x, order, axis)`` for a permutation ``order`` of each line along
+    ``axis``, read from the flattened array at ``base + order * stride`` (one index array)."""
+    shape = tuple(ops.shape(x))
     if len(shape) == 1:
         return ops.getitem(x, [order], (("a", 0),))
     stride = int(np.prod(shape[axis + 1:]))
@@ -59,12 +71,12 @@ def take_along(ops, x, indices, axis):
         if dim == axis:
             arrays.append(indices)
         else:
-            arrays.append(ops.const(_grid(n, dim, ndim), f"along{dim}"))
+            arrays.append(ops.const(grid(n, dim, ndim), f"along{dim}"))
     return ops.getitem(x, arrays, tuple(("a", k) for k in range(ndim)))
 
 
 @lru_cache(maxsize=None)
-def _grid(n, dim, ndim):
+def grid(n, dim, ndim):
     """``arange(n)`` along axis ``dim`` of ``ndim`` (read-only, one per shape)."""
     out = np.arange(n, dtype=np.intp).reshape((1,) * dim + (-1,) + (1,) * (ndim - dim - 1))
     out.flags.writeable = False

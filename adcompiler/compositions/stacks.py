@@ -1,5 +1,6 @@
 """Joining arrays and giving them dimensions: ``np.atleast_1d``/``2d``/``3d``, ``np.vstack``,
-``np.hstack``, ``np.column_stack`` and ``np.append``, spelled in reshapes and concatenations.
+``np.hstack``, ``np.column_stack`` and ``np.append``, spelled in reshapes and concatenations;
+``vstack``/``hstack`` of one array (its rows are the items) as one reshape of a copy.
 
 Invariants: NumPy's shapes and values; an array that has the dimensions already is returned as
 it is, one that lacks them is a reshape (a view) placing its axes as NumPy does ((n,) as (1, n)
@@ -41,6 +42,25 @@ def hstack(ops, items):
     """``np.hstack``: 1-D arrays joined end to end (0-d ones as length 1), others along axis 1."""
     items = [ops.reshape(x, shape=(1,)) if not ops.shape(x) else x for x in items]
     return ops.concatenate(items, axis=0 if len(ops.shape(items[0])) == 1 else 1)
+
+
+def vstack_of_rows(ops, x):
+    """``np.vstack(x)`` of one array: its rows ``x[i]`` as the items, written as one reshape of
+    a copy (a new array, as NumPy's): (n,) as (n, 1), (n, m) as it is, (n, m, ...) as
+    (n * m, ...)."""
+    shape = tuple(ops.shape(x))
+    row = {0: (1, 1), 1: (1, *shape[1:])}.get(len(shape) - 1, shape[1:])
+    return ops.reshape(ops.copy(x), shape=(shape[0] * row[0], *row[1:]))
+
+
+def hstack_of_rows(ops, x):
+    """``np.hstack(x)`` of one array: its rows joined end to end ((n,) as it is, (n, m) as
+    (n * m,)), or along their first axis for rows of 2 or more dimensions (a transpose first)."""
+    shape = tuple(ops.shape(x))
+    if len(shape) <= 2:
+        return ops.reshape(ops.copy(x), shape=(int(np.prod(shape, dtype=np.int64)),))
+    moved = ops.transpose(x, axes=(1, 0, *range(2, len(shape))))
+    return ops.reshape(ops.copy(moved), shape=(shape[1], shape[0] * shape[2], *shape[3:]))
 
 
 def column_stack(ops, items):

@@ -22,6 +22,7 @@ from ..ir.primitives import PRIMS
 from .library import (compositions, creation, diagonal, einsum, norms, products, scans,
                       signals, solvers, sorting, splits, statistics)
 from .library import factorizations
+from .library import positions, real_parts, rotations
 from .library.binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 # np.<name> for every elementwise primitive that user code calls so (ir.primitives rows)
@@ -209,9 +210,8 @@ def _dot(b, args, kwargs):
         if isinstance(out, Value) and out.aval.is_scalar:
             out = b.emit("asarray", (out,))  # np.dot of two floats is an np.float64
         return out
-    if max(nds) > 2:
-        raise CallError("of arrays with more than 2 dimensions is not supported",
-                        "use np.matmul (or @), which broadcasts over leading axes")
+    if max(nds) > 2:   # the last axis of x with the second-to-last of y: an einsum
+        return products.dot_nd(b, x, y)
     return b.emit("dot", (x, y))
 
 
@@ -352,6 +352,9 @@ FUNCTIONS.update(einsum.FUNCTIONS)  # np.einsum
 FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
 FUNCTIONS.update(factorizations.FUNCTIONS)  # np.linalg.cholesky, eigh, svd, qr, pinv, np.kron...
 FUNCTIONS.update(sorting.FUNCTIONS)  # np.sort, take_along_axis, median, quantile, percentile
+FUNCTIONS.update(positions.FUNCTIONS)  # np.searchsorted, np.digitize: integers
+FUNCTIONS.update(rotations.FUNCTIONS)  # np.rot90, np.rollaxis
+FUNCTIONS.update(real_parts.FUNCTIONS)  # np.real, imag, conj of real arrays
 FUNCTIONS.update(splits.FUNCTIONS)  # np.split, atleast_2d, tile, repeat, append, take, pad
 FUNCTIONS.update(products.FUNCTIONS)  # np.add.outer, inner, vdot, tensordot, trapezoid, cross
 FUNCTIONS.update(statistics.FUNCTIONS)  # np.average, nansum, nanmean, nanmax, nanmin
@@ -383,6 +386,8 @@ METHODS = {
     **compositions.METHODS,
     **scans.METHODS,
     **sorting.METHODS,  # x.sort() in place: refused
+    **positions.METHODS,
+    **real_parts.METHODS,
     "squeeze": _as_method(FUNCTIONS[np.squeeze]),
     "clip": _as_method(_clip),
     "argsort": _as_method(_argsort),
@@ -393,4 +398,5 @@ ATTRIBUTES = {
     "shape": lambda b, x: b.shape(x),
     "ndim": lambda b, x: b.ndim(x),
     "size": lambda b, x: b.size(x),
+    **real_parts.ATTRIBUTES,
 }

@@ -245,6 +245,16 @@ for _n in ["argmax", "argmin"]:
     _def(_n, getattr(np, _n), "index", f"np.{_n}", differentiable=False,
          params=("axis", "keepdims"))
 _def("argsort", np.argsort, "index", "np.argsort", differentiable=False, params=("axis", "kind"))
+# Positions that carry no gradient themselves; np.partition and np.maximum.accumulate are gathers
+# at them (adcompiler.compositions.sorting, .scans), np.digitize a searchsorted.
+_def("argpartition", np.argpartition, "index", "np.argpartition", differentiable=False,
+     params=("kth", "axis"))
+_def("searchsorted", np.searchsorted, "index", "np.searchsorted", 2, differentiable=False,
+     params=("side",))
+_def("maximum_accumulate", np.maximum.accumulate, "index", "np.maximum.accumulate",
+     differentiable=False, params=("axis",))
+_def("minimum_accumulate", np.minimum.accumulate, "index", "np.minimum.accumulate",
+     differentiable=False, params=("axis",))
 
 # ---- linear algebra -------------------------------------------------------------------------
 _def("dot", np.dot, "linalg", "np.dot", 2)

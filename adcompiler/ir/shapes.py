@@ -36,6 +36,8 @@ def _dtype_of(prim, avals, literals, params):
     args = [_standin(a, lit) for a, lit in zip(avals, literals)]
     if prim in _SQUARE or prim in _FACTORED:   # a 1x1 matrix of zeros is singular; one of
         args = [np.ones_like(a) for a in args]   # ones solves, inverts and factors
+    if prim == "argpartition":   # a stand-in's axis has one entry: kth 0 is in bounds
+        params = {**params, "kth": 0}
     with np.errstate(all="ignore"):
         out = evaluate(prim, args, params)
     name = np.result_type(out).name
@@ -227,8 +229,10 @@ def _shape_of(prim, avals, params):
         shape = params["shape"]
         return (shape,) if isinstance(shape, int) else tuple(shape)
     if prim in ("zeros_like", "ones_like", "astype", "copy", "index_add", "setitem", "asarray",
-                "cumsum", "cumprod"):
+                "cumsum", "cumprod", "argpartition", "maximum_accumulate", "minimum_accumulate"):
         return shapes[0]
+    if prim == "searchsorted":   # one position per value
+        return shapes[1]
     if prim == "to_float":
         return ()
     if any(s is None for s in shapes):

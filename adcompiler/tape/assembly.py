@@ -23,6 +23,7 @@ import types
 # ufunc.outer; np.convolve and np.interp; np.linalg.solve, inv, det; np.sort, np.median and
 # np.quantile; np.split and np.tile; np.average and np.nansum
 from . import einsum, products, signals, solvers, sorting, splits, statistics  # noqa: F401
+from . import arrangements  # noqa: F401  (np.rot90, np.gradient, np.maximum.accumulate...)
 from . import factorizations  # noqa: F401  (np.linalg.cholesky, eigh, svd, qr, np.kron...)
 from .methods import Methods
 from .numpy_api import NumpyProtocol

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.compositions.einsum_plan import EinsumError, optimize_arg, plan
+from adcompiler.compositions.einsum_plan import EinsumError, from_sublists, optimize_arg, plan
 from adcompiler.templates.einsum import contract
 
 from . import numpy_api, views
@@ -86,7 +86,10 @@ def _stacked(items):
 
 def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
     """``np.einsum(subscripts, *operands)`` on tensors (see the module docstring)."""
-    if not operands or not isinstance(operands[0], str):
+    if operands and not isinstance(operands[0], str):   # the sublist form: as its subscripts
+        subscripts, xs = from_sublists(operands)
+        operands = (subscripts, *xs)
+    if not operands:
         kwargs = {"out": out, "dtype": dtype, "order": order, "casting": casting,
                   "optimize": optimize}
         return run_plain("np.einsum", np.einsum, operands, kwargs)

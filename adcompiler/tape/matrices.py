@@ -6,7 +6,9 @@ Invariants: ``np.diagonal``/``np.diag`` of a matrix is a view of it, as NumPy's 
 ``np.trace`` sums the compiler's gather from the flattened matrix at distinct flat positions
 (the index tagged ``("u", 0)``), and ``np.diag`` of a vector writes those positions into zeros; ``np.tril``/``triu`` are ``where(mask, m, 0)``;
 ``np.full_like`` with a tensor fill value is the primitive ``full`` (its gradient is the sum);
-``np.add.at`` into a tensor is one in-place ``index_add`` (repeated indices add up). Matrices of
+``np.add.at`` into a tensor is one in-place ``index_add`` (repeated indices add up); ``np.trace``
+of an n-D tensor sums the compiler's gather along its two axes moved last
+(:func:`~adcompiler.compositions.diagonals.gather_diagonals`). Matrices of
 other axes or ranks than the compiler takes run on the values (refused where a gradient would
 be lost).
 
@@ -18,10 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from adcompiler.compositions.diagonals import diagonal_positions
+from adcompiler.compositions.axes import axis_in
+from adcompiler.compositions.diagonals import diagonal_positions, gather_diagonals
 from adcompiler.ir.primitives import build_index
 
 from . import inplace, mode, numpy_api, views
+from .compositions import TapeOps
 from .numpy_api import on_module, run_plain
 from .record import apply
 from .tensor import Tensor
@@ -66,6 +70,12 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if isinstance(a, Tensor) and a.ndim > 2 and dtype is None and out is None:
+        axes = (axis_in(axis1, a.ndim), axis_in(axis2, a.ndim))   # the compiler's gather
+        if axes[0] == axes[1]:
+            raise ValueError("axis1 and axis2 cannot be the same")
+        diagonals = gather_diagonals(TapeOps(a), a, int(offset), axes)
+        return apply("sum", (diagonals,), {"axis": -1, "keepdims": False})
     if not _is_matrix(a, axis1, axis2) or dtype is not None or out is not None:
         return run_plain("np.trace", np.trace, (a, offset, axis1, axis2, dtype, out), {})
     return apply("sum", (_gather_diagonal(a, int(offset)),), {"axis": None, "keepdims": False})

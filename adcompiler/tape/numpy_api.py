@@ -257,8 +257,9 @@ class NumpyProtocol:
         if method == "__call__" and prim is not None and not kwargs:
             return _store(apply(prim, inputs), out)
         composite = UFUNC_METHODS.get((ufunc, method))
-        if composite is not None and not kwargs and (method == "__call__" or out is None):
-            return _store(composite(*inputs), out)
+        takes = not kwargs or method == "accumulate"   # accumulate's axis= comes as a keyword
+        if composite is not None and takes and (method == "__call__" or out is None):
+            return _store(composite(*inputs, **kwargs), out)
         name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if out is not None:
             kwargs["out"] = tuple(_unwrap(o) for o in out)

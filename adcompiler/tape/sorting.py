@@ -1,5 +1,6 @@
-"""``np.sort``, ``np.take_along_axis``, ``np.median``, ``np.quantile``/``np.percentile`` on
-tensors, as the compiler records them (``adcompiler/frontend/library/sorting.py``).
+"""``np.sort``, ``np.partition``, ``np.take_along_axis``, ``np.median``, ``np.quantile``/
+``np.percentile`` on tensors, as the compiler records them
+(``adcompiler/frontend/library/sorting.py``).
 
 Invariants: the composition is the compiler's own (:mod:`adcompiler.compositions.sorting`, run
 on :class:`~.compositions.TapeOps`), so the tape records the same primitives: a
@@ -18,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from adcompiler.compositions.axes import flattened
-from adcompiler.compositions.sorting import (KINDS, median_along, quantile_along, sort_along,
-                                             take_along)
+from adcompiler.compositions.sorting import (KINDS, median_along, partition_along,
+                                             quantile_along, sort_along, take_along)
 
 from . import numpy_api, views
 from .compositions import OPS, TapeOps
@@ -54,6 +55,16 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if axis is None:
         a, axis = _flat(a), 0
     return sort_along(TapeOps(a), a, _axis(axis, a.ndim))
+
+
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """NumPy's ``partition``: the compiler's gather at ``np.argpartition``'s positions."""
+    if not _is_tensor(a) or order is not None or kind != "introselect":
+        return run_plain("np.partition", np.partition, (a, kth, axis, kind, order), {})
+    if axis is None:
+        a, axis = _flat(a), 0
+    kth = tuple(int(k) for k in kth) if isinstance(kth, (tuple, list)) else int(kth)
+    return partition_along(TapeOps(a), a, kth, _axis(axis, a.ndim))
 
 
 def take_along_axis(arr, indices, axis=-1):
@@ -111,6 +122,7 @@ def _quantile(fn, scale):
 
 
 numpy_api.FUNCTIONS.update({
-    np.sort: sort, np.take_along_axis: take_along_axis, np.median: median,
+    np.sort: sort, np.partition: partition, np.take_along_axis: take_along_axis,
+    np.median: median,
     np.quantile: _quantile(np.quantile, 1), np.percentile: _quantile(np.percentile, 100),
 })

@@ -123,8 +123,8 @@ def _first_uses(graph: Graph, wrt: list) -> dict:
 
 
 def _backprop_node(b: Builder, node, g, ct):
-    if node.prim == "stop_gradient":  # by definition no derivative flows through it (its
-        return                        # result is inactive; the function's own result may be it)
+    if not PRIMS[node.prim].differentiable:  # stop_gradient, floor, sign...: by definition no
+        return   # derivative flows through (the result is inactive; the function's own may be it)
     args = [x.value if isinstance(x, Literal) else x for x in node.inputs]
     # setitem: gather the overwritten entries' cotangent before zeroing them, so the zeroing
     # can be done in place

@@ -19,7 +19,8 @@ import numpy as np
 from ...errors import COMPUTING_ERRORS, CompileError
 from ...ir import Value
 from ...ir.builder import NeedsShape
-from ..library import factorizations
+from ..library import concatenators, factorizations, refusals
+from ..library.creation import contains_value
 from ..library.binding import CallError, call
 from ..calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
 from ..desugaring.chains import lower_chain
@@ -165,6 +166,9 @@ class ExpressionLowering:
                                   "code does not do: a gradient would differ from call to "
                                   "call", "draw them in the caller and pass them as an "
                                   "argument (e.g. noise = rng.normal(size=n); grad(f)(x, noise))")
+        why = refusals.reason(func)   # a shape that depends on the values, integer results
+        if why is not None:
+            return self.src.error(node.func, f"`{text}` {why[0]}", why[1])
         owner = _rule_owner(self.scope.fn)
         if owner is not None and (module.startswith("numpy") or isinstance(func, np.ufunc)):
             return self.src.error(
@@ -317,6 +321,11 @@ def lower_subscript(lowering, node):
                 raise lowering.refuse_moving(item)
         if isinstance(base, dict):   # params["W"]: a container's entry (.containers)
             return dict_item(lowering, node, base, index)
+        if isinstance(base, concatenators.CONCATENATORS) and contains_value(index):
+            try:   # np.r_[x, 0.0, y], np.c_[a, b]
+                return concatenators.concatenate(lowering.b, base, index)
+            except CallError as exc:
+                raise lowering.src.error(node, str(exc), exc.hint) from None
         if isinstance(index, Value) or isinstance(base, (int, float)):
             raise lowering.src.error(node, f"{_describe(base)} cannot be indexed here",
                                      "index arrays, or tuples and shapes with Python ints")

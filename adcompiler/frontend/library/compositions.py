@@ -1,8 +1,9 @@
 """The compiler's side of the NumPy functions written once in :mod:`adcompiler.compositions`:
 the operands as Values (:func:`_array`), the Builder's extra ops (:class:`BuilderOps`), and the
-handlers of ``np.var``/``std``, ``np.diff``, ``np.flip``, ``np.roll``, ``np.swapaxes``/
-``moveaxis``, ``np.vstack``/``hstack``/``column_stack``, ``np.logaddexp`` and ``np.round``,
-with ``np.full_like``/``empty_like`` (one primitive each).
+handlers of ``np.var``/``std``, ``np.diff``, ``np.gradient``, ``np.flip``, ``np.roll``,
+``np.swapaxes``/``moveaxis``, ``np.vstack``/``row_stack``/``hstack``/``column_stack``,
+``np.logaddexp``, ``np.nan_to_num`` and ``np.round``, with ``np.full_like``/``empty_like``/
+``empty`` (one primitive each).
 
 Invariants: a handler binds its arguments as NumPy's signature does, reads the static ones
 (axes, shifts, ``ddof``) while compiling and refuses what it cannot compile with a located
@@ -126,6 +127,39 @@ def _diff(b, args, kwargs):
     return shifts.diff(b, x, n, axis, before, after)
 
 
+def _gradient(b, args, kwargs):
+    """np.gradient(f, *varargs, axis=None, edge_order=1) with uniform spacings (Python
+    numbers, one for all axes or one per axis): :func:`shifts.gradient_along` per axis, a tuple
+    of arrays for more than one axis, as NumPy's."""
+    if not args:
+        raise CallError("takes the array first", "np.gradient(f)")
+    f, spacings = _array(b, args[0]), list(args[1:])
+    ndim = _ndim(b, f)
+    axis = static(kwargs.pop("axis", None), "`axis=`")
+    axes = tuple(range(ndim)) if axis is None else _axes(axis, ndim)
+    edge_order = static(kwargs.pop("edge_order", 1), "`edge_order=`")
+    if edge_order not in (1, 2):
+        raise CallError("'edge_order' greater than 2 not supported", "NumPy raises too")
+    if any(isinstance(h, Value) or np.ndim(h) != 0 for h in spacings):
+        raise CallError("takes uniform spacings (Python numbers) here, not coordinate arrays "
+                        "or traced spacings", "pass one number per axis, or differentiate "
+                        "with np.diff(f) / np.diff(x)")
+    if len(spacings) not in (0, 1, len(axes)):
+        raise CallError("invalid number of arguments", "NumPy raises TypeError here too")
+    steps = [float(spacings[0] if len(spacings) == 1 else spacings[k] if spacings else 1.0)
+             for k in range(len(axes))]
+    if not f.aval.is_float:
+        f = b.emit("astype", (f,), {"dtype": "float64"})
+    out = []
+    for a, dx in zip(axes, steps):
+        if b.shape(f)[a] < edge_order + 1:
+            raise CallError("Shape of array too small to calculate a numerical gradient, at "
+                            "least (edge_order + 1) elements are required.",
+                            "NumPy raises ValueError here too")
+        out.append(shifts.gradient_along(b, f, a, dx, edge_order))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def _flip(b, args, kwargs):
     p = bind(args, kwargs, ("m", "axis"))
     x = _array(b, p["m"])
@@ -222,9 +256,21 @@ def _empty_like(b, args, kwargs):
     return b.emit("zeros", (), {"shape": shape, "dtype": dtype})
 
 
+def _empty(b, args, kwargs):
+    """np.empty(shape, dtype=float): zeros, as :func:`_empty_like` (code that writes every
+    entry before reading it, NumPy's contract, gets NumPy's values)."""
+    p = bind(args, kwargs, ("shape", "dtype", "order"))
+    if p.get("order", "C") != "C":
+        raise CallError("supports only order='C'", "leave order= out")
+    dtype = dtype_arg(p["dtype"]) if p.get("dtype") is not None else "float64"
+    return b.emit("zeros", (), {"shape": shape_arg(p["shape"]), "dtype": dtype})
+
+
 # ---- stacking -----------------------------------------------------------------------------
 def _items(b, p, name):
     items = p["tup"]
+    if isinstance(items, Value) and _ndim(b, items) >= 1 and b.shape(items)[0] > 0:
+        return items   # one array: its rows are the items (the callers' *_of_rows)
     if not isinstance(items, (tuple, list)) or not items:
         raise CallError("takes a non-empty list or tuple of arrays here",
                         f"write np.{name}([a, b, ...])")
@@ -232,18 +278,27 @@ def _items(b, p, name):
 
 
 def _vstack(b, args, kwargs):
-    """np.vstack: rows (1-D arrays as (1, n), as np.atleast_2d) joined along axis 0."""
-    return stacks.vstack(b, _items(b, bind(args, kwargs, ("tup",)), "vstack"))
+    """np.vstack (np.row_stack): rows (1-D arrays as (1, n), as np.atleast_2d) joined along
+    axis 0; of one array, its rows."""
+    items = _items(b, bind(args, kwargs, ("tup",)), "vstack")
+    return stacks.vstack_of_rows(b, items) if isinstance(items, Value) else \
+        stacks.vstack(b, items)
 
 
 def _hstack(b, args, kwargs):
-    """np.hstack: 1-D arrays joined end to end (0-d ones as length 1), others along axis 1."""
-    return stacks.hstack(b, _items(b, bind(args, kwargs, ("tup",)), "hstack"))
+    """np.hstack: 1-D arrays joined end to end (0-d ones as length 1), others along axis 1;
+    of one array, its rows."""
+    items = _items(b, bind(args, kwargs, ("tup",)), "hstack")
+    return stacks.hstack_of_rows(b, items) if isinstance(items, Value) else \
+        stacks.hstack(b, items)
 
 
 def _column_stack(b, args, kwargs):
     """np.column_stack: 1-D arrays as columns ((n,) as (n, 1)), 2-D ones as they are."""
-    return stacks.column_stack(b, _items(b, bind(args, kwargs, ("tup",)), "column_stack"))
+    items = _items(b, bind(args, kwargs, ("tup",)), "column_stack")
+    if isinstance(items, Value):
+        raise CallError("of one array is not supported", "pass a list: np.column_stack([a, b])")
+    return stacks.column_stack(b, items)
 
 
 # ---- elementwise compositions ---------------------------------------------------------------
@@ -252,6 +307,24 @@ def _logaddexp(b, args, kwargs):
     scalar for numbers as the ufunc gives."""
     out = elementwise.logaddexp(b, *positional(args, 2))
     return b.emit("asarray", (out,)) if isinstance(out, Value) and out.aval.is_scalar else out
+
+
+def _nan_to_num(b, args, kwargs):
+    """np.nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None): a new array (copy=False
+    would write into ``x``, refused); integers and booleans as they are (a copy)."""
+    p = bind(args, kwargs, ("x", "copy", "nan", "posinf", "neginf"))
+    if not static(p.get("copy", True), "`copy=`"):
+        raise CallError("with copy=False writes into its argument, which is not supported",
+                        "use the returned value of np.nan_to_num(x)")
+    x = _array(b, p["x"])
+    values = [static(p.get(k, d), f"`{k}=`") for k, d in (("nan", 0.0), ("posinf", None),
+                                                          ("neginf", None))]
+    if any(isinstance(v, Value) or (v is not None and np.ndim(v) != 0) for v in values):
+        raise CallError("takes Python numbers for nan=, posinf= and neginf= here",
+                        "use np.where(np.isnan(x), value, x) for traced values")
+    if not x.aval.is_float:
+        return b.emit("copy", (x,))
+    return elementwise.nan_to_num(b, x, *values)
 
 
 def _round(b, args, kwargs):
@@ -277,10 +350,13 @@ FUNCTIONS = {
     np.var: _var, np.std: _std, np.diff: _diff,
     np.flip: _flip, np.fliplr: _flip_one(1, 2), np.flipud: _flip_one(0, 1),
     np.roll: _roll, np.swapaxes: _swapaxes, np.moveaxis: _moveaxis,
-    np.full_like: _full_like, np.empty_like: _empty_like,
+    np.full_like: _full_like, np.empty_like: _empty_like, np.empty: _empty,
     np.vstack: _vstack, np.hstack: _hstack, np.column_stack: _column_stack,
     np.logaddexp: _logaddexp, np.round: _round, np.around: _round,
+    np.gradient: _gradient, np.nan_to_num: _nan_to_num,
 }
+if hasattr(np, "row_stack"):   # NumPy's deprecated name of vstack (gone in NumPy 2.5)
+    FUNCTIONS[np.row_stack] = _vstack
 METHODS = {
     "var": lambda b, x, args, kwargs: _var(b, [x, *args], kwargs),
     "std": lambda b, x, args, kwargs: _std(b, [x, *args], kwargs),

@@ -5,8 +5,9 @@ flat positions ``r * cols + c`` of ``A[r, r + offset]``) made while compiling: i
 are distinct, so the index spec tags it ``("u", 0)`` and the adjoint adds with
 ``dA.reshape(-1)[idx] += g`` (no ``np.add.at``). ``np.trace`` is the sum of that gather.
 ``np.diag(v)`` of a traced 1-D ``v`` builds the matrix: zeros with ``v`` stored at those
-positions (its adjoint is the gather). Only 2-D matrices (and 1-D vectors for ``np.diag``)
-are taken; NumPy's ``axis1``/``axis2`` must be the first two axes. Of arrays known while
+positions (its adjoint is the gather). ``np.diagonal``/``np.trace`` of an n-D array move its
+``axis1``/``axis2`` last (a transpose) and gather along them flattened, where NumPy places the
+diagonal (the last axis); ``np.diag`` takes vectors and matrices, as NumPy's. Of arrays known while
 compiling, ``np.diag`` keeps folding (:func:`.creation._folded`); ``np.diagonal`` and
 ``np.trace`` of a module-level array read it when the code runs, as any read does.
 """
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compositions.diagonals import diagonal_positions
+from ...compositions.diagonals import diagonal_positions, gather_diagonals
 from ...ir import Value
 from .binding import CallError, bind, static
+from .compositions import BuilderOps
 from .creation import _folded, _stacked, contains_value
 
 
@@ -44,23 +46,39 @@ def diagonal_of(b, a, offset, what="2-D"):
     return b.getitem(flat, [_flat_positions(b, rows, cols, offset)], (("u", 0),))
 
 
-def _offset_and_axes(p):
+def diagonals_of(b, a, offset, axes):
+    """``np.diagonal(a, offset, *axes)``: a matrix's as before, an n-D array's by
+    :func:`gather_diagonals` (the tape's too)."""
+    if b.ndim(a) == 2 and axes == (0, 1):
+        return diagonal_of(b, a, offset)
+    return gather_diagonals(BuilderOps(b), a, offset, axes)
+
+
+def _offset_and_axes(p, ndim):
+    """The int offset and the two distinct axes (in ``range(ndim)``) of a diagonal."""
     offset = static(p.get("offset", p.get("k", 0)), "`offset=`")
     axes = tuple(static(p.get(n, d), f"`{n}=`") for n, d in (("axis1", 0), ("axis2", 1)))
-    if axes not in ((0, 1), (0, -1), (-2, 1), (-2, -1)):
-        raise CallError("with axes other than the first two is not supported",
-                        "transpose first so the matrix's axes come first")
+    if ndim < 2:
+        raise CallError("needs an array of at least 2 dimensions (diag requires an array of "
+                        "at least two dimensions)", "NumPy raises ValueError here too")
+    if not all(isinstance(k, (int, np.integer)) and -ndim <= k < ndim for k in axes):
+        raise CallError(f"axes {axes} are out of bounds for an array of dimension {ndim}",
+                        "NumPy raises AxisError here too")
+    axes = tuple(int(k) % ndim for k in axes)
+    if axes[0] == axes[1]:
+        raise CallError("axis1 and axis2 cannot be the same", "NumPy raises ValueError too")
     if not isinstance(offset, (int, np.integer)):
         raise CallError("takes an int offset", "pass a Python int")
-    return int(offset)
+    return int(offset), axes
 
 
 def _diagonal(b, args, kwargs):
     p = bind(args, kwargs, ("a", "offset", "axis1", "axis2"))
-    offset = _offset_and_axes(p)
     if not isinstance(p["a"], Value):
-        return np.diagonal(np.asarray(p["a"]), offset)
-    return diagonal_of(b, p["a"], offset)
+        offset, axes = _offset_and_axes(p, np.ndim(p["a"]))
+        return np.diagonal(np.asarray(p["a"]), offset, *axes)
+    offset, axes = _offset_and_axes(p, b.ndim(p["a"]))
+    return diagonals_of(b, p["a"], offset, axes)
 
 
 def _trace(b, args, kwargs):
@@ -68,10 +86,12 @@ def _trace(b, args, kwargs):
     if p.get("dtype") is not None or p.get("out") is not None:
         raise CallError("does not support `dtype=` or `out=` here",
                         "cast first with .astype(...), and use the returned value")
-    offset = _offset_and_axes(p)
     if not isinstance(p["a"], Value):
-        return np.trace(np.asarray(p["a"]), offset)
-    return b.emit("sum", (diagonal_of(b, p["a"], offset),))
+        offset, axes = _offset_and_axes(p, np.ndim(p["a"]))
+        return np.trace(np.asarray(p["a"]), offset, *axes)
+    offset, axes = _offset_and_axes(p, b.ndim(p["a"]))
+    diagonals = diagonals_of(b, p["a"], offset, axes)
+    return b.emit("sum", (diagonals,), {"axis": -1} if b.ndim(diagonals) > 1 else {})
 
 
 _FOLD_DIAG = _folded(np.diag)

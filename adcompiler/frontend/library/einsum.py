@@ -13,8 +13,9 @@ A lone operand keeping all its letters is a transpose (:func:`templates.einsum.c
 
 Choices: ``optimize=`` (False, True, ``'greedy'``, ``'optimal'``) is passed on to NumPy, in the
 forward and the adjoint einsums; an explicit contraction path is refused (it fits the forward
-contraction only). ``out=``, ``dtype=`` and the operand-list form are refused. The result is a
-new array where NumPy returns a writable view of a diagonal (``"ii->i"``): reading the operand
+contraction only). ``out=`` and ``dtype=`` are refused; NumPy's sublist form
+(``np.einsum(a, [0, 1], b, [1, 2], [0, 2])``) is spelled as the subscripts it stands for. The
+result is a new array where NumPy returns a writable view of a diagonal (``"ii->i"``): reading the operand
 after writing into that result is refused, located, by the check of shared memory (``"i->i"``
 is the operand itself, which the compiler's aliasing follows). The plan is written once
 (:mod:`adcompiler.compositions.einsum_plan`); the tape (``adcompiler/tape/einsum.py``) uses it
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compositions.einsum_plan import HINT, EinsumError, optimize_arg, plan
+from ...compositions.einsum_plan import HINT, EinsumError, from_sublists, optimize_arg, plan
 from ...ir import Value
 from ...templates.einsum import contract
 from .binding import CallError, static
@@ -46,12 +47,14 @@ def _einsum(b, args, kwargs):
         value = kwargs.pop(name, default)
         if value is not default and not (isinstance(value, str) and value == default):
             raise CallError(f"does not support `{name}=` here", hint)
-    if not args or not isinstance(args[0], str):
-        raise CallError("takes the subscripts as a string first here; the form with lists of "
-                        "axis numbers after each operand is not supported", HINT)
-    xs = [_as_array(b, x) for x in args[1:]]
+    if not args:
+        raise CallError("takes the subscripts and the operands", HINT)
     try:
-        p = plan(args[0], tuple(tuple(b.shape(x)) for x in xs))
+        subscripts, operands = (args[0], args[1:]) if isinstance(args[0], str) else \
+            from_sublists([static(a, "the sublists") if k % 2 else a
+                           for k, a in enumerate(args)])
+        xs = [_as_array(b, x) for x in operands]
+        p = plan(subscripts, tuple(tuple(b.shape(x)) for x in xs))
     except EinsumError as exc:
         raise CallError(str(exc), exc.hint) from None
     xs = [_prepared(b, x, op) for x, op in zip(xs, p.operands)]

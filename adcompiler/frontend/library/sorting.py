@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...compositions.axes import flattened
-from ...compositions.sorting import KINDS, median_along, quantile_along, sort_along, take_along
+from ...compositions.sorting import (KINDS, median_along, partition_along, quantile_along,
+                                    sort_along, take_along)
 from ...ir import Value
 from .binding import CallError, axis_arg, bind, static
 from .compositions import BuilderOps
@@ -62,6 +63,43 @@ def _sort(b, args, kwargs):
     if axis is None:
         x, axis = flattened(b, x), 0
     return sort_along(BuilderOps(b), x, _one_axis(axis, b.ndim(x)))
+
+
+def _partition_args(b, args, kwargs):
+    """The operand, ``kth`` (an int or a tuple of ints, known while compiling) and one axis of
+    np.partition / np.argpartition (a, kth, axis=-1, kind='introselect', order=None)."""
+    p = bind(args, kwargs, ("a", "kth", "axis", "kind", "order"), required=2)
+    if p.get("order") is not None or p.get("kind", "introselect") != "introselect":
+        raise CallError("takes no `order=` and only kind='introselect' here",
+                        "leave them out")
+    kth = static(p["kth"], "`kth=`")
+    ints = kth if isinstance(kth, (tuple, list)) else (kth,)
+    if not ints or not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+                           for k in ints):
+        raise CallError(f"takes an int kth or a sequence of ints, not {kth!r}", "pass ints")
+    x, axis = _array(b, p["a"], "arr"), axis_arg(p.get("axis", -1))
+    if axis is None:
+        x, axis = flattened(b, x), 0
+    axis = _one_axis(axis, b.ndim(x))
+    n = b.shape(x)[axis]
+    if not all(-n <= k < n for k in ints):
+        raise CallError(f"kth {kth!r} is out of bounds for an axis of {n}",
+                        "NumPy raises ValueError here too")
+    kth = tuple(int(k) for k in ints) if isinstance(kth, (tuple, list)) else int(kth)
+    return x, kth, axis
+
+
+def _partition(b, args, kwargs):
+    """np.partition: a gather at np.argpartition's positions, so each value's gradient goes
+    to the entry it came from (:func:`partition_along`)."""
+    x, kth, axis = _partition_args(b, args, kwargs)
+    return partition_along(BuilderOps(b), x, kth, axis)
+
+
+def _argpartition(b, args, kwargs):
+    """np.argpartition: integer positions, no gradient."""
+    x, kth, axis = _partition_args(b, args, kwargs)
+    return b.emit("argpartition", (x,), {"kth": kth, "axis": axis})
 
 
 def _take_along_axis(b, args, kwargs):
@@ -153,6 +191,7 @@ def _method_sort(b, x, args, kwargs):
                     "write `x = np.sort(x)` (np.sort returns a sorted copy)")
 
 
-FUNCTIONS = {np.sort: _sort, np.take_along_axis: _take_along_axis, np.median: _median,
+FUNCTIONS = {np.sort: _sort, np.partition: _partition, np.argpartition: _argpartition,
+             np.take_along_axis: _take_along_axis, np.median: _median,
              np.quantile: _quantile(1), np.percentile: _quantile(100)}
 METHODS = {"sort": _method_sort}
