@@ -19,7 +19,9 @@ from .backends.loop_plan import plan as plan_loops
 from .backends.numba_emit import emit_numba
 from .custom.vjp import custom_vjp, lower_call, runtime_names
 from .errors import ArgumentError, CompileError
-from .frontend.bindings.trees import parameter_names, wrt_leaves
+from .frontend.bindings.trees import (LEAF, Tree, describe_structure, leaves_of,
+    parameter_names, structure_of, wrt_leaves)
+from .ir.builder import Builder
 from .frontend.lower import lower_function
 from .frontend.reading.depth import with_room
 from .ir import Aval, Literal, Value
@@ -62,6 +64,11 @@ def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, p
     """``(graph, the names of its parameters)``: the optimised graph of ``mode`` ("grad",
     "value_and_grad" or "vjp"), emitted by :func:`compile_gradient` and read by the symbolic
     mode (:mod:`adcompiler.checking.symbolic`)."""
+    if mode == "vjp" and isinstance(cotangent, Tree):   # a container returned: one seed a leaf
+        graph, seeds = seeded_graph(fn, arguments, cotangent, backend)
+        grads = add_adjoint(graph, _wrt_values(graph, wrt_leaves(wrt, arguments)), 1.0)
+        graph.outputs = grads
+        return optimize(graph, plain), parameter_names(arguments) + [s.name for s in seeds]
     graph, out = checked_graph(fn, arguments, mode, backend)                  # source -> IR
     if mode == "vjp":
         _check_cotangent(fn, out, cotangent)
@@ -88,6 +95,36 @@ def checked_graph(fn, arguments: dict, mode: str, backend="numpy", output_mode=N
     (out,) = _single_output(graph)
     _check_output(graph, out, output_mode or mode)
     return graph, out
+
+
+def seeded_graph(fn, arguments: dict, cotangent: Tree, backend="numpy"):
+    """``(graph, seeds)`` for the vjp of ``fn`` returning a container: the graph's one output
+    is ``sum(sum(out_i * seed_i))`` over the result's leaves, ``seed_i`` a parameter per leaf
+    of ``cotangent`` (of the result's structure, else an ArgumentError saying both)."""
+    graph = lower(fn, arguments)
+    verify(graph)
+    _check_parameter_names(graph, parameter_names(arguments) + ["cotangent"], backend)
+    returned = graph.returned
+    structure = structure_of(returned, lambda path, x: ("static", None) if x is None else LEAF)
+    if structure != cotangent.structure:
+        raise ArgumentError(
+            f"vjp of {fn.__name__}: cotangent= is {describe_structure(cotangent.structure)}, "
+            f"but {fn.__name__} returns {describe_structure(structure)}; pass a cotangent of "
+            "the result's structure, one array shaped like each array of it")
+    outs = [x for _, x in leaves_of(returned) if x is not None]
+    seeds, b = [], Builder(graph)
+    total = 0.0
+    with b:
+        for out, (name, aval) in zip(outs, cotangent.leaves):
+            seed = graph.name_value(Value(aval, origin=name), name)
+            seeds.append(seed)
+            if isinstance(out, Value):
+                _check_cotangent(fn, out, aval)
+                term = b.emit("sum", (b.emit("multiply", (out, seed)),))
+                total = term if isinstance(total, float) else b.emit("add", (total, term))
+    graph.params.extend(seeds)
+    graph.outputs = [total if isinstance(total, Value) else Literal(0.0)]
+    return graph, seeds
 
 
 def _wrt_values(graph, wrt) -> list:

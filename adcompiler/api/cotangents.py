@@ -2,9 +2,10 @@
 
 ``vjp(f)(*args, cotangent=c)`` seeds reverse mode with ``c``, which has the structure of ``f``'s
 result: a single array shaped like it (its shape is checked when compiling,
-:func:`adcompiler.pipeline.compile_gradient`). A tuple or list given for one result, or one
-array given where ``f`` returns a tuple (which vjp does not differentiate), is an error saying
-what structure was expected, from ``f``'s lowered result, and what was given.
+:func:`adcompiler.pipeline.compile_gradient`), or for a returned tuple or other container the
+same container of arrays (:func:`adcompiler.pipeline.seeded_graph`). A tuple or list given for
+one result, or one array given where ``f`` returns a tuple, is an error saying what structure
+was expected, from ``f``'s lowered result, and what was given.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ import numpy as np
 
 from ..custom import examples as custom_examples
 from ..errors import ArgumentError, CompileError
+from ..frontend.bindings.trees import is_container
 from ..ir import Aval, Value
 
 
 def check_structure(gf, arguments: dict, avals: dict, cotangent):
-    """Raise where ``cotangent`` (a tuple or list) does not fit the result of ``gf.primal``."""
+    """Raise where ``cotangent`` (a tuple or list) does not fit the result of ``gf.primal``;
+    one that is a container is checked against the returned container when compiling
+    (:func:`adcompiler.pipeline.seeded_graph`), where ``gf.primal`` returns one."""
     if not isinstance(cotangent, (tuple, list)):
+        return
+    if _returns_container(gf, arguments, avals):
         return
     graph = _lowered(gf, arguments, avals)
     name = gf.primal.__name__
@@ -29,6 +35,12 @@ def check_structure(gf, arguments: dict, avals: dict, cotangent):
     raise ArgumentError(
         f"vjp of {name}: cotangent= must be like {name}'s one result, {expected}, but it is "
         f"{given}; pass one array shaped like the result")
+
+
+def _returns_container(gf, arguments, avals) -> bool:
+    graph = _lowered(gf, arguments, avals)
+    return graph is not None and len(graph.outputs) > 1 or \
+        graph is not None and is_container(getattr(graph, "returned", None))
 
 
 def explain(gf, arguments: dict, avals: dict, cotangent, exc: CompileError) -> CompileError:
@@ -50,10 +62,10 @@ def several_results(gf, graph, given: str, location=None) -> CompileError:
         location = graph.source.location(graph.source.tree.body[-1])
     return CompileError(
         f"vjp of {name}: {name} returns a tuple of {len(graph.outputs)} values ({results}), "
-        f"and vjp differentiates a function with one result, whose cotangent= is one array "
-        f"shaped like it; cotangent= is {given}", location,
-        "return one array (np.concatenate or np.stack the values), or take the vjp of a "
-        "function returning one of them")
+        f"so cotangent= is a tuple of {len(graph.outputs)} arrays shaped like them; "
+        f"cotangent= is {given}", location,
+        f"pass cotangent= a tuple of {len(graph.outputs)} (one array per result), or return "
+        "one array (np.concatenate or np.stack the values)")
 
 
 def _lowered(gf, arguments, avals):

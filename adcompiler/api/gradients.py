@@ -24,8 +24,8 @@ from ..runtime.compile import check_backend
 from .signature import (array_module, bind_arguments, check_backend_arguments,
     check_transformable, classify, classify_arguments, input_types, is_device_array, key_of,
     resolve_wrt)
-from ..frontend.bindings.trees import (flat_values, is_dataclass_instance, regroup,
-    tangent_leaves, wrt_leaves)
+from ..frontend.bindings.trees import (flat_values, is_container, is_dataclass_instance,
+    regroup, tangent_leaves, wrt_leaves)
 
 
 class GradientFunction:
@@ -137,7 +137,9 @@ class GradientFunction:
         arguments, cotangent = self._bind(args, kwargs)
         self._check_arrays({**arguments, "cotangent": cotangent})
         compiled, arguments, avals = self._compiled(arguments, cotangent)
-        extra = (cotangent,) if self.mode == "vjp" else ()
+        extra = () if self.mode != "vjp" else tuple(flat_values(   # a container: its leaves
+            {"cotangent": cotangent}, {"cotangent": classify(cotangent, "cotangent", True)}
+        ).values()) if is_container(cotangent) else (cotangent,)
         try:
             result = compiled.function(*arguments.values(), *extra)
         except poles.PYTHON_RAISES:

@@ -205,6 +205,7 @@ def lower_function(fn, arguments: dict) -> Graph:
         if isinstance(v, Value) and v.name is None:
             graph.name_value(v, fn.__name__)  # the returned value reads as the function's name
     graph.outputs = list(results)
+    graph.returned = result   # as the function returns it: a container for a vjp (.trees)
     graph.source = lowering.src
     return graph
 

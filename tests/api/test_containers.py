@@ -457,3 +457,28 @@ def test_once_refused_dict_comprehension_and_star_display():
     x = np.array([0.5, -1.5, 2.0])
     np.testing.assert_allclose(ad.grad(int_keys)(x), numeric(int_keys, x), rtol=1e-7)
     np.testing.assert_allclose(ad.grad(stars_rows)(x), numeric(stars_rows, x), rtol=1e-7)
+
+
+# ---- vjp of a function returning a container ----------------------------------------------------
+def returns_container(p):
+    return {"h": np.tanh(p["W"]) * 2.0, "stats": (np.sum(p["b"] ** 2), None)}
+
+
+def test_vjp_of_a_returned_container_takes_a_cotangent_of_its_structure():
+    p = {"W": np.array([0.3, -0.4]), "b": np.arange(3.0)}
+    ct = {"h": np.array([1.0, -2.0]), "stats": (0.5, None)}
+    g = ad.vjp(returns_container)(p, cotangent=ct)
+
+    def weighted(W, b):   # <f(p), ct> summed over the leaves: what the vjp differentiates
+        out = returns_container({"W": W, "b": b})
+        return np.sum(out["h"] * ct["h"]) + out["stats"][0] * ct["stats"][0]
+    np.testing.assert_allclose(g["W"], numeric(lambda W: weighted(W, p["b"]), p["W"]),
+                               rtol=1e-7)
+    np.testing.assert_allclose(g["b"], numeric(lambda b: weighted(p["W"], b), p["b"]),
+                               rtol=1e-7)
+    with pytest.raises(ValueError, match=r"cotangent= is \{'h': \*\}, but returns_container "
+                       r"returns \{'h': \*, 'stats': \(\*, None\)\}"):
+        ad.vjp(returns_container)(p, cotangent={"h": ct["h"]})
+    with pytest.raises(ValueError, match=r"the cotangent has shape \(3,\), but the result has "
+                       r"shape \(2,\)"):
+        ad.vjp(returns_container)(p, cotangent={"h": np.ones(3), "stats": (0.5, None)})
