@@ -318,6 +318,26 @@ _def("pinv", np.linalg.pinv, "linalg", "np.linalg.pinv", params=("rcond",),
 _def("lstsq_x", lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond=rcond)[0], "linalg",
      "np.linalg.lstsq", 2, params=("rcond",), torch="LinalgLstsqBackward0")
 
+
+def _whole(name, fn, spell, members, params=()):
+    """A whole factorization, a tuple of its results (``list_get`` reads each): what
+    adcompiler.passes.factorizations reads several results of one call from. Internal: only
+    that pass makes it, after differentiation."""
+    def abstract(avals, literals):
+        from .graph import Aval
+        from .shapes import infer
+        return Aval("tuple", "object", tuple(infer(m, avals, literals, {}) for m in members))
+    PRIMS[name] = Prim(name, fn, "internal", spell, 1, False, params, abstract=abstract)
+
+
+_whole("eigh", lambda a, UPLO="L": tuple(np.linalg.eigh(a, UPLO)), "np.linalg.eigh",
+       ("eigh_values", "eigh_vectors"), ("UPLO",))
+_whole("svd", lambda a: tuple(np.linalg.svd(a, full_matrices=False)), "np.linalg.svd",
+       ("svd_u", "svd_s", "svd_vh"))
+_whole("qr", lambda a: tuple(np.linalg.qr(a)), "np.linalg.qr", ("qr_q", "qr_r"))
+_whole("slogdet", lambda a: tuple(np.linalg.slogdet(a)), "np.linalg.slogdet",
+       ("slogdet_sign", "logabsdet"))
+
 # ---- shape and indexing ---------------------------------------------------------------------
 _def("transpose", np.transpose, "shape", "np.transpose", params=("axes",), torch="PermuteBackward0")
 _def("reshape", np.reshape, "shape", "np.reshape", params=("shape",), torch="ViewBackward0")

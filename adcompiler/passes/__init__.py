@@ -12,6 +12,7 @@ from .broadcasts import drop_implicit_broadcasts
 from .carry import copy_updated_carries
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .factorizations import merge_factorizations
 from .fuse import fuse_elementwise
 from .hoist import hoist_loop_invariant_rows
 from .scales import hoist_scales
@@ -38,6 +39,7 @@ PIPELINE = (
                                       # into its reader), before DCE (the broadcasts it drops
                                       # are left unread) and fusion (whose chains it narrows)
     eliminate_dead_code,              # the passes above leave unused nodes behind
+    merge_factorizations,             # after DCE: only the results still read share a call
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
                                       # writing entries of a carried array it does not own
                                       # copies it once before, not every iteration
@@ -51,11 +53,12 @@ PIPELINE = (
 
 def optimize(graph, plain=False):
     """Run the pipeline; ``plain`` (code that will be transformed again) skips fusion and
-    batching, which write forms the frontend does not read back, and hoisting (see
-    :mod:`.hoist`)."""
+    batching, which write forms the frontend does not read back, hoisting (see
+    :mod:`.hoist`) and the merged factorizations (whose whole calls have no rules)."""
     for run_pass in PIPELINE:
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
-                                  hoist_loop_invariant_rows, copy_updated_carries):
+                                  hoist_loop_invariant_rows, copy_updated_carries,
+                                  merge_factorizations):
             continue
         graph = run_pass(graph)
     return graph
