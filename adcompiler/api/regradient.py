@@ -11,6 +11,7 @@ import functools
 import inspect
 
 from ..errors import CompileError
+from ..frontend.bindings.trees import Tree, flat_avals
 from ..frontend.lower import lower_function
 from ..ir import Aval
 from ..pipeline import compile_gradient, register_lowering
@@ -24,12 +25,17 @@ def lower_gradient(gf: GradientFunction, arguments: dict):
         raise CompileError(f"differentiating a {gf.mode} is not supported: only grad(grad(f))",
                            hint="use adcompiler.hessian or adcompiler.jacobian")
     for name in gf.wrt:
+        if isinstance(arguments.get(name), Tree):
+            raise regradient_error(
+                gf, f"grad({function_name(gf)}) with respect to the container {name!r} is a "
+                "container of gradients, and grad differentiates one scalar result",
+                f"use adcompiler.hessian({function_name(gf)}), which takes containers")
         if not isinstance(arguments.get(name), Aval):
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is "
                             f"{arguments.get(name)!r}, not a float or a float array")
     inner = compile_gradient(gf.primal, arguments, gf.wrt, "grad", plain=True)
     try:
-        graph = lower_function(inner.function, arguments)
+        graph = lower_function(inner.function, flat_avals(arguments))   # a container's leaves
     except CompileError as exc:  # in the generated source: say so, at the user's def
         if exc.location is None or not exc.location.filename.startswith("<adcompiler"):
             raise

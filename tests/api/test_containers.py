@@ -482,3 +482,16 @@ def test_vjp_of_a_returned_container_takes_a_cotangent_of_its_structure():
     with pytest.raises(ValueError, match=r"the cotangent has shape \(3,\), but the result has "
                        r"shape \(2,\)"):
         ad.vjp(returns_container)(p, cotangent={"h": np.ones(3), "stats": (0.5, None)})
+
+
+def cubic(x, cfg):
+    return x ** 3 * cfg["a"] + cfg["b"][0] * x
+
+
+def test_grad_of_grad_with_a_container_beside_the_variable():
+    gg = ad.grad(ad.grad(cubic))
+    assert gg(2.0, {"a": 1.5, "b": [4.0]}) == pytest.approx(6 * 2.0 * 1.5, rel=1e-12)
+    with pytest.raises(ad.CompileError, match="with respect to the container 'cfg' is a "
+                       "container of gradients") as err:
+        ad.grad(ad.grad(cubic, wrt="cfg"), wrt="x")(2.0, {"a": 1.5, "b": [4.0]})
+    assert "adcompiler.hessian(cubic)" in err.value.hint

@@ -269,3 +269,12 @@ def split(value, name) -> tuple:
         leaves.append((label_of(path, name), x))
         return LEAF
     return structure_of(value, leaf, name), leaves
+
+
+def flat_avals(arguments: dict) -> dict:
+    """Classified arguments with each container replaced by its leaves, by name: the signature
+    of the generated function (grad of grad reads that function back)."""
+    out = {}
+    for name, a in arguments.items():
+        out.update(dict(a.leaves) if isinstance(a, Tree) else {name: a})
+    return out
