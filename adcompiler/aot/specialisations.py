@@ -14,6 +14,7 @@ from . import polymorphic
 from .examples import cotangent_for
 from ..runtime.dispatch import _describe
 from ..api.signature import bind_arguments, classify
+from ..frontend.bindings.trees import Tree, describe_structure
 
 
 @dataclass
@@ -72,12 +73,26 @@ def signature_of(gradient, args, cotangent=None) -> tuple:
     """The dispatch key of a call, as the standalone module's ``_signature`` computes it: the
     arguments', then the cotangent's (vjp) or the tangents' (jvp: those of the wrt arguments)."""
     arguments = bind_arguments(gradient.primal, args, {})
-    key = [_key(classify(v, n, n in gradient.wrt)) for n, v in arguments.items()]
+    key = [_key(refuse_container(classify(v, n, n in gradient.wrt), n, gradient))
+           for n, v in arguments.items()]
     if cotangent is not None:
         key.append(_key(classify(cotangent, "cotangent", True)))
     if gradient.mode == "jvp":
         key += [key[list(arguments).index(w)] for w in gradient.wrt]
     return tuple(key)
+
+
+def refuse_container(aval, name, gradient):
+    """``aval``, unless it is a container's (a dict, list, tuple... of arrays): the standalone
+    module's dispatcher takes arrays, floats and static values only, so far."""
+    if isinstance(aval, Tree):
+        fn = gradient.primal.__name__
+        raise TypeError(f"adcompiler compile: the example of {fn} passes a container for "
+                        f"{name!r} ({describe_structure(aval.structure)}); a standalone module "
+                        "takes arrays, floats and static values, not containers (adcompiler."
+                        f"{gradient.mode} takes them at run time): make each array its own "
+                        f"parameter of {fn} to compile it ahead of time")
+    return aval
 
 
 def describe(gradient, signature) -> str:

@@ -495,3 +495,34 @@ def test_grad_of_grad_with_a_container_beside_the_variable():
                        "container of gradients") as err:
         ad.grad(ad.grad(cubic, wrt="cfg"), wrt="x")(2.0, {"a": 1.5, "b": [4.0]})
     assert "adcompiler.hessian(cubic)" in err.value.hint
+
+
+STANDALONE = '''\
+import numpy as np
+import adcompiler as ad
+
+
+@ad.grad
+def loss(params, x):
+    return np.sum(np.tanh(x @ params["W1"] + params["b1"]) ** 2)
+
+
+def example_loss():
+    return ({"W1": np.ones((3, 4)), "b1": np.zeros(4)}, np.ones((5, 3)))
+'''
+
+
+def test_adcompiler_compile_refuses_a_container_example_with_what_to_write(tmp_path):
+    """Standalone modules take arrays, floats and static values (not yet containers): the
+    command says so, exit status 2, no traceback, no module written."""
+    import subprocess
+    import sys
+    path = tmp_path / "mlpmod.py"
+    path.write_text(STANDALONE)
+    done = subprocess.run([sys.executable, "-m", "adcompiler", "compile", str(path)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "the example of loss passes a container for 'params' ({'W1': *, 'b1': *})" in \
+        done.stderr
+    assert "make each array its own parameter of loss" in done.stderr
+    assert not (tmp_path / "mlpmod_grad.py").exists()
