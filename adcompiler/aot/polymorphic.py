@@ -9,6 +9,16 @@ body (``d1, d2 = x.shape``). The example's equal sizes are untied where the code
 (``x: (4, 4)`` becomes ``x: [d1, d2]`` when the code compiled for ``(11, 13)`` is the same);
 sizes that must stay equal keep one symbol, and the dispatcher checks them.
 
+What is symbolic and what is sampled (the pragmatic route, chosen over carrying symbolic
+dimensions through shape inference, every pass and both emitters): the sizes are symbols in the
+merged body only; the compiler sees the numbers of each sample. The samples agree, whatever the
+example's sizes, because ``adcompiler compile`` compiles inside
+:func:`adcompiler.ir.sizing.symbolic`, where every choice the passes and the planner make by
+size (fusion, buffers, the cost models) is the one for large inputs, at every size, and numexpr
+is off; CuPy modules keep the per-size choice (a kernel's C text holds the sizes). A size the
+code fixes (a reshape to a constant, a product with a constant array) stays a number, and why is
+kept (``Specialisation.fixed``) for the module's header and the body's comment.
+
 Invariants: a polymorphic body, specialised back to every size it was compiled for, reproduces that
 code byte for byte; its pattern (dtype, rank, the sizes of 1, and the symbols) is what the
 dispatcher matches, each symbol with its own least size (``x[:3]`` bounds x's axis 0 only; a
@@ -120,8 +130,9 @@ class _Job:
 
     # ---- variants ----------------------------------------------------------------------------
     def _fresh(self, near, taken):
-        """The first prime above ``near`` and 10, at least every least size, and not ``taken``:
-        sizes near the example's keep the memory planner's choices."""
+        """The first prime above ``near`` and 10, at least every least size, and not ``taken``
+        (near the example's: a choice the compiler still makes by size, as a CuPy kernel's
+        fusion, is then most often the same)."""
         n = max(near, 10, self.least.largest() - 1) + 1
         while n in taken or any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
             n += 1

@@ -18,7 +18,10 @@ from its arguments, so ``grad_loss(X, y)`` works for any batch size, as the deco
 anti-unification (:mod:`adcompiler.aot.polymorphic`): the code compiled for other sizes is merged,
 each number that changes written as a formula of the sizes; chosen over a shape-generic emitter
 because it leaves the compiler, its backends and the decorator's fast path untouched, and checks
-itself (the merge must reproduce every code it came from). Its key is a pattern: the
+itself (the merge must reproduce every code it came from); the code compiled for each sample
+size makes the same size-dependent choices, as ``compile`` compiles inside
+:func:`adcompiler.ir.sizing.symbolic` (buffers and fusion as for large inputs, at every size).
+Its key is a pattern: the
 dtypes, the ranks, the sizes of 1, and symbols ``d1, d2...`` for the others (the same symbol
 where sizes must be equal). A body that cannot be made so stays per shape, and the module's
 header says why.
