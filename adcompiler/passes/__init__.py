@@ -12,7 +12,7 @@ from .broadcasts import drop_implicit_broadcasts
 from .carry import copy_updated_carries
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
-from .factorizations import merge_factorizations
+from .factorizations import merge_factorizations, reuse_inverses
 from .fuse import fuse_elementwise
 from .hoist import hoist_loop_invariant_rows
 from .scales import hoist_scales
@@ -40,6 +40,7 @@ PIPELINE = (
                                       # are left unread) and fusion (whose chains it narrows)
     eliminate_dead_code,              # the passes above leave unused nodes behind
     merge_factorizations,             # after DCE: only the results still read share a call
+    reuse_inverses,                   # after CSE and DCE: one inv(K) and the solves it replaces
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
                                       # writing entries of a carried array it does not own
                                       # copies it once before, not every iteration
@@ -58,7 +59,7 @@ def optimize(graph, plain=False):
     for run_pass in PIPELINE:
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
                                   hoist_loop_invariant_rows, copy_updated_carries,
-                                  merge_factorizations):
+                                  merge_factorizations, reuse_inverses):
             continue
         graph = run_pass(graph)
     return graph

@@ -89,3 +89,55 @@ def test_the_hessian_through_a_merged_call():
     want = np.array([(g(A + eps * e) - g(A - eps * e)) / (2 * eps)
                      for e in np.eye(16).reshape(16, 4, 4)]).reshape(4, 4, 4, 4)
     np.testing.assert_allclose(ad.hessian(eigen)(A), want, rtol=1e-5, atol=1e-5)
+
+
+# ---- reuse_inverses: the adjoint's solve(K.T, g) as inv(K).T @ g where inv(K) is computed -----
+def gp_nll(X, y):
+    d = X[:, None, :] - X[None, :, :]
+    K = np.exp(-0.5 * np.sum(d * d, axis=-1)) + 0.1 * np.eye(X.shape[0])
+    alpha = np.linalg.solve(K, y)
+    sign, logdet = np.linalg.slogdet(K)
+    return 0.5 * y @ alpha + 0.5 * logdet
+
+
+def inverse_after(A):   # inv(K)'s rule runs before solve's adjoint here: the inverse moves up
+    K = A @ np.swapaxes(A, -1, -2) + np.eye(3)
+    return np.sum(np.linalg.solve(K, A[..., :1]) ** 2) + np.sum(np.linalg.inv(K))
+
+
+def no_inverse(A):
+    return np.sum(np.linalg.solve(A, A[:, 0]) ** 2)
+
+
+X6, Y6 = RNG.standard_normal((6, 2)), RNG.standard_normal(6)
+STACK3 = RNG.standard_normal((2, 3, 3)) + 2.0 * np.eye(3)
+
+
+def _without_reuse(fn, args, monkeypatch):
+    from adcompiler.passes.factorizations import reuse_inverses
+    with monkeypatch.context() as m:
+        m.setattr(passes, "PIPELINE", tuple(p for p in passes.PIPELINE
+                                            if p is not reuse_inverses))
+        g = ad.grad(lambda_free(fn), wrt=0)
+        value = g(*args)
+    return g.source, value
+
+
+def lambda_free(fn):
+    """``fn`` under another name: compiled afresh (not from the decorator's memory)."""
+    def fresh(x, *rest):
+        return fn(x, *rest)
+    return fresh
+
+
+@pytest.mark.parametrize("fn, args, solves", [(gp_nll, (X6, Y6), 1), (inverse_after, (STACK3,), 1),
+                                              (no_inverse, (A,), 2)],
+                         ids=["gp", "inverse-after", "no-inverse"])
+def test_the_adjoint_solve_reads_the_inverse(fn, args, solves, monkeypatch):
+    g = ad.grad(fn, wrt=0)
+    got = g(*args)
+    assert _calls(g.source, "np.linalg.solve(") == solves
+    plain_source, want = _without_reuse(fn, args, monkeypatch)
+    assert _calls(plain_source, "np.linalg.solve(") == 2
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got, numerical_grad(fn, list(args), 0), rtol=1e-6, atol=1e-8)
