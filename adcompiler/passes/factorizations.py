@@ -1,6 +1,8 @@
-"""One LAPACK call per factorization: the results of one ``eigh``, ``svd``, ``qr`` or ``slogdet``
-of the same matrix, each its own primitive (``eigh_values``, ``eigh_vectors``...: the rules and
-CSE see them apart), are read from one call of the whole factorization.
+"""No factorization computed twice. :func:`merge_factorizations`: the results of one ``eigh``,
+``svd``, ``qr`` or ``slogdet`` of the same matrix, each its own primitive (``eigh_values``,
+``eigh_vectors``...: the rules and CSE see them apart), are read from one call of the whole
+factorization. :func:`reuse_inverses`: an adjoint's ``solve(K.T, g)`` reads an ``inv(K)`` the
+gradient computes anyway.
 
 Before: ``w = np.linalg.eigh(A, UPLO='L')[0]`` and ``V = np.linalg.eigh(A, UPLO='L')[1]`` (the
 gradient of the eigenvalues needs the eigenvectors: two calls where the user wrote one).
