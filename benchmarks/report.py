@@ -200,6 +200,23 @@ def _banner(rows: list[dict], single: Results | None) -> list[str]:
             "machine for figures to quote.", ""]
 
 
+def _standalone(res, names) -> list[str]:
+    """The standalone module's per-call median over ``adcompiler.grad``'s, per workload."""
+    rows = []
+    for w in names:
+        mine, theirs = res.ok(w, "standalone"), res.ok(w, "compiled")
+        text = None if mine is None or theirs is None else \
+            ratio(mine["median_s"] / theirs["median_s"])
+        rows.append([workloads.get(w).title, _cell(res, w, "standalone", text, also="compiled")])
+    if all(r[1] == res.status_word(w, "standalone") for r, w in zip(rows, names)):
+        return []   # not measured in this run
+    return ["## The standalone module against the decorated gradient", "",
+            "Per-call median of the module `adcompiler compile` writes for the workload (one body "
+            "for every size, NumPy only: no numexpr) over `adcompiler.grad`'s (specialised to "
+            "the call's sizes, numexpr on large chains); < 1 is faster.", ""] + \
+        _table(["workload", "standalone / adcompiler.grad"], rows) + [""]
+
+
 def render(rows: list[dict], meta: dict, single_rows: list[dict] | None = None) -> str:
     """The whole RESULTS.md text; ``single_rows``: the one-thread pass, when there was one."""
     res = Results(rows)
@@ -216,6 +233,7 @@ def render(rows: list[dict], meta: dict, single_rows: list[dict] | None = None) 
     out += _ratio_table(res, main, peers) + [""]
     if single is not None:
         out += _single_thread(single, main, peers)
+    out += _standalone(res, main)
     out += ["## Per-call medians", ""] + _value_table(res, main, every, "median_s", seconds)
     out += ["", "## Time to first gradient (fresh process, import excluded)", ""]
     out += _value_table(res, main, every, "first_s", seconds)

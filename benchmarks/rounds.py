@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 
-SYSTEMS = ("hand", "compiled", "generated")
+SYSTEMS = ("hand", "compiled", "generated", "standalone")
 MERGED = ("median_s", "q1_s", "q3_s", "min_s", "first_s", "peak_bytes", "others_cpu")
 
 

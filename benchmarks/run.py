@@ -39,7 +39,7 @@ HEAVY = {"elementwise_1e7": 5.0, "rosenbrock_1e6": 1.5, "elementwise_1e6": 1.5, 
 
 def availability(system: str) -> str | None:
     """None when ``system`` can run here; otherwise why not (checked without importing peers)."""
-    if system in ("hand", "compiled", "generated"):
+    if system in ("hand", "compiled", "generated", "standalone"):
         return None
     if system == "tape":
         try:

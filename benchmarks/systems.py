@@ -25,6 +25,7 @@ SYSTEMS = {
     "hand": ("hand-written NumPy", ("numpy",)),
     "compiled": ("adcompiler.grad", ("adcompiler",)),
     "generated": ("generated code only", ("adcompiler",)),
+    "standalone": ("standalone module", ("adcompiler",)),
     "numba": ("adcompiler.grad, backend='numba'", ("adcompiler", "numba")),
     "tape": ("adcompiler.tape", ("adcompiler", "adcompiler.tape")),
     "torch": ("PyTorch eager", ("torch",)),
@@ -113,6 +114,50 @@ def _generated(workload, args):
                              adcompiler.CompileError)
 
 
+def _standalone(workload, args):
+    """The module ``adcompiler compile`` writes for the workload (compiled for these arguments'
+    shapes, one body for every size), imported and called as its users call it: its guards,
+    then its body, with no adcompiler at run time. Compiling is part of the first step."""
+    import adcompiler
+
+    return _warm_as_one_call(lambda: _compiled_module(workload, args), args,
+                             adcompiler.CompileError)
+
+
+def _compiled_module(workload, args):
+    """``grad_<fn>`` of the module compiled from the workload's own function (its source, with
+    ``@ad.grad(wrt=...)``), for shapes given as ``--shape``, in a temporary folder."""
+    import contextlib
+    import importlib.util
+    import inspect
+    import io
+    import os
+    import tempfile
+
+    import adcompiler
+    from adcompiler.cli.main import main
+
+    fn = workload.fn
+    folder = tempfile.mkdtemp(prefix="adcompiler_bench_")
+    path = os.path.join(folder, f"{fn.__name__}_module.py")
+    with open(path, "w") as f:
+        f.write("import math\n\nimport numpy as np\n\nimport adcompiler as ad\n\n\n"
+                f"@ad.grad(wrt={tuple(workload.wrt)!r})\n{inspect.getsource(fn)}")
+    shapes = []
+    for name, value in zip(inspect.signature(fn).parameters, args):
+        dims = "float" if isinstance(value, float) else ",".join(map(str, np.shape(value)))
+        shapes += ["--shape", f"{name}={dims or '()'}"]
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors):
+        code = main(["compile", path, "-o", os.path.join(folder, "compiled.py"), *shapes])
+    if code != 0:
+        raise adcompiler.CompileError(errors.getvalue().strip() or f"exit status {code}")
+    spec = importlib.util.spec_from_file_location("compiled", os.path.join(folder, "compiled.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, f"grad_{fn.__name__}")
+
+
 def _warm_as_one_call(load, args, refused):
     """A runner whose first step compiles (``load``, then one call), turning ``refused`` into
     Unsupported, and whose warm steps are ``lambda: fn(*args)``: one Python call around the
@@ -192,7 +237,7 @@ def _torch(workload, args):
 
 
 _ADAPTERS = {"hand": _hand, "compiled": _compiled, "generated": _generated, "tape": _tape,
-             "numba": _numba, "jax": _jax, "autograd": _autograd, "torch": _torch}
+             "standalone": _standalone, "numba": _numba, "jax": _jax, "autograd": _autograd, "torch": _torch}
 
 
 def prepare(system: str, workload, args) -> Runner:
