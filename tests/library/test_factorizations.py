@@ -56,12 +56,18 @@ def gp_nll_numpy(X, y, ell):   # the same, with np.linalg.solve (the tape takes 
     return 0.5 * np.sum(alpha ** 2) + np.sum(np.log(np.diagonal(L)))
 
 
+def gp_nll_scipy_upper(X, y, ell):   # SciPy's cholesky: the upper factor by default
+    U = scipy_linalg.cholesky(kernel(X, ell))
+    alpha = scipy_linalg.solve_triangular(U, y, trans=1)
+    return 0.5 * np.sum(alpha ** 2) + np.sum(np.log(np.diagonal(U)))
+
+
 def gp_nll_cho(X, y, ell):
     c = scipy_linalg.cho_factor(kernel(X, ell))
     return 0.5 * np.sum(y * scipy_linalg.cho_solve(c, y)) + np.sum(np.log(np.diagonal(c[0])))
 
 
-@pytest.mark.parametrize("f", [gp_nll, gp_nll_numpy, gp_nll_cho])
+@pytest.mark.parametrize("f", [gp_nll, gp_nll_numpy, gp_nll_cho, gp_nll_scipy_upper])
 def test_gp_likelihood_gradient(f):
     np.testing.assert_allclose(f(X6, Y6, 1.3), gp_nll(X6, Y6, 1.3), rtol=1e-12)
     gx, gl = ad.grad(f, wrt=(0, 2))(X6, Y6, 1.3)

@@ -1,8 +1,8 @@
 """Matrix factorizations of traced arrays: ``np.linalg.cholesky``, ``eigh``, ``eigvalsh``,
 ``svd``, ``qr``, ``pinv``, ``lstsq``, ``cond``, ``matrix_power``, ``np.kron``, ``np.vander``,
-``np.polyfit``, and SciPy's ``solve_triangular``, ``cho_factor`` and ``cho_solve``. One primitive
-per result (rules in ``templates/factorizations.py``), or a composition of them
-(:mod:`adcompiler.compositions.factorizations`).
+``np.polyfit``, and SciPy's ``cholesky``, ``solve_triangular``, ``cho_factor`` and
+``cho_solve``. One primitive per result (rules in ``templates/factorizations.py``), or a
+composition of them (:mod:`adcompiler.compositions.factorizations`).
 
 Choices: arguments are checked here, so a wrong shape or an option without a rule is a located
 error with what to write instead, never NumPy's LinAlgError on every call or a silent wrong
@@ -76,6 +76,17 @@ def _cholesky(b, args, kwargs):
     if upper:   # NumPy reads the upper triangle: the factor of a.T, transposed
         return _swap(b, b.emit("cholesky", (_swap(b, a),)))
     return b.emit("cholesky", (a,))
+
+
+def _scipy_cholesky(b, args, kwargs):
+    """SciPy's ``cholesky(a, lower=False)``: the upper factor by default, read from the upper
+    triangle (NumPy's ``cholesky(a, upper=True)``)."""
+    p = bind(args, kwargs, ("a", "lower", "overwrite_a", "check_finite"))
+    lower = bool(_flag(p, "lower", False))
+    if not contains_value(p["a"]):
+        from scipy.linalg import cholesky
+        return cholesky(np.asarray(p["a"]), lower=lower)
+    return _cholesky(b, [p["a"]], {"upper": not lower})
 
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}   # real matrices: 'C' is 'T'
@@ -323,7 +334,7 @@ FUNCTIONS = {np.linalg.cholesky: _cholesky, np.linalg.eigh: _eigh,
              np.polyfit: _polyfit}
 
 _SCIPY = {"solve_triangular": _solve_triangular, "cho_factor": _cho_factor,
-          "cho_solve": _cho_solve}
+          "cho_solve": _cho_solve, "cholesky": _scipy_cholesky}
 _TABLE: dict = {}   # SciPy's functions -> handlers, once scipy.linalg is imported
 
 
