@@ -56,7 +56,7 @@ def primitives_table() -> str:
         if prim.family in ("internal", "control", "check", "custom"):
             continue
         row = ELEMENTWISE_BY_NAME.get(name)
-        math_name = f"`math.{row.libm}`" if row is not None and row.math else ""
+        math_name = f"`math.{row.math_name}`" if row is not None and row.math else ""
         numba = "" if row is None or row.numba is None else "yes"
         torch = f"`{row.torch}`" if row is not None and row.torch else ""
         rows.append(f"| `{name}` | {prim.family} | `{prim.spell}` | "
@@ -126,15 +126,16 @@ def _lowering(handler):
         from adcompiler.ir.primitives import ELEMENTWISE
         libm = [c.cell_contents for c in handler.__closure__ or ()
                 if isinstance(c.cell_contents, str)]
-        prims = [r.name for r in ELEMENTWISE if r.math and r.libm in libm][:1] or None
+        prims = [r.name for r in ELEMENTWISE if r.math and r.math_name in libm][:1] or None
     return prims, short
 
 
 def _tape_function(fn) -> bool:
     import adcompiler.tape  # noqa: F401  (fills the tape's tables)
     from adcompiler.tape import numpy_api
-    if isinstance(fn, np.ufunc):
-        return fn in numpy_api._UFUNCS or (fn, "__call__") in numpy_api.UFUNC_METHODS
+    if isinstance(fn, np.ufunc):   # (SciPy's too: scipy.special.erf)
+        return numpy_api._ufunc_prim(fn) is not None or (fn, "__call__") in \
+            numpy_api.UFUNC_METHODS
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, np.ufunc):
         return (owner, fn.__name__) in numpy_api.UFUNC_METHODS
@@ -197,6 +198,30 @@ def functions_table() -> str:
     return "\n".join(rows)
 
 
+def scipy_table() -> str:
+    """One row per SciPy function compiled code may call (``frontend/library/special.py``):
+    an elementwise row of module ``scipy.special``, or a composition."""
+    from adcompiler.frontend.library.special import library_functions
+    from adcompiler.ir.primitives import ELEMENTWISE_BY_NAME
+    reverse, forward = _rules()
+    rows = ["| call | lowered to | reverse | forward | tape |", "| --- | --- | --- | --- | --- |"]
+    for name, (fn, handler) in library_functions().items():
+        prims = [c.cell_contents for c in handler.__closure__ or ()
+                 if isinstance(c.cell_contents, str) and c.cell_contents in ELEMENTWISE_BY_NAME]
+        if prims:
+            how, rev, fwd = (f"`{prims[0]}`", _mode(prims[0], reverse, True),
+                             _mode(prims[0], forward, True))
+        elif name.endswith("polygamma"):
+            how, rev, fwd = "`polygamma` (`digamma` for n = 0): n known while compiling", \
+                _mode("polygamma", reverse, True), _mode("polygamma", forward, True)
+        else:
+            how, rev, fwd = "composition (`compositions/special.py`)", *(
+                ["through its primitives"] * 2)
+        tape = "records" if _tape_function(fn) else "refused"
+        rows.append(f"| `{name}` | {how} | {rev} | {fwd} | {tape} |")
+    return "\n".join(rows)
+
+
 def methods_table() -> str:
     """One row per array method and attribute of ``frontend.calls``."""
     from adcompiler.frontend import calls
@@ -224,7 +249,7 @@ def tape_functions_table() -> str:
 
 
 TABLES = {"tape_functions": tape_functions_table, "primitives": primitives_table, "functions": functions_table,
-          "methods": methods_table}
+          "methods": methods_table, "scipy": scipy_table}
 
 
 if __name__ == "__main__":

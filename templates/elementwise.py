@@ -254,3 +254,64 @@ _ew("clip", _clip_x, _clip_lo, _clip_hi)
 _ew("where",    None,
                 lambda ops, g, ans, c, x, y: ops.where(c, g, 0.0),
                 lambda ops, g, ans, c, x, y: ops.where(c, 0.0, g))
+
+
+# ---- scipy.special: each derivative in the same functions (digamma' is polygamma(1, .)) -------
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+SQRT_PI_OVER_2 = math.sqrt(math.pi) / 2.0
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+SQRT_2PI = math.sqrt(2.0 * math.pi)
+_ew("erf",      lambda ops, g, ans, x: g * TWO_OVER_SQRT_PI * ops.exp(-(x * x)))
+_ew("erfc",     lambda ops, g, ans, x: -g * TWO_OVER_SQRT_PI * ops.exp(-(x * x)))
+# erfcx = exp(x^2) erfc(x): 2 x erfcx(x) - 2/sqrt(pi), no overflow where exp(x^2) would
+_ew("erfcx",    lambda ops, g, ans, x: g * (2.0 * x * ans - TWO_OVER_SQRT_PI))
+_ew("erfinv",   lambda ops, g, ans, x: g * SQRT_PI_OVER_2 * ops.exp(ans * ans))
+_ew("ndtr",     lambda ops, g, ans, x: g * INV_SQRT_2PI * ops.exp(-0.5 * (x * x)))
+# pdf / cdf as exp(log pdf - log cdf): finite far into the left tail, where both underflow
+_ew("log_ndtr", lambda ops, g, ans, x: g * INV_SQRT_2PI * ops.exp(-0.5 * (x * x) - ans))
+_ew("ndtri",    lambda ops, g, ans, x: g * SQRT_2PI * ops.exp(0.5 * (ans * ans)))
+_ew("gammaln",  lambda ops, g, ans, x: g * ops.digamma(x))
+_ew("gamma",    lambda ops, g, ans, x: g * ans * ops.digamma(x))
+_ew("digamma",  lambda ops, g, ans, x: g * ops.polygamma(1, x))
+# polygamma(n, x): n is an int known while compiling (no rule); its slope is polygamma(n + 1, x)
+_ew("polygamma", None,
+                 lambda ops, g, ans, n, x: g * ops.polygamma(_order(n) + 1, x))
+_ew("betaln",   lambda ops, g, ans, a, b: g * (ops.digamma(a) - ops.digamma(a + b)),
+                lambda ops, g, ans, a, b: g * (ops.digamma(b) - ops.digamma(a + b)))
+_ew("expit",    lambda ops, g, ans, x: g * ans * (1.0 - ans))
+_ew("logit",    lambda ops, g, ans, x: g / (x * (1.0 - x)))
+# log(sigmoid(x))' = sigmoid(-x): no overflow for any x
+_ew("log_expit", lambda ops, g, ans, x: g * ops.expit(-x))
+
+
+def _order(n):
+    """polygamma's order as a Python int (a Literal's value; a SymPy symbol as it is)."""
+    n = getattr(n, "value", n)
+    return int(n) if isinstance(n, (int, float)) else n
+
+
+def _where_x_nonzero(ops, x, value):
+    """``value`` where ``x`` is not 0, and 0 where it is: xlogy(0, y) is 0 for every y, so
+    nothing flows into y there (not 0 * inf at y = 0)."""
+    return ops.where(ops.equal(x, 0.0), 0.0, value)
+
+
+_ew("xlogy",    lambda ops, g, ans, x, y: g * ops.log(y),
+                lambda ops, g, ans, x, y: g * _where_x_nonzero(
+                    ops, x, x / ops.where(ops.equal(x, 0.0), 1.0, y)))
+_ew("xlog1py",  lambda ops, g, ans, x, y: g * ops.log1p(y),
+                lambda ops, g, ans, x, y: g * _where_x_nonzero(
+                    ops, x, x / ops.where(ops.equal(x, 0.0), 1.0, y + 1.0)))
+# i0e = exp(-|x|) I0(x): I0' = I1, so i0e' = i1e - sign(x) i0e
+_ew("i0e",      lambda ops, g, ans, x: g * (ops.i1e(x) - ops.sign(x) * ans))
+
+
+def _i1e_slope(ops, ans, x):
+    """i1e'(x) = i0e(x) - i1e(x) / x - sign(x) i1e(x) (I1' = I0 - I1 / x); 1/2 at 0, its
+    limit, where i1e(x) / x is 0 / 0."""
+    zero = ops.equal(x, 0.0)
+    safe = ops.where(zero, 1.0, x)
+    return ops.where(zero, 0.5, ops.i0e(x) - ans / safe - ops.sign(x) * ans)
+
+
+_ew("i1e",      lambda ops, g, ans, x: g * _i1e_slope(ops, ans, x))

@@ -16,6 +16,10 @@ class ArrayOps:
         self.xp = xp
 
     def __getattr__(self, name):
+        from adcompiler.ir.primitives import ELEMENTWISE_BY_NAME
+        row = ELEMENTWISE_BY_NAME.get(name)
+        if row is not None and row.module != "numpy":   # scipy.special.erf, imported now
+            return library_function(self.xp, row.module, name)
         return getattr(self.xp, name)
 
     def shape(self, x):

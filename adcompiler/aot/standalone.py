@@ -33,6 +33,7 @@ import ast
 import copy
 import inspect
 import os
+import re
 import textwrap
 
 import numpy as np
@@ -96,6 +97,7 @@ class _Writer:
         self.fixed: list = []       # (dispatcher, reasons) for sizes a pattern keeps as numbers
         self.dtypes: list = []      # the dtypes the guards compare with (``_FLOAT64``)
         self.uses_math = False
+        self.imports: set = set()   # the generated code's own (``import scipy.special``)
 
     def add(self, fn: MarkedFunction):
         self.needed.add(fn.name)
@@ -117,6 +119,9 @@ class _Writer:
         """One specialisation's function, renamed; its helpers and constants collected."""
         compiled = spec.compiled
         tree = ast.parse(compiled.source)
+        imports = [s for s in tree.body if isinstance(s, ast.Import)]   # import scipy.special
+        self.imports.update(ast.unparse(s) for s in imports)           # go to the header
+        tree.body = [s for s in tree.body if s not in imports]
         lines = compiled.source.splitlines(True)
         texts = {_defines(s): "".join(lines[s.lineno - 1:s.end_lineno]) for s in tree.body}
         renames = {compiled.fname: new_name}
@@ -205,9 +210,12 @@ class _Writer:
         return "\n".join(lines + guards) + "\n"
 
     def render(self, command):
-        cupyx = "cupyx." in "".join([*self.blocks, *self.helpers.values()])
+        code = "".join([*self.blocks, *self.helpers.values()])
+        cupyx = "cupyx." in code
+        # cupyx.scipy.special and .linalg, imported by name (CuPy code reads no imports)
+        self.imports.update(f"import {m}" for m in re.findall(r"\bcupyx\.scipy\.\w+", code))
         header = _header(os.path.basename(self.module.path), command, self.uses_math,
-                         self.backend, cupyx, self.per_shape)
+                         self.backend, cupyx, self.per_shape, sorted(self.imports))
         primal = user.primal_section(self.module, self.needed, header.split("\n"))
         dtypes = {standalone_guards.dtype_constant(d): d for d in self.dtypes}
         ours = [*self.helpers, *self.literals, *_RUNTIME_NAMES, *dtypes, *self.defined]
@@ -316,9 +324,13 @@ def _hint(name, command):
             f"a list of argument tuples, one per signature) and run `{again}` again")
 
 
-def _header(name, command, uses_math, backend="numpy", cupyx=False, per_shape=()):
+def _header(name, command, uses_math, backend="numpy", cupyx=False, per_shape=(),
+            code_imports=()):
     needs = "Needs NumPy and CuPy, and runs on the GPU: pass CuPy arrays." if backend == "cupy" \
         else "Needs only NumPy."
+    if any("scipy" in i for i in code_imports):
+        needs = needs.replace("Needs only NumPy", "Needs NumPy and SciPy").replace(
+            "and CuPy", "and CuPy (with cupyx.scipy)")
     about = textwrap.fill(
         f"Regenerate with `{command or 'adcompiler compile ' + name}`. {needs} Each gradient "
         "takes the input signatures listed with it, where a size named d1, d2... is any size of "
@@ -335,4 +347,4 @@ def _header(name, command, uses_math, backend="numpy", cupyx=False, per_shape=()
     imports.append("import numpy as np")
     if backend == "cupy":
         imports += ["import cupy as cp"] + (["import cupyx"] if cupyx else [])
-    return doc + "\n\n" + "\n".join(imports)
+    return doc + "\n\n" + "\n".join(imports + list(code_imports))

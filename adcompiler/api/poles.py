@@ -60,10 +60,11 @@ def _on_numpy_scalars(function):
 class _NumpyMath:
     """``math`` as the generated code calls it, answered by NumPy's functions."""
 
-    _NAMES = {r.libm: r.name for r in ELEMENTWISE if r.libm and r.libm != r.name}  # atan
+    _ROWS = {r.math_name: r for r in ELEMENTWISE if r.math}  # math.atan: np.arctan
 
     def __getattr__(self, name):
-        return getattr(np, self._NAMES.get(name, name))
+        row = self._ROWS.get(name)   # math.erf: scipy.special.erf
+        return getattr(np, name) if row is None else row.fn
 
 
 _MATH = _NumpyMath()

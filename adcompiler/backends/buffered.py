@@ -13,14 +13,14 @@ import ast
 
 from ..ir import Literal
 from . import numexpr_chains
-from .expressions import const, node_expr
+from .expressions import const, node_expr, ufunc_callee
 
 
 def ufunc_call(node, args, out, xp_name="np"):
     """``np.<prim>(*args, out=out)`` for an elementwise primitive (``out``: a name, or an
     expression such as ``hs[t]``)."""
     name, args = ufunc_of(node, args, xp_name)
-    func = ast.Attribute(ast.Name(xp_name, ast.Load()), name, ast.Load())
+    func = ufunc_callee(name, xp_name)
     target = ast.Name(out, ast.Load()) if isinstance(out, str) else out
     return ast.Call(func, list(args), [ast.keyword("out", target)])
 
@@ -146,7 +146,7 @@ class BufferedEmission:
             return ufunc_call(node, ins, buf, self.xp)
         self.uses_threads = True
         name, ins = ufunc_of(node, ins, self.xp)
-        func = ast.Attribute(ast.Name(self.xp, ast.Load()), name, ast.Load())
+        func = ufunc_callee(name, self.xp)
         return ast.Call(ast.Name("_threaded", ast.Load()), [func, *ins],
                         [ast.keyword("out", ast.Name(buf, ast.Load()))])
 

@@ -36,10 +36,19 @@ def _attr(dotted: str, xp_name: str):
     parts = dotted.split(".")
     if parts[0] == "np":
         parts[0] = xp_name
+    elif parts[0] == "scipy" and xp_name == "cp":   # CuPy's SciPy: cupyx.scipy.special.erf
+        parts.insert(0, "cupyx")
     node = _name(parts[0])
     for p in parts[1:]:
         node = ast.Attribute(node, p, ast.Load())
     return node
+
+
+def ufunc_callee(name: str, xp_name: str):
+    """The ufunc ``name`` (a primitive's, or NumPy's: ``square``) as generated code calls it:
+    ``np.tanh``, ``scipy.special.erf`` (``cupyx.scipy.special.erf`` in CuPy code)."""
+    spell = PRIMS[name].spell if name in PRIMS else ""
+    return _attr(spell if spell.startswith("scipy.") else f"np.{name}", xp_name)
 
 
 def _call(func, args, keywords=None):

@@ -46,8 +46,9 @@ import re
 
 import numpy as np
 
-_MODULES = {"np", "math", "ne", "cp", "cupyx", "numba"}
-_FRESH_MODULES = {"math", "ne", "numba"}  # every function of theirs returns a new value
+_MODULES = {"np", "math", "ne", "cp", "cupyx", "numba", "scipy"}
+# every function of theirs returns a new value (scipy.special.erf, scipy.linalg's without out=)
+_FRESH_MODULES = {"math", "ne", "numba", "scipy"}
 _FRESH_NP = {
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
     "array", "copy", "arange", "linspace", "logspace", "eye", "identity", "tri", "concatenate",
@@ -459,7 +460,7 @@ def _no_copy(call) -> bool:
 
 def _fresh_module_call(dotted, call) -> bool:
     """Whether ``np.tanh(x)``, ``math.exp(y)``, ``np.add.reduce(z)``... returns a new value."""
-    if dotted[0] in _FRESH_MODULES or len(dotted) < 2:
+    if dotted[0] in _FRESH_MODULES or len(dotted) < 2 or dotted[:2] == ("cupyx", "scipy"):
         return True
     name = dotted[1]
     if name in ("array", "asarray") and (_no_copy(call) or name == "asarray"):

@@ -22,6 +22,7 @@ Modules, one family each: :mod:`.axes` (axis arguments, slices along an axis, ``
 ``cross``), :mod:`.signals` (``polyval``, ``convolve``, ``interp``), :mod:`.einsum_plan` (the
 subscripts of ``np.einsum`` brought to the primitive's normal form), :mod:`.diagonals` (a
 matrix diagonal's flat positions), :mod:`.solvers` (``slogdet``'s result, ``solve``'s ambiguous
-shapes), :mod:`.norms` (``np.linalg.norm``'s sums and maxima) and :mod:`.elementwise`
-(``logaddexp``, ``round``).
+shapes), :mod:`.norms` (``np.linalg.norm``'s sums and maxima), :mod:`.elementwise`
+(``logaddexp``, ``round``) and :mod:`.special` (SciPy's ``logsumexp``, ``softmax``,
+``log_softmax`` and ``scipy.stats.norm``'s densities and tails).
 """

@@ -25,8 +25,9 @@ from .library import factorizations
 from .library import positions, real_parts, rotations
 from .library.binding import CallError, axis_arg, bind, positional, shape_arg, static
 
-# np.<name> for every elementwise primitive that user code calls so (ir.primitives rows)
-ELEMENTWISE = [row.name for row in ELEMENTWISE_ROWS if row.np_call]
+# np.<name> for every elementwise primitive that user code calls so (ir.primitives rows;
+# SciPy's are looked up where first called: frontend.library.special)
+ELEMENTWISE = [row.name for row in ELEMENTWISE_ROWS if row.np_call and row.module == "numpy"]
 
 
 class Method(NamedTuple):

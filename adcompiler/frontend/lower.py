@@ -24,6 +24,7 @@ from .bindings.trees import Tree, rebuild
 from .bindings.unreadable import Unreadable
 from .expressions.lowering import ExpressionLowering
 from .expressions.windows import WindowLowering
+from .library.special import is_library_function
 from .reading.parameters import python_call_error
 from .reading.scopes import own_names
 from .reading.source import read_function
@@ -137,8 +138,7 @@ class Lowering(ExpressionLowering, WindowLowering, ControlLowering, LocalFunctio
 
     # ---- calls to the user's own functions ----------------------------------------------------
     def is_user_function(self, func):
-        return (isinstance(func, types.FunctionType)
-                and not (func.__module__ or "").startswith("numpy"))
+        return isinstance(func, types.FunctionType) and not is_library_function(func)
 
     def inline_call(self, func, args, kwargs, node, result=True):
         if self.depth >= _MAX_INLINE_DEPTH:

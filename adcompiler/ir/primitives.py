@@ -44,13 +44,14 @@ class Elementwise:
     """Every fact about one elementwise primitive. The frontend's, the backends' and the tape's
     tables of elementwise primitives are derived from these rows (:data:`ELEMENTWISE`), so a new
     one is its row here and its derivative rule in ``templates/elementwise.py``."""
-    name: str                     # NumPy's name: the function is np.<name>
+    name: str                     # the function's name in ``module`` (np.<name>)
     arity: int = 1
     differentiable: bool = True   # False: no gradient (comparisons, rounding, predicates)
     op: Optional[str] = None      # Python's operator (``+``), where code spells it so
     libm: Optional[str] = None    # C's math function (CUDA kernels), the name Python's math
                                   # module and generated math code use too
-    math: bool = False            # ``math.<libm>(x)`` on Python floats lowers to it
+    math: object = False          # ``math.<libm>(x)`` on Python floats lowers to it; a str:
+                                  # math's own name, where it is not C's (gamma, C's tgamma)
     numba: Optional[str] = None   # the call in a numba loop body (``math.asinh``); "inline":
                                   # an operator or form the numba emitter writes itself; None:
                                   # numba loops do not take it
@@ -64,19 +65,75 @@ class Elementwise:
     domain: tuple = ()            # where the rule is checked numerically: each argument's
                                   # (lo, hi, signed) range, away from poles, kinks and jumps
                                   # (signed: -hi..-lo and lo..hi); () for piecewise ones
+    module: str = "numpy"         # where the function lives: "numpy", or "scipy.special"
+                                  # (optional: imported where first called, see LibraryFunction)
 
     @property
     def fn(self):
-        return getattr(np, self.name)
+        if self.module == "numpy":
+            return getattr(np, self.name)
+        return LibraryFunction(self.module, self.name)
+
+    @property
+    def spell(self) -> str:
+        """How generated code calls it: ``np.tanh``, ``scipy.special.erf`` (an operator's
+        rows use ``op`` instead)."""
+        return f"{'np' if self.module == 'numpy' else self.module}.{self.name}"
+
+    @property
+    def math_name(self) -> Optional[str]:
+        """The ``math`` function of Python floats that lowers to it (None: none does)."""
+        return (self.math if isinstance(self.math, str) else self.libm) if self.math else None
 
     @property
     def takes_out(self) -> bool:
         return isinstance(self.fn, np.ufunc) if self.out is None else self.out
 
 
+class LibraryFunction:
+    """``module.name`` of an optional library (SciPy), imported where it is first called: SciPy
+    is no dependency of adcompiler, and ``import adcompiler`` never imports it. Equal for equal
+    names, so rows compare as values."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def resolve(self):
+        """The function itself; an ImportError that says to install the library where it is
+        missing."""
+        import importlib
+        try:
+            return getattr(importlib.import_module(self.module), self.name)
+        except ImportError:
+            raise ImportError(f"{self.module}.{self.name} needs "
+                              f"{missing_library(self.module)}") from None
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+    def __eq__(self, other):
+        return isinstance(other, LibraryFunction) and (self.module, self.name) == (
+            other.module, other.name)
+
+    def __hash__(self):
+        return hash((self.module, self.name))
+
+    def __repr__(self):
+        return f"<{self.module}.{self.name}>"
+
+
+def missing_library(module: str) -> str:
+    """What to install for ``module``: "SciPy, which is not installed (pip install scipy)"."""
+    return "SciPy, which is not installed (pip install scipy)" if module.startswith("scipy") \
+        else f"{module.split('.')[0]}, which is not installed"
+
+
 _INLINE = "inline"
 _ANY = (-2, 2, False)     # a domain: anywhere in [-2, 2]
 _CMP = dict(differentiable=False, numba=_INLINE, cheap=True)
+_SPECIAL = "scipy.special"
 ELEMENTWISE = [
     # operators
     Elementwise("add", 2, op="+", numba=_INLINE, cheap=True, torch="AddBackward0",
@@ -199,6 +256,58 @@ ELEMENTWISE = [
     Elementwise("logical_and", 2, differentiable=False, sympy="Min"),
     Elementwise("logical_or", 2, differentiable=False, sympy="Max"),
     Elementwise("logical_not", differentiable=False, sympy=lambda sp, x: 1 - x),
+    # ---- scipy.special (optional: see LibraryFunction) ----
+    # error functions and the normal distribution's
+    Elementwise("erf", libm="erf", math=True, numba="math.erf", sympy="erf",
+                torch="ErfBackward0", out=True, domain=(_ANY,), module=_SPECIAL),
+    Elementwise("erfc", libm="erfc", math=True, numba="math.erfc", sympy="erfc",
+                torch="ErfcBackward0", out=True, domain=(_ANY,), module=_SPECIAL),
+    Elementwise("erfcx", sympy=lambda sp, x: sp.exp(x ** 2) * sp.erfc(x),
+                torch="SpecialErfcxBackward0", out=True, domain=(_ANY,), module=_SPECIAL),
+    Elementwise("erfinv", sympy="erfinv", torch="ErfinvBackward0", out=True,
+                domain=((-0.9, 0.9, False),), module=_SPECIAL),
+    Elementwise("ndtr", sympy=lambda sp, x: (1 + sp.erf(x / sp.sqrt(2))) / 2,
+                torch="SpecialNdtrBackward0", out=True, domain=(_ANY,), module=_SPECIAL),
+    Elementwise("log_ndtr", sympy=lambda sp, x: sp.log((1 + sp.erf(x / sp.sqrt(2))) / 2),
+                torch="SpecialLogNdtrBackward0", out=True, domain=((-3, 3, False),),
+                module=_SPECIAL),
+    Elementwise("ndtri", sympy=lambda sp, x: sp.sqrt(2) * sp.erfinv(2 * x - 1),
+                torch="SpecialNdtriBackward0", out=True, domain=((0.05, 0.95, False),),
+                module=_SPECIAL),
+    # gamma functions: math.lgamma is gammaln, math.gamma is gamma (C's tgamma)
+    Elementwise("gammaln", libm="lgamma", math=True, numba="math.lgamma", sympy="loggamma",
+                torch="LgammaBackward0", out=True, domain=((0.2, 5, False),), module=_SPECIAL),
+    Elementwise("gamma", libm="tgamma", math="gamma", numba="math.gamma", sympy="gamma",
+                out=True, domain=((0.2, 4, False),), module=_SPECIAL),
+    Elementwise("digamma", sympy="digamma", torch="DigammaBackward0", out=True,
+                domain=((0.2, 5, False),), module=_SPECIAL),
+    # polygamma(n, x): n an int known while compiling (a literal input; no rule), SciPy's
+    # function (not a ufunc: no out=, and on a tape tensor it does not dispatch to the tape)
+    Elementwise("polygamma", 2, sympy="polygamma", torch="PolygammaBackward0", out=False,
+                tape=False, module=_SPECIAL),
+    Elementwise("betaln", 2,
+                sympy=lambda sp, a, b: sp.loggamma(a) + sp.loggamma(b) - sp.loggamma(a + b),
+                out=True, domain=((0.3, 3, False), (0.3, 3, False)), module=_SPECIAL),
+    # the logistic function and its inverse
+    Elementwise("expit", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)), torch="SigmoidBackward0",
+                out=True, domain=(_ANY,), module=_SPECIAL),
+    Elementwise("logit", sympy=lambda sp, x: sp.log(x / (1 - x)), torch="LogitBackward0",
+                out=True, domain=((0.1, 0.9, False),), module=_SPECIAL),
+    Elementwise("log_expit", sympy=lambda sp, x: -sp.log(1 + sp.exp(-x)),
+                torch="LogSigmoidBackward0", out=True, domain=(_ANY,), module=_SPECIAL),
+    # x * log(y) and x * log1p(y), 0 where x is 0
+    Elementwise("xlogy", 2, sympy=lambda sp, x, y: x * sp.log(y), torch="XlogyBackward0",
+                out=True, domain=(_ANY, (0.2, 3, False)), module=_SPECIAL),
+    Elementwise("xlog1py", 2, sympy=lambda sp, x, y: x * sp.log(1 + y),
+                torch="SpecialXlog1pyBackward0", out=True, domain=(_ANY, (-0.8, 3, False)),
+                module=_SPECIAL),
+    # exponentially scaled modified Bessel functions: exp(-|x|) I0(x), exp(-|x|) I1(x)
+    Elementwise("i0e", sympy=lambda sp, x: sp.exp(-sp.Abs(x)) * sp.besseli(0, x),
+                torch="SpecialI0eBackward0", out=True, domain=((0.2, 2, True),),
+                module=_SPECIAL),
+    Elementwise("i1e", sympy=lambda sp, x: sp.exp(-sp.Abs(x)) * sp.besseli(1, x),
+                torch="SpecialI1eBackward0", out=True, domain=((0.2, 2, True),),
+                module=_SPECIAL),
     Elementwise("where", 3, numba=_INLINE, cheap=True, torch="WhereBackward0", tape=False),
     Elementwise("clip", 3, out=True, np_call=False, tape=False),  # np.clip: library.compositions
     # predicates: bool results, no gradient (it flows through the values they select)
@@ -212,7 +321,7 @@ _PREDICATES = ("isfinite", "isnan", "isinf")   # entered below, after the reduct
 
 
 def _def_elementwise(row):
-    _def(row.name, row.fn, "elementwise", row.op or f"np.{row.name}", row.arity,
+    _def(row.name, row.fn, "elementwise", row.op or row.spell, row.arity,
          row.differentiable, torch=row.torch)
 
 
@@ -223,10 +332,10 @@ for _row in ELEMENTWISE:
         _def("matmul", np.matmul, "linalg", "@", 2)
 
 # ---- math module on Python scalars (same rules as the NumPy names) --------------------------
-MATH_PRIMS = {r.libm: getattr(math, r.libm) for r in ELEMENTWISE if r.math}
+MATH_PRIMS = {r.math_name: getattr(math, r.math_name) for r in ELEMENTWISE if r.math}
 # The math spelling of each primitive that has one (adjoint code on Python floats uses it; abs
 # of a Python float is the builtin abs).
-MATH_NAMES = {r.name: r.libm for r in ELEMENTWISE if r.math and r.name != "abs"}
+MATH_NAMES = {r.name: r.math_name for r in ELEMENTWISE if r.math and r.name != "abs"}
 
 # ---- reductions ---------------------------------------------------------------------------
 for _n in ["sum", "mean", "prod", "max", "min"]:

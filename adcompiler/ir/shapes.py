@@ -282,7 +282,7 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
     if prim == "empty_list":
         return Aval("list", params["dtype"], params["shape"])
     fam = PRIMS[prim].family
-    if fam == "elementwise" and all(a.is_scalar for a in avals) and PRIMS[prim].spell[0] != "n":
+    if fam == "elementwise" and all(a.is_scalar for a in avals) and not PRIMS[prim].spell[0].isalpha():
         # Python operators on Python scalars give Python scalars.
         value = evaluate(prim, [_standin(a, lit) for a, lit in zip(avals, literals)], params)
         return Aval.of(value)

@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import linecache
 import math
+import re
 import types
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -71,6 +72,8 @@ def load_backend(source: str, fname: str, constants: dict, backend="numpy"):
     if not isinstance(cp, CuPyUnavailable):
         constants = {k: cp.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v
                      for k, v in constants.items()}
+        for module in sorted(set(re.findall(r"\bcupyx\.scipy\.\w+", source))):
+            importlib.import_module(module)   # cupyx.scipy.special, for cupyx.scipy.special.erf
     return load_function(source, fname, constants, cp, {"cupyx": cupyx})
 
 

@@ -16,6 +16,8 @@ the composite modules register into :data:`FUNCTIONS` and :data:`UFUNC_METHODS` 
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..compositions.elementwise import round_float
@@ -28,8 +30,23 @@ from .xp import common_module
 
 # NumPy's function -> the primitive the tape records (np.absolute: abs, np.true_divide: divide)
 _UFUNCS = {**{r.fn: r.name for r in ELEMENTWISE
-              if r.tape and isinstance(r.fn, np.ufunc)},
+              if r.tape and r.module == "numpy" and isinstance(r.fn, np.ufunc)},
            np.matmul: "matmul", np.positive: "copy"}
+# scipy.special's ufuncs (erf...), entered in _UFUNCS once their module is imported (the
+# user's code imported SciPy to call one): the tape never imports SciPy itself
+_LIBRARY_ROWS = [r for r in ELEMENTWISE if r.tape and r.module != "numpy"]
+
+
+def _ufunc_prim(ufunc):
+    """The primitive the tape records for ``ufunc``: NumPy's, or an optional library's
+    (``scipy.special.erf``, and ``psi``, its other name for ``digamma``), else None."""
+    prim = _UFUNCS.get(ufunc)
+    if prim is None and _LIBRARY_ROWS:
+        for row in [r for r in _LIBRARY_ROWS if r.module in sys.modules]:
+            _UFUNCS[row.fn.resolve()] = row.name
+            _LIBRARY_ROWS.remove(row)
+        prim = _UFUNCS.get(ufunc)
+    return prim
 
 
 def _is_tensor(x) -> bool:
@@ -239,7 +256,7 @@ def _elementwise(prim):
 
 # an elementwise row whose NumPy function is not a ufunc (np.sinc) comes as __array_function__
 FUNCTIONS.update({r.fn: _elementwise(r.name) for r in ELEMENTWISE
-                  if r.tape and not isinstance(r.fn, np.ufunc)})
+                  if r.tape and r.module == "numpy" and not isinstance(r.fn, np.ufunc)})
 
 
 # ufunc calls spelled in primitives, {(ufunc, method): fn}: np.logaddexp, np.add.at (filled
@@ -253,7 +270,7 @@ class NumpyProtocol:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.pop("out", None)
-        prim = _UFUNCS.get(ufunc)
+        prim = _ufunc_prim(ufunc)
         if method == "__call__" and prim is not None and not kwargs:
             return _store(apply(prim, inputs), out)
         composite = UFUNC_METHODS.get((ufunc, method))

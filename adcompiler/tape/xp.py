@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy
 
-from adcompiler.ir.primitives import PRIMS, build_index, evaluate, kept_writes, store
+from adcompiler.ir.primitives import (ELEMENTWISE, PRIMS, build_index, evaluate, kept_writes,
+                                     store)
 from adcompiler.templates.ops import ArrayOps
 
 _OPS: dict = {}
@@ -140,6 +141,9 @@ _ARRAYS_ONLY = {p for p, spec in PRIMS.items()     # a Python scalar first: a 0-
                 if spec.family in ("reduction", "linalg", "shape", "creation")} | {"where", "clip"}
 _BOTH_ARRAYS = {"dot", "outer", "matmul"}   # cupy.outer(x, 0.0) raises: every operand
 _ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **params)``
+    # scipy.special's: cupyx.scipy.special's (templates.ops.library_function)
+    **{r.name: lambda xp, *data, _p=r.name: getattr(array_ops(xp), _p)(*data)
+       for r in ELEMENTWISE if r.module != "numpy"},
     "concatenate": lambda xp, *xs, axis=0: xp.concatenate([xp.asarray(x) for x in xs], axis),
     "stack": lambda xp, *xs, axis=0: xp.stack([xp.asarray(x) for x in xs], axis),
     "einsum": lambda xp, *xs, subscripts, optimize=False:

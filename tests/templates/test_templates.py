@@ -116,7 +116,9 @@ BINARY_DOMAINS = {r.name: r.domain for r in ELEMENTWISE_ROWS if len(r.domain) ==
 # sampled with `distinct`, away from ties: the binary rows without a domain (remainder, whose
 # jumps need their own points, has _remainder_cases)
 PIECEWISE_BINARY = tuple(r.name for r in ELEMENTWISE_ROWS if r.arity == 2 and r.differentiable
-                         and not r.domain and r.name != "remainder")
+                         and not r.domain and r.name not in ("remainder", "polygamma"))
+# polygamma(n, x): n an int (a literal in compiled code), x where the function is smooth
+POLYGAMMA_ORDERS = (0, 1, 2, 3)
 
 # Broadcasting pairs: equal shapes, a 0-d array or a Python float (None) on either side,
 # a (1, n) row, a (n,) vector against a matrix, and a column against a row.
@@ -136,7 +138,7 @@ def _elementwise_cases():
     for prim, (lo, hi, signed) in UNARY_DOMAINS.items():
         for shape in [(2, 3), (), None]:
             yield _case(prim, [sample(shape, lo, hi, signed)], id=f"{prim}-{_shape_id([shape])}")
-    math_prims = {r.libm: r.name for r in ELEMENTWISE_ROWS if r.math}
+    math_prims = {r.math_name: r.name for r in ELEMENTWISE_ROWS if r.math}
     for name in MATH_PRIMS:  # math.exp and friends on Python floats: the same rules
         prim = math_prims[name]
         lo, hi, signed = UNARY_DOMAINS[prim]
@@ -148,6 +150,10 @@ def _elementwise_cases():
     for prim in PIECEWISE_BINARY:
         for shapes in SHAPE_PAIRS:
             yield _case(prim, distinct(*shapes), id=f"{prim}-{_shape_id(shapes)}")
+    for n in POLYGAMMA_ORDERS:
+        for shape in [(2, 3), (), None]:
+            yield _case("polygamma", [n, sample(shape, 0.3, 4)],
+                        id=f"polygamma-{n}-{_shape_id([shape])}")
     for y in (2, 3, 0.5):  # x ** literal: an int exponent allows a negative base
         x = sample((2, 3), -2, 2) if isinstance(y, int) else sample((2, 3), 0.5, 2)
         yield _case("power", [x, y], id=f"power-literal-{y}")
@@ -438,6 +444,8 @@ def _point(prim, rng):
         domains = BINARY_DOMAINS[prim]
     elif prim == "where":
         return [float(rng.integers(0, 2)), *rng.uniform(-2, 2, 2)]
+    elif prim == "polygamma":
+        return [float(rng.choice(POLYGAMMA_ORDERS)), float(rng.uniform(0.3, 4))]
     elif prim == "remainder":  # both signs, away from the jumps
         while True:
             x, y = rng.uniform(-3, 3), rng.uniform(0.5, 2) * rng.choice([-1.0, 1.0])

@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import COMPUTING_ERRORS, CompileError
 from ...ir import Value
 from ...ir.builder import NeedsShape
-from ..library import concatenators, factorizations, refusals
+from ..library import concatenators, factorizations, refusals, special
 from ..library.creation import contains_value
 from ..library.binding import CallError, call
 from ..calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
@@ -177,7 +177,7 @@ class ExpressionLowering:
                 f"in {owner.fwd.__name__} and {owner.bwd.__name__}, call a custom_vjp function "
                 f"in place of `{text}` (`{owner.__name__}(...)` itself where it computes the "
                 "same), or take second derivatives by finite differences of adcompiler.grad")
-        if module.startswith("numpy") or isinstance(func, np.ufunc):
+        if module.startswith(("numpy", "scipy")) or isinstance(func, np.ufunc):
             return self.src.error(node.func, f"`{text}` has no derivative rule in adcompiler",
                                   "write it with supported NumPy functions (np.exp, np.where, "
                                   "np.sum, ...; see the README), or give it a rule of your own: "
@@ -347,7 +347,7 @@ def lower_call(lowering, node):
                         lowering.b, args, kwargs)
         if _hashable(func) and func in FUNCTIONS:
             return call(FUNCTIONS[func], lowering.b, args, kwargs)
-        library = factorizations.handler_for(func)   # scipy.linalg's, where it is imported
+        library = special.handler_for(func) or factorizations.handler_for(func)  # SciPy's
         if library is not None:
             return call(library, lowering.b, args, kwargs)
         if container_method(func):   # params.items(), layers.index(W): run while compiling

@@ -55,18 +55,26 @@ def _astype(b, x, args, kwargs):
 
 
 # math.atan(x) is the primitive arctan (math.fabs: abs), and so on for every row with a math name
-_MATH_PRIM = {r.libm: r.name for r in ELEMENTWISE if r.math and r.libm != r.name}
+_MATH_PRIM = {r.math_name: r.name for r in ELEMENTWISE if r.math and r.math_name != r.name}
+
+
+# math functions whose derivative is one of SciPy's (gammaln' is scipy.special.digamma)
+_MATH_SLOPE_IN_SCIPY = {"lgamma": "scipy.special.digamma", "gamma": "scipy.special.digamma"}
 
 
 def _math(name):
     prim = _MATH_PRIM.get(name, name)
+    spell = next(r.spell for r in ELEMENTWISE if r.name == prim)   # np.tanh, scipy.special.erf
 
     def handler(b, args, kwargs):
         (x,) = positional(args, 1)
+        if name in _MATH_SLOPE_IN_SCIPY:
+            from .special import require_scipy
+            require_scipy(f"its derivative, {_MATH_SLOPE_IN_SCIPY[name]}")
         if isinstance(x, Value) and not x.aval.is_scalar:
             if x.aval.kind != "array" or x.aval.known_shape != ():
                 raise CallError("takes a Python number, but this is an array",
-                                f"use np.{prim}, which works elementwise on arrays")
+                                f"use {spell}, which works elementwise on arrays")
             x = b.emit("to_float", (x,))  # a 0-d array or NumPy scalar, as math converts it
         return b.emit(prim, (x,), {"py": name})
     return handler
