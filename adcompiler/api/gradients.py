@@ -13,7 +13,7 @@ import types
 
 import numpy as np
 
-from . import cotangents, fastpath, poles, state
+from . import cotangents, fastpath, poles, state, tree_keys
 from ..custom import examples as custom_examples
 from .bound import bind
 from .function_keys import FunctionKey
@@ -49,6 +49,7 @@ class GradientFunction:
         self._cache: dict = {}
         self._snapshots: dict = {}  # id(compiled) -> what it read outside its arguments
         self._fast: dict = {}  # cheap key of positional arguments -> what to call
+        self._trees: dict = {}  # tree_keys.key of positional arguments -> (compiled, avals)
         self._last: Compiled | None = None
         functools.update_wrapper(self, fn, updated=())  # not fn.__dict__: grad(grad(f))
         self._own_class()
@@ -134,6 +135,12 @@ class GradientFunction:
                     return call(*args)
                 except poles.PYTHON_RAISES:
                     pass  # at a pole of Python-float code: below (adcompiler.api.poles)
+            if key is None and self._trees:   # containers among them (.tree_keys)
+                hit = self._trees.get(tree_keys.key(args))
+                if hit is not None:
+                    done = self._run_containers(*hit, args)
+                    if done is not None:
+                        return done[0]
         arguments, cotangent = self._bind(args, kwargs)
         self._check_arrays({**arguments, "cotangent": cotangent})
         compiled, arguments, avals = self._compiled(arguments, cotangent)
@@ -147,10 +154,29 @@ class GradientFunction:
                                                  extra, (args, kwargs),
                                                  wrt_leaves(self.wrt, avals), self.mode),
                                  arguments, avals)
-        if not kwargs and key is not None and len(args) == len(self._signature.parameters) \
-                and not self._variadic and arguments.keys() == avals.keys():   # no containers
-            self._remember(key, compiled)
+        if not kwargs and len(args) == len(self._signature.parameters) and not self._variadic:
+            if arguments.keys() == avals.keys():   # no containers
+                if key is not None:
+                    self._remember(key, compiled)
+            elif self.backend != "cupy" and tree_keys.key(args) is not None:
+                self._trees[tree_keys.key(args)] = (compiled, avals)
         return self._package(result, arguments, avals)
+
+    def _run_containers(self, compiled, avals, args):
+        """``(result,)`` of a call whose containers' structure and leaves' avals were seen
+        before, classified no more: its leaves go straight to the code compiled then; None
+        where the full path must run (a global it read was rebound, a pole)."""
+        snapshot = self._snapshots.get(id(compiled))   # gone: compiled again since
+        if snapshot is None or not snapshot.holds():
+            return None
+        arguments = _lists_as_arrays(flat_values(dict(zip(self._signature.parameters, args)),
+                                                 avals))
+        try:
+            result = compiled.function(*arguments.values())
+        except poles.PYTHON_RAISES:
+            return None
+        self._last = compiled
+        return (self._package(result, arguments, avals),)
 
     def _remember(self, key, compiled):
         """Send calls of this fast key straight to ``compiled``: through the ``_fast`` dict, and

@@ -526,3 +526,30 @@ def test_adcompiler_compile_refuses_a_container_example_with_what_to_write(tmp_p
         done.stderr
     assert "make each array its own parameter of loss" in done.stderr
     assert not (tmp_path / "mlpmod_grad.py").exists()
+
+
+SCALE = 2.0
+
+
+def scaled_dict_loss(params, x):
+    return SCALE * np.sum((x @ params["W"]) ** 2)
+
+
+def test_the_container_fast_path_reruns_what_changed():
+    """Repeated calls with a container skip classifying it (tree_keys), and still compile
+    again where a global it read was rebound, or for another structure or shape."""
+    global SCALE
+    g = ad.grad(scaled_dict_loss)
+    W, x = np.ones((3, 2)), np.arange(6.0).reshape(2, 3)
+    first = g({"W": W}, x)
+    np.testing.assert_allclose(g({"W": W}, x)["W"], first["W"])   # through the fast path
+    assert len(g._trees) == 1
+    try:
+        SCALE = 3.0
+        np.testing.assert_allclose(g({"W": W}, x)["W"], 1.5 * first["W"], rtol=1e-12)
+    finally:
+        SCALE = 2.0
+    np.testing.assert_allclose(g({"W": W}, x)["W"], first["W"], rtol=1e-12)
+    assert g({"W": np.ones((3, 4))}, x)["W"].shape == (3, 4)
+    assert list(g({"W": W, "extra": 1.0}, x)) == ["W", "extra"]
+    assert g({"W": W, "extra": 1.0}, x)["extra"] == 0.0
