@@ -553,3 +553,34 @@ def test_the_container_fast_path_reruns_what_changed():
     assert g({"W": np.ones((3, 4))}, x)["W"].shape == (3, 4)
     assert list(g({"W": W, "extra": 1.0}, x)) == ["W", "extra"]
     assert g({"W": W, "extra": 1.0}, x)["extra"] == 0.0
+
+
+class State(NamedTuple):
+    h: np.ndarray
+    c: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenState:
+    h: np.ndarray
+    c: np.ndarray
+
+
+def recurrent(p, xs, kind):
+    s = kind(np.zeros(2), np.zeros(2))
+    for t in range(xs.shape[0]):   # a compiled loop carrying the state entry by entry
+        c = np.tanh(s.c + xs[t] @ p["W"])
+        s = kind(h=np.tanh(c) * 0.5, c=c)
+    if kind is State:
+        s = s._replace(h=s.h * 2.0)
+    else:
+        s = dataclasses.replace(s, h=s.h * 2.0)
+    return np.sum(s.h)
+
+
+@pytest.mark.parametrize("kind", [State, FrozenState])
+def test_a_namedtuple_or_dataclass_state_built_and_carried_in_a_loop(kind):
+    p, xs = {"W": RNG.normal(size=(3, 2))}, RNG.normal(size=(4, 3))
+    g = ad.grad(recurrent)(p, xs, kind)
+    np.testing.assert_allclose(g["W"], numeric(lambda W: recurrent({"W": W}, xs, kind),
+                                               p["W"]), rtol=1e-6, atol=1e-9)

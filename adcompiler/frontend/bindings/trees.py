@@ -62,7 +62,8 @@ def holds_traced(value) -> bool:
         return True
     if isinstance(value, (list, tuple)):
         return any(holds_traced(v) for v in value)
-    return isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__")
+    return isinstance(value, (np.ndarray, np.generic)) or \
+        hasattr(value, "__cuda_array_interface__")   # a CuPy array
 
 
 def children(value) -> list:

@@ -14,6 +14,7 @@ changed on every path).
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from ...ir import Value
 from .comprehensions import unroll
@@ -125,3 +126,16 @@ def lower_starred(lowering, node):
     """A ``*items`` anywhere but a call's arguments or a display (``x[*idx]``)."""
     raise lowering.src.error(node, "`*` unpacking is supported in a call's arguments and in a "
                              "tuple or list display only", "write the items out")
+
+
+def builds_container(func) -> bool:
+    """A call that builds one of the user's containers, run while compiling on its Values:
+    a NamedTuple or dataclass class (``State(h, c)``), a NamedTuple's ``_replace`` /
+    ``_asdict``, ``dataclasses.replace``."""
+    if isinstance(func, type):
+        return (issubclass(func, tuple) and hasattr(func, "_fields")) or (
+            dataclasses.is_dataclass(func) and not func.__module__.startswith("adcompiler."))
+    owner = getattr(func, "__self__", None)
+    if isinstance(owner, tuple) and hasattr(owner, "_fields"):
+        return getattr(func, "__name__", "") in ("_replace", "_asdict")
+    return func is dataclasses.replace

@@ -28,7 +28,7 @@ from ..bindings.lists import is_list
 from ..bindings.unreadable import Unreadable
 from ..bindings.functions import LocalFunction
 from .comprehensions import consumed_by, lower_consumed
-from .containers import dict_item, double_starred, starred
+from .containers import builds_container, dict_item, double_starred, starred
 from .indexing import lower_index
 from .lists import arithmetic_error, attribute_error, refuse_building
 from .table import expression, handler_of
@@ -350,8 +350,8 @@ def lower_call(lowering, node):
         library = special.handler_for(func) or factorizations.handler_for(func)  # SciPy's
         if library is not None:
             return call(library, lowering.b, args, kwargs)
-        if container_method(func):   # params.items(), layers.index(W): run while compiling
-            return lowering.static_op(node, func, *args, **kwargs)
+        if container_method(func) or builds_container(func):   # params.items(), State(h, c)
+            return lowering.static_op(node, lambda *a: func(*a, **kwargs), *args)
     except CallError as exc:
         raise lowering.src.error(node, f"`{lowering.src.text(node.func)}()` {exc}",
                                  exc.hint) from None
