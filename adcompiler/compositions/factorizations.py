@@ -1,7 +1,8 @@
 """What the compiler and the tape share about the factorizations: their results as NumPy's named
 tuples, and the functions that are compositions of the factorizations' primitives and products
-(``np.kron``, ``np.linalg.matrix_power``, ``np.vander``, ``np.polyfit``, ``np.linalg.cond``,
-``np.linalg.norm``'s singular-value norms, SciPy's ``cho_factor``/``cho_solve``).
+(``np.kron``, ``np.linalg.matrix_power``, ``multi_dot``, ``np.vander``, ``np.polyfit``,
+``np.linalg.cond``, ``np.linalg.norm``'s singular-value norms, SciPy's ``cho_factor``/
+``cho_solve``).
 
 Invariants: each composition computes NumPy's (or SciPy's) values by NumPy's own steps (the
 same products in the same order: ``matrix_power``'s binary powers, ``vander``'s running
@@ -154,3 +155,52 @@ def cho_solve(ops, c, lower: bool, b):
 def _swapped(ops, a):
     nd = ops.ndim(a)
     return tuple(range(nd - 2)) + (nd - 1, nd - 2)
+
+
+def multi_dot(ops, arrays, shapes):
+    """``np.linalg.multi_dot(arrays)``: NumPy's order of the products (the cheapest by its cost
+    model: three matrices compared directly, more by its chain-order table), a 1-D first
+    (last) array read as a row (column), the result raveled (a scalar of two vectors)."""
+    first, last = len(shapes[0]), len(shapes[-1])
+    arrays, shapes = list(arrays), [tuple(s) for s in shapes]
+    if first == 1:
+        arrays[0], shapes[0] = ops.reshape(arrays[0], (1, shapes[0][0])), (1, shapes[0][0])
+    if last == 1:
+        arrays[-1], shapes[-1] = ops.reshape(arrays[-1], (shapes[-1][0], 1)), (shapes[-1][0], 1)
+    if len(arrays) == 3:
+        (a0, a1b0), (b1c0, c1) = shapes[0], shapes[2]
+        if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+            out = ops.dot(ops.dot(arrays[0], arrays[1]), arrays[2])
+        else:
+            out = ops.dot(arrays[0], ops.dot(arrays[1], arrays[2]))
+    else:
+        out = _chain(ops, arrays, _chain_order(shapes), 0, len(arrays) - 1)
+    if first == 1 and last == 1:
+        return ops.getitem(out, (), (("i", 0), ("i", 0)))
+    if first == 1 or last == 1:
+        return ops.reshape(out, (-1,))
+    return out
+
+
+def _chain_order(shapes):
+    """NumPy's ``_multi_dot_matrix_chain_order``: where each sub-chain splits."""
+    n = len(shapes)
+    p = [s[0] for s in shapes] + [shapes[-1][1]]
+    cost = [[0.0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = float("inf")
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain(ops, arrays, split, i, j):
+    if i == j:
+        return arrays[i]
+    k = split[i][j]
+    return ops.dot(_chain(ops, arrays, split, i, k), _chain(ops, arrays, split, k + 1, j))

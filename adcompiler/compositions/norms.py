@@ -56,3 +56,25 @@ def _matrix(ops, x, ord, axes, keepdims):
     if keepdims:
         return pick
     return ops.squeeze(pick, axis=tuple(sorted((rows, cols))))
+
+
+def vector_norm(ops, x, shape, axis, keepdims, ord):
+    """``np.linalg.vector_norm(x, axis, keepdims, ord)`` (NumPy 2) by NumPy's steps: the axes
+    moved first and merged into one (all of them for ``axis=None``), then a vector norm; None
+    where :func:`norm` has none."""
+    nd = len(shape)
+    if axis is None:
+        x, axes = ops.reshape(x, (-1,)), tuple(range(nd))
+    elif isinstance(axis, tuple):
+        axes = tuple(a % nd for a in axis)
+        rest = tuple(i for i in range(nd) if i not in axes)
+        merged = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+        x = ops.reshape(ops.transpose(x, axes=axes + rest),
+                        (merged,) + tuple(shape[i] for i in rest))
+    else:
+        axes = (axis % nd,)
+    out = norm(ops, x, ord, (0,) if axis is None or isinstance(axis, tuple) else axes,
+               False, False)
+    if out is None or not keepdims:
+        return out
+    return ops.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))

@@ -1,5 +1,6 @@
-"""``np.linalg.cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``pinv``, ``lstsq``, ``cond``,
-``matrix_power``, ``np.kron``, ``np.vander`` and ``np.polyfit`` on tensors: the primitives and
+"""``np.linalg.cholesky``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr``, ``pinv``,
+``lstsq``, ``cond``, ``matrix_power``, ``multi_dot``, ``matrix_norm``, ``vector_norm``,
+``np.kron``, ``np.vander`` and ``np.polyfit`` on tensors: the primitives and
 compositions the compiler records for them (``adcompiler/frontend/library/factorizations.py``),
 with the rules of ``templates/factorizations.py``.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from adcompiler.compositions import factorizations as fz
+from adcompiler.compositions import norms
 
 from . import mode, numpy_api
 from .compositions import OPS, tensor_of
@@ -133,3 +135,32 @@ numpy_api.FUNCTIONS.update({
     np.linalg.cond: cond, np.linalg.matrix_power: matrix_power, np.kron: kron,
     np.vander: vander, np.polyfit: polyfit,
 })
+
+
+def multi_dot(arrays, *, out=None):
+    if out is not None:
+        raise NotImplementedError("np.linalg.multi_dot: `out=` is not supported on the tape")
+    arrays = [tensor_of(a) for a in arrays]
+    if len(arrays) == 2:
+        return OPS.dot(*arrays)
+    return fz.multi_dot(OPS, arrays, [np.shape(a) for a in arrays])
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    return np.linalg.norm(x, ord, (-2, -1), keepdims)
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    x = tensor_of(x)
+    out = norms.vector_norm(OPS, x, np.shape(x), axis, bool(keepdims), ord)
+    if out is None:
+        return run_plain("np.linalg.vector_norm", np.linalg.vector_norm, (x,),
+                         dict(axis=axis, keepdims=keepdims, ord=ord))
+    return out
+
+
+numpy_api.FUNCTIONS[np.linalg.multi_dot] = multi_dot
+if hasattr(np.linalg, "vector_norm"):   # NumPy 2
+    numpy_api.FUNCTIONS.update({np.linalg.svdvals: lambda x: apply("svdvals", (x,)),
+                                np.linalg.matrix_norm: matrix_norm,
+                                np.linalg.vector_norm: vector_norm})

@@ -332,3 +332,25 @@ def test_matrix_power_and_kron():
     g = ad.grad(powers)(A3)
     np.testing.assert_allclose(g, numerical_grad(powers, [A3], 0), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(tape.dynamic_grad(powers)(A3), g, rtol=1e-12)
+
+
+def products_and_array_api_norms(A, B, v):
+    return (np.sum(np.linalg.multi_dot([A, B, A.T, B])) + np.linalg.multi_dot([v, A, B, v])
+            + np.sum(np.linalg.multi_dot([v, A, B])) + np.sum(np.linalg.svdvals(A) ** 2)
+            + np.linalg.matrix_norm(A, ord=2) + np.sum(np.linalg.vector_norm(B, axis=0))
+            + np.linalg.vector_norm(A) + np.sum(np.linalg.vector_norm(
+                A, axis=(0, 1), keepdims=True, ord=3)))
+
+
+@pytest.mark.skipif(not hasattr(np.linalg, "vector_norm"), reason="NumPy 2's functions")
+def test_multi_dot_svdvals_matrix_and_vector_norms():
+    A, B, v = A3, RNG.standard_normal((3, 3)), RNG.standard_normal(3)
+    value, _ = ad.value_and_grad(products_and_array_api_norms)(A, B, v)
+    assert value == products_and_array_api_norms(A, B, v)   # NumPy's products, in its order
+    for argnum in range(3):
+        g = ad.grad(products_and_array_api_norms, wrt=argnum)(A, B, v)
+        np.testing.assert_allclose(g, numerical_grad(products_and_array_api_norms, [A, B, v],
+                                                     argnum), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            tape.dynamic_grad(products_and_array_api_norms, wrt=argnum)(A, B, v), g,
+            rtol=1e-12, atol=1e-14)

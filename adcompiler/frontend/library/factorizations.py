@@ -1,8 +1,9 @@
 """Matrix factorizations of traced arrays: ``np.linalg.cholesky``, ``eigh``, ``eigvalsh``,
-``svd``, ``qr``, ``pinv``, ``lstsq``, ``cond``, ``matrix_power``, ``np.kron``, ``np.vander``,
-``np.polyfit``, and SciPy's ``cholesky``, ``solve_triangular``, ``cho_factor`` and
-``cho_solve``. One primitive per result (rules in ``templates/factorizations.py``), or a
-composition of them (:mod:`adcompiler.compositions.factorizations`).
+``svd``, ``svdvals``, ``qr``, ``pinv``, ``lstsq``, ``cond``, ``matrix_power``, ``multi_dot``,
+``np.kron``, ``np.vander``, ``np.polyfit``, and SciPy's ``cholesky``, ``solve_triangular``,
+``cho_factor`` and ``cho_solve``. One primitive per result (rules in
+``templates/factorizations.py``), or a composition of them
+(:mod:`adcompiler.compositions.factorizations`).
 
 Choices: arguments are checked here, so a wrong shape or an option without a rule is a located
 error with what to write instead, never NumPy's LinAlgError on every call or a silent wrong
@@ -279,6 +280,32 @@ def _matrix_power(b, args, kwargs):
     return fz.matrix_power(b, _traced(b, p["a"]), int(n))
 
 
+def _multi_dot(b, args, kwargs):
+    p = bind(args, kwargs, ("arrays",))
+    arrays = p["arrays"]
+    if not isinstance(arrays, (list, tuple)) or len(arrays) < 2:
+        raise CallError("takes a list of at least two arrays", "np.linalg.multi_dot([A, B, C])")
+    if not contains_value(list(arrays)):
+        return np.linalg.multi_dot(arrays)
+    arrays = [_array(b, x) for x in arrays]
+    shapes = [b.shape(x) for x in arrays]
+    inner = shapes[1:-1]
+    if not (1 <= len(shapes[0]) <= 2 and 1 <= len(shapes[-1]) <= 2) or any(
+            len(s) != 2 for s in inner):
+        raise CallError(f"needs 2-D arrays (the first and last may be 1-D), not shapes {shapes}",
+                        "NumPy raises LinAlgError here too")
+    if len(arrays) == 2:
+        return b.emit("dot", tuple(arrays))
+    return fz.multi_dot(b, arrays, shapes)
+
+
+def _svdvals(b, args, kwargs):
+    x = bind(args, kwargs, ("x",))["x"]
+    if not contains_value(x):
+        return np.linalg.svdvals(x)
+    return b.emit("svdvals", (_traced(b, x, square=False),))
+
+
 def _kron(b, args, kwargs):
     p = bind(args, kwargs, ("a", "b"), required=2)
     x, y = p["a"], p["b"]
@@ -331,7 +358,9 @@ FUNCTIONS = {np.linalg.cholesky: _cholesky, np.linalg.eigh: _eigh,
              np.linalg.eigvalsh: _eigvalsh, np.linalg.svd: _svd, np.linalg.qr: _qr,
              np.linalg.pinv: _pinv, np.linalg.lstsq: _lstsq, np.linalg.cond: _cond,
              np.linalg.matrix_power: _matrix_power, np.kron: _kron, np.vander: _vander,
-             np.polyfit: _polyfit}
+             np.polyfit: _polyfit, np.linalg.multi_dot: _multi_dot}
+if hasattr(np.linalg, "svdvals"):   # NumPy 2
+    FUNCTIONS[np.linalg.svdvals] = _svdvals
 
 _SCIPY = {"solve_triangular": _solve_triangular, "cho_factor": _cho_factor,
           "cho_solve": _cho_solve, "cholesky": _scipy_cholesky}

@@ -1,6 +1,6 @@
-"""``np.linalg.norm`` of traced arrays: the norms that are sums and maxima over entries, written
-once in :mod:`adcompiler.compositions.norms` (the tape runs it too); this module binds the
-arguments and refuses, located, the norms that have no composition.
+"""``np.linalg.norm`` (and NumPy 2's ``matrix_norm`` and ``vector_norm``) of traced arrays: the
+norms written once in :mod:`adcompiler.compositions.norms` (the tape runs them too); this
+module binds the arguments and refuses, located, the norms that have no composition.
 
 Choices: the 2-norm and the Frobenius norm are ``sqrt(sum(x * x))`` whose derivative at the zero
 vector is 0, as PyTorch's ``linalg.norm`` and as ``hypot`` here (JAX gives NaN there: sqrt's
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compositions.norms import norm
+from ...compositions.norms import norm, vector_norm
 from ...ir import Value
 from .binding import CallError, axis_arg, bind, static
 
@@ -50,4 +50,29 @@ def _refused(ord_, count):
                      "NumPy raises ValueError here too")
 
 
+def _matrix_norm(b, args, kwargs):
+    """NumPy 2's ``matrix_norm(x, keepdims, ord='fro')``: ``norm`` over the last two axes."""
+    p = bind(args, kwargs, ("x", "keepdims", "ord"))
+    return _norm(b, [p["x"]], {"ord": p.get("ord", "fro"), "axis": (-2, -1),
+                               "keepdims": p.get("keepdims", False)})
+
+
+def _vector_norm(b, args, kwargs):
+    """NumPy 2's ``vector_norm(x, axis, keepdims, ord=2)``: a vector norm over ``axis`` (all
+    of them, or a tuple of them, merged into one)."""
+    p = bind(args, kwargs, ("x", "axis", "keepdims", "ord"))
+    x, ord_ = p["x"], static(p.get("ord", 2), "`ord=`")
+    axis, keepdims = axis_arg(p.get("axis")), bool(static(p.get("keepdims", False), "`keepdims=`"))
+    if not isinstance(x, Value):
+        return np.linalg.vector_norm(x, axis=axis, keepdims=keepdims, ord=ord_)
+    if not x.aval.is_float:
+        x = b.emit("astype", (x,), {"dtype": "float64"})
+    out = vector_norm(b, x, b.shape(x), axis, keepdims, ord_)
+    if out is None:
+        raise _refused(ord_, 1)
+    return out
+
+
 FUNCTIONS = {np.linalg.norm: _norm}
+if hasattr(np.linalg, "vector_norm"):   # NumPy 2
+    FUNCTIONS.update({np.linalg.matrix_norm: _matrix_norm, np.linalg.vector_norm: _vector_norm})
