@@ -6,7 +6,9 @@ the body rebinds; ``break``/``continue``, ``reversed(range(...))`` and ranges wi
 are first rewritten on the AST (:mod:`..desugaring.jumps`, :mod:`..desugaring.reversed_range`);
 a ``for`` over a Python list or tuple is unrolled instead (:mod:`.unrolled`). Invariants: a carried
 variable has one abstract value on every iteration (a Python float meeting a 0-d array becomes
-the array), else a located error says which variable disagrees; a tuple or list is carried
+the array, a Python int a float), else a located error says which variable disagrees, except
+that a Python number a ``for`` body makes an array (``out = 1; ... out = out * a``) has the
+loop's first iteration lowered on its own, on the number, and the rest as a loop; a tuple or list is carried
 entry by entry and a str or None only where no iteration reads a changed one
 (:mod:`..bindings.structured`); a static trip count of 0
 (``range(0)``, an empty array) emits no loop, so a ``loop`` node always runs at least once.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import ast
 
+from ...errors import CompileError
 from ...ir import Aval, Block, Literal, Node, Value
 from ..desugaring import jumps, reversed_range
 from ..bindings.unreadable import AfterBreak, InLoopOnly, Unreadable
@@ -89,17 +92,36 @@ def lower_for(lowering, stmt: ast.For, breaks=False):
     if n <= 0:  # range(0), range(5, 2), an empty array: the body never runs, as in Python
         return
     start_rebound_targets(lowering, stmt, bind_target)
+    env0, emitted = dict(lowering.scope.env), len(lowering.b.target)
+    try:
+        counted_loop(lowering, stmt, header, n, bind_target, 0)
+    except CompileError as exc:
+        if breaks or not getattr(exc, "number_becomes_array", False):
+            raise
+        # ``out = 1`` before a loop whose body makes it an array (``out = out * a``): the first
+        # iteration runs on its own, on the number (as Python runs it), the rest as a loop
+        lowering.scope.env = env0
+        del lowering.b.target[emitted:]
+        bind_target(0)
+        run_statements(lowering, stmt.body)
+        if n > 1:
+            lowering.b.source = header
+            counted_loop(lowering, stmt, header, n - 1, bind_target, 1)
+    bind_last(lowering, stmt, n, bind_target, breaks)
 
+
+def counted_loop(lowering, stmt, header, n, bind_target, first):
+    """A ``loop`` node of ``n`` iterations whose counter ``k`` binds the target of iteration
+    ``first + k``."""
     def blocks(carried, params):
         k = lowering.graph.name_value(Value(Aval("int", "int64")), _index_name(stmt))
         lowering.b.counters[k] = (0, n - 1)  # for windows x[t:t + 2] (see ..expressions.windows)
         body = Block(params=[k, *params])
         with lowering.loop.merging(lowering.b, body):
-            bind_target(k)
+            bind_target(k if not first else lowering.b.emit("add", (k, first)))
             run_statements(lowering, stmt.body)
         return (body,)
     carried_loop(lowering, stmt, header, "loop", (Literal(n),), blocks)
-    bind_last(lowering, stmt, n, bind_target, breaks)
 
 
 def start_rebound_targets(lowering, stmt, bind_target):
