@@ -120,6 +120,7 @@ def singular_norm(ops, x, ord, axes, shape, keepdims):
     """``np.linalg.norm(x, ord, axis=axes)`` for ``ord`` 2, -2 or 'nuc' of matrices: the
     largest, smallest or summed singular values of ``x`` with ``axes`` moved last."""
     nd = len(shape)
+    np.linalg.norm(np.ones((1,) * nd), ord, tuple(axes))   # NumPy's error for axes out of range
     rows, cols = (a % nd for a in axes)
     rest = [i for i in range(nd) if i not in (rows, cols)]
     if (rows, cols) != (nd - 2, nd - 1):

@@ -144,16 +144,16 @@ def test_astype_without_copy_and_fill_follow_numpy():
 
 # ---- np.linalg.norm --------------------------------------------------------------------------
 def test_matrix_two_norm_is_not_the_frobenius_norm():
-    """``np.linalg.norm(m, ord=2, axis=(0, 1))`` is the largest singular value; the tape gave the
-    Frobenius norm (3.873 for this matrix instead of 3.618). It has no rule: refused with a
-    gradient, NumPy's value without one."""
+    """``np.linalg.norm(m, ord=2, axis=(0, 1))`` is the largest singular value (the tape once gave
+    the Frobenius norm, 3.873 for this matrix instead of 3.618), and its gradient is the top
+    singular pair's outer product ``u v^T`` (svd's rules)."""
     m = np.array([[3.0, 1.0], [1.0, 2.0]])
     x = tape.tensor(m, requires_grad=True)
-    with pytest.raises(TypeError, match="np.linalg.norm is not differentiable on the tape"):
-        np.linalg.norm(x, ord=2, axis=(0, 1))
-    with tape.no_grad():
-        got = np.linalg.norm(x, ord=2, axis=(0, 1))
-    assert float(np.asarray(got)) == pytest.approx((5.0 + np.sqrt(5.0)) / 2.0)
+    got = np.linalg.norm(x, ord=2, axis=(0, 1))
+    assert float(np.asarray(got.detach())) == pytest.approx((5.0 + np.sqrt(5.0)) / 2.0)
+    got.backward()
+    u, s, vh = np.linalg.svd(m)
+    np.testing.assert_allclose(x.grad.numpy(), np.outer(u[:, 0], vh[0]), rtol=1e-12)
 
 
 @pytest.mark.parametrize("shape", [(2, 3), (4,), (2, 3, 4)])
