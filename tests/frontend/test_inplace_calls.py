@@ -46,3 +46,27 @@ def test_a_call_writing_in_place_says_so(f, line, what, rewrite):
 def test_a_call_without_effect_is_still_called_so():
     with pytest.raises(ad.CompileError, match="has no effect on the result"):
         ad.grad(has_no_effect)(np.ones(3))
+
+
+def sorts_in_place(x):
+    y = x * 2.0
+    y.sort(axis=0)
+    return np.sum(y * x)
+
+
+def test_the_rewrite_uses_the_users_names():
+    with pytest.raises(ad.CompileError) as err:
+        ad.grad(sorts_in_place)(np.ones(3))
+    assert "`y = np.sort(y, axis=0)` for `y.sort(axis=0)`" in str(err.value)
+    assert "fill" not in str(err.value)                  # no hint about another method
+
+
+def misspelt(x):
+    return np.sum(np.tanhh(x))
+
+
+def test_a_misspelt_numpy_function_gets_a_suggestion():
+    with pytest.raises(ad.CompileError) as err:
+        ad.grad(misspelt)(np.ones(3))
+    assert "has no attribute `tanhh`" in str(err.value)
+    assert "hint: did you mean `np.tanh`?" in str(err.value)

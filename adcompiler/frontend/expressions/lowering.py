@@ -308,7 +308,22 @@ def lower_attribute(lowering, node):
         return getattr(base, node.attr)
     except AttributeError:
         raise lowering.src.error(node, f"{_describe(base)} has no attribute `{node.attr}`",
-                                 f"check the spelling of `{lowering.src.text(node)}`") from None
+                                 _attribute_hint(lowering, node, base)) from None
+
+
+def _attribute_hint(lowering, node, base) -> str:
+    """``did you mean `np.tanh`?`` for ``np.tanhh``: the closest of the object's own public
+    names, as for a misspelt local name."""
+    import difflib  # here, on this error path only: it is slow to import
+    text = lowering.src.text(node)
+    try:
+        names = [n for n in dir(base) if not n.startswith("_")]
+    except Exception:  # noqa: BLE001 - an object whose dir() fails: no suggestion
+        names = []
+    close = difflib.get_close_matches(node.attr, names, n=1)
+    if close:
+        return f"did you mean `{text[:len(text) - len(node.attr)]}{close[0]}`?"
+    return f"check the spelling of `{text}`"
 
 
 @expression(ast.Subscript)

@@ -49,15 +49,38 @@ def bare_expression(src, stmt):
     if isinstance(call, ast.Call) and (writes := _writes_in_place(call)):
         return src.error(call, f"{writes} writes into an array in place, which a compiled "
                          "function does not support here",
-                         "assign the new values to the name instead: `y = np.exp(x)` for "
-                         "`np.exp(x, out=y)`, `y = x.copy()` for `np.copyto(y, x)`, "
-                         "`y = np.full_like(y, 2.0)` for `y.fill(2.0)`")
+                         "assign the new values to the name instead: "
+                         + _rewrite_of(src, call, writes))
     return src.error(stmt, "an expression statement has no effect on the result",
                      "assign it to a name, or remove it")
 
 
 _IN_PLACE_METHODS = {"fill", "sort", "put", "resize", "itemset", "partition", "setfield"}
 _IN_PLACE_FUNCTIONS = {"copyto", "put", "place", "putmask", "fill_diagonal"}
+# what to write instead of each in-place call, in the user's names: {a} the array a method is
+# called on, {rest} its arguments after a comma, {args} its arguments, {call} the call itself
+_REWRITES = {"`.sort()`": "`{a} = np.sort({a}{rest})` for `{call}`",
+             "`.fill()`": "`{a} = np.full_like({a}, {args})` for `{call}`",
+             "`.partition()`": "`{a} = np.partition({a}{rest})` for `{call}`",
+             "`.resize()`": "`{a} = np.resize({a}, {args})` for `{call}`",
+             "`np.copyto`": "`{first} = {second}.copy()` for `{call}`",
+             "`out=`": "`{out} = {plain}` for `{call}`"}
+
+
+def _rewrite_of(src, call, writes) -> str:
+    """The rewrite of one in-place call, in the user's names where there is one."""
+    rewrite = _REWRITES.get(writes)
+    if rewrite is None:
+        return "`y = x.copy()`, then index assignments into `y`, for a write into `x`"
+    args = [src.text(a) for a in call.args]
+    keywords = {k.arg: src.text(k.value) for k in call.keywords}
+    plain = [*args, *(f"{k}={v}" for k, v in keywords.items() if k != "out")]
+    func = src.text(call.func)
+    return rewrite.format(
+        a=src.text(call.func.value) if isinstance(call.func, ast.Attribute) else "y",
+        rest="".join(f", {a}" for a in plain), args=", ".join(plain), call=src.text(call),
+        first=(args + ["y"])[0], second=(args[1:] + ["x"])[0], out=keywords.get("out", "y"),
+        plain=f"{func}({', '.join(plain)})")
 
 
 def _writes_in_place(call) -> str | None:
