@@ -1,4 +1,7 @@
-"""``grad(grad(f))``: the inner gradient's generated source, lowered again as a new function.
+"""``grad(grad(f))``: the inner gradient's generated source, lowered again as a new function; and
+a gradient object called inside a compiled function (``G = grad(f)``, then ``np.sum(G(x) * v)``
+in the function differentiated: a Hessian-vector product), its generated source inlined at the
+call, for the call's arguments (:func:`called_gradient`).
 
 Invariant: the source read back is the plain source its compilation emits (see
 :mod:`adcompiler.api.higher`); every error met there is the compiler's, not the user's code, so it
@@ -12,10 +15,13 @@ import inspect
 
 from ..errors import CompileError
 from ..frontend.bindings.trees import Tree, flat_avals
+from ..frontend.calls import register_callable_type
+from ..frontend.library.binding import CallError
 from ..frontend.lower import lower_function
-from ..ir import Aval
+from ..ir import Aval, Literal, Value
 from ..pipeline import compile_gradient, register_lowering
 from .gradients import GradientFunction, TangentFunction
+from .higher import Hessian, HessianVectorProduct, Jacobian
 
 
 def lower_gradient(gf: GradientFunction, arguments: dict):
@@ -81,6 +87,56 @@ def function_name(gf) -> str:
     return getattr(inspect.unwrap(gf.primal), "__name__", "f")
 
 
+def called_gradient(gf, args, kwargs):
+    """``(def, args, kwargs)`` to inline where a compiled function calls a gradient object,
+    ``G(x)`` for ``G = grad(f)`` (a Hessian-vector product ``np.sum(G(x) * v)``): the plain
+    generated source of ``G`` for these arguments' avals, read back as a function of the
+    caller's, and the arguments bound to all its parameters."""
+    if isinstance(gf, TangentFunction) or gf.mode not in ("grad", "value_and_grad"):
+        name = function_name(gf)
+        raise CallError(f"calling a {gf.mode} of `{name}` inside a compiled function is not "
+                        "supported: only grad(f) and value_and_grad(f)",
+                        f"call adcompiler.grad({name}) here, or take the product outside")
+    try:
+        bound = inspect.signature(gf.primal).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise CallError(f"TypeError: {exc}", f"{function_name(gf)}'s parameters: "
+                        f"{inspect.signature(gf.primal)}") from None
+    bound.apply_defaults()
+    arguments = {name: _traced(value) for name, value in bound.arguments.items()}
+    for name in gf.wrt:
+        if not isinstance(arguments.get(name), Aval):
+            raise CallError(f"differentiates with respect to {name!r}, and this call passes "
+                            f"{arguments.get(name)!r}, not a float or a float array",
+                            "pass a float array")
+    inner = compile_gradient(gf.primal, arguments, gf.wrt, gf.mode, plain=True).function
+    return inner, list(bound.arguments.values()), {}   # defaults given: the source has none
+
+
+def _traced(value):
+    """A traced argument's aval (a Python float is traced, as grad takes it), else the static
+    value itself."""
+    if isinstance(value, Value):
+        return value.aval
+    if isinstance(value, Literal):
+        value = value.value
+    return Aval("float", "float64") if type(value) is float else value
+
+
+def _refused(kind):
+    def resolve(obj, args, kwargs):
+        name = getattr(getattr(obj, "primal", None), "__name__", "f")
+        raise CallError(f"calling a {kind} of `{name}` inside a compiled function is not "
+                        "supported", f"call G = adcompiler.grad({name}) there (a Hessian-vector "
+                        "product: def hv(x, v): return np.sum(G(x) * v), then "
+                        "adcompiler.grad(hv)), or call the transform outside")
+    return resolve
+
+
 register_lowering(GradientFunction, lower_gradient)   # grad(grad(f)), hessian's fallback
+register_callable_type(GradientFunction, called_gradient)   # G(x) inside a compiled function
+for _kind, _name in ((Jacobian, "jacobian"), (Hessian, "hessian"),
+                     (HessianVectorProduct, "Hessian-vector product")):
+    register_callable_type(_kind, _refused(_name))
 
 __all__ = ["lower_gradient", "regradient_error", "function_name"]

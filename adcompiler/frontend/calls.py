@@ -368,6 +368,18 @@ def register_call(fn, handler):
     FUNCTIONS[fn] = handler
 
 
+# Callable objects whose call is inlined as another function: (their type, resolve), where
+# ``resolve(obj, args, kwargs)`` gives ``(the def to inline, args, kwargs)``, or raises
+# CallError. The packages above the frontend that make such objects register them
+# (adcompiler.api: a gradient object called inside a compiled function, G(x), is its
+# generated gradient).
+CALLABLE_TYPES: list = []
+
+
+def register_callable_type(kind: type, resolve):
+    CALLABLE_TYPES.append((kind, resolve))
+
+
 def _as_method(function):
     """A method handler ``(b, x, args, kwargs)`` from a function handler taking ``x`` first."""
     return lambda b, x, args, kwargs: function(b, [x, *args], kwargs)

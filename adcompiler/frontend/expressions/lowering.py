@@ -22,7 +22,7 @@ from ...ir.builder import NeedsShape
 from ..library import concatenators, factorizations, refusals, special
 from ..library.creation import contains_value
 from ..library.binding import CallError, call
-from ..calls import ATTRIBUTES, FUNCTIONS, METHODS, Method
+from ..calls import ATTRIBUTES, CALLABLE_TYPES, FUNCTIONS, METHODS, Method
 from ..desugaring.chains import lower_chain
 from ..bindings.lists import is_list
 from ..bindings.unreadable import Unreadable
@@ -107,6 +107,13 @@ class ExpressionLowering:
         func, args, kwargs = self.unpartial(func, args, kwargs)
         if isinstance(func, LocalFunction):
             return self.inline_local(func, args, kwargs, node, result)
+        for kind, resolve in CALLABLE_TYPES:   # a gradient object, G(x): its generated code
+            if isinstance(func, kind):
+                try:
+                    inlined, args, kwargs = resolve(func, args, kwargs)
+                except CallError as exc:
+                    raise self.src.error(node, str(exc), exc.hint) from None
+                return self.inline_call(inlined, args, kwargs, node, result)
         if self.is_user_function(func):
             return self.inline_call(func, args, kwargs, node, result)
         if isinstance(func, types.MethodType) and self.is_user_function(func.__func__):
