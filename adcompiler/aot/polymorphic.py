@@ -63,6 +63,9 @@ def generalise(module, gradient, args, spec):
         text = module.lines[node.lineno - 1].strip()
         inside = "" if where == fname else f" in {where}"
         return None, f"`{text}` (line {node.lineno}{inside}) decides on a size while compiling"
+    if spec.containers:   # the dispatcher unpacks them (.containers): their sizes stay
+        return None, ("it takes a container (" + ", ".join(spec.containers) + "), whose "
+                      "arrays' sizes a body does not yet read from its arguments")
     job = _Job(gradient, args, spec, least_sizes(module, fname))
     if not job.slots:
         return None, None

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from . import polymorphic
 from .examples import cotangent_for
 from ..runtime.dispatch import _describe
-from ..api.signature import bind_arguments, classify
-from ..frontend.bindings.trees import Tree, describe_structure
+from .containers import containers_of
+from ..api.signature import bind_arguments, classify, classify_arguments
+from ..frontend.bindings.trees import flat_avals
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Specialisation:
     compiled: object   # a pipeline.Compiled
     least: dict = field(default_factory=dict)   # a pattern's symbol -> its smallest size
     fixed: list = field(default_factory=list)   # a pattern's sizes kept as numbers, and why
+    containers: dict = field(default_factory=dict)   # parameter -> its Tree (.containers)
 
     @property
     def symbols(self) -> list:
@@ -49,7 +51,8 @@ def specialise(gradient, examples) -> list:
         signature = signature_of(gradient, args, kwargs.get("cotangent"))
         if signature not in seen:
             seen.add(signature)
-            out.append(Specialisation(signature, gradient.specialize(*args, **kwargs)))
+            out.append(Specialisation(signature, gradient.specialize(*args, **kwargs),
+                                      containers=containers_of(gradient, args)))
     return out
 
 
@@ -73,26 +76,12 @@ def signature_of(gradient, args, cotangent=None) -> tuple:
     """The dispatch key of a call, as the standalone module's ``_signature`` computes it: the
     arguments', then the cotangent's (vjp) or the tangents' (jvp: those of the wrt arguments)."""
     arguments = bind_arguments(gradient.primal, args, {})
-    key = [_key(refuse_container(classify(v, n, n in gradient.wrt), n, gradient))
-           for n, v in arguments.items()]
+    key = [_key(a) for a in flat_avals(classify_arguments(arguments, gradient.wrt)).values()]
     if cotangent is not None:
         key.append(_key(classify(cotangent, "cotangent", True)))
     if gradient.mode == "jvp":
         key += [key[list(arguments).index(w)] for w in gradient.wrt]
     return tuple(key)
-
-
-def refuse_container(aval, name, gradient):
-    """``aval``, unless it is a container's (a dict, list, tuple... of arrays): the standalone
-    module's dispatcher takes arrays, floats and static values only, so far."""
-    if isinstance(aval, Tree):
-        fn = gradient.primal.__name__
-        raise TypeError(f"adcompiler compile: the example of {fn} passes a container for "
-                        f"{name!r} ({describe_structure(aval.structure)}); a standalone module "
-                        "takes arrays, floats and static values, not containers (adcompiler."
-                        f"{gradient.mode} takes them at run time): make each array its own "
-                        f"parameter of {fn} to compile it ahead of time")
-    return aval
 
 
 def describe(gradient, signature) -> str:

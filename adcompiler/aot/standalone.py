@@ -38,6 +38,7 @@ import textwrap
 
 import numpy as np
 
+from . import containers as aot_containers
 from . import guards as standalone_guards
 from . import user_code as user
 from .specialisations import (MarkedFunction, Specialisation, _params, describe,
@@ -105,7 +106,10 @@ class _Writer:
         for i, spec in enumerate(fn.specialisations, 1):
             names.append(self.body(fn, spec, f"_{fn.mode}_{fn.name}_{i}"))
         table = f"_{fn.mode.upper()}_{fn.name.upper()}"
-        params = _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module))
+        containers = aot_containers.common(fn)   # unpacked by the dispatcher (.containers)
+        self.needed.update(aot_containers.classes(self.module, containers, fn.name))
+        params = aot_containers.flat_params(
+            _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module)), containers)
         self.blocks += [_table(fn, table, names, params, self.backend == "cupy"),
                         self.dispatcher(fn, table, names)]
         self.defined += names + [table, f"{fn.mode}_{fn.name}"]
@@ -143,7 +147,9 @@ class _Writer:
 
     def comment(self, fn, spec) -> str:
         """``# grad of f for (x: float64[d1, 3])``, and what the symbols stand for."""
-        params = _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module))
+        params = aot_containers.flat_params(
+            _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module)),
+            spec.containers)
         text = f"{fn.mode} of {fn.name} for {_describe(params, spec.signature)}"
         lines = textwrap.wrap(text, 96, initial_indent="# ", subsequent_indent="#     ")
         if spec.symbols:
@@ -198,13 +204,19 @@ class _Writer:
         flat = names + {"vjp": ["cotangent"], "jvp": tangent_names(names, wrt)}.get(fn.mode, [])
         doc = "\n".join(textwrap.wrap(_doc(fn, self.module), 92, subsequent_indent="    "))
         lines = [f"def {fn.mode}_{fn.name}({ast.unparse(args)}):", f'    """{doc}"""']
+        containers = aot_containers.common(fn)
+        returns = _returns(fn)
+        if containers:   # each unpacked into its leaves, the bodies' parameters
+            lines += aot_containers.unpack_lines(containers, f"{fn.mode}_{fn.name}")
+            flat = aot_containers.flat_params(flat, containers)
+            returns = aot_containers.returns(fn, containers, wrt)
         if fn.mode == "jvp":
             single = fn.wrt is None or not isinstance(fn.wrt, (tuple, list))
             lines.append(f"    {_tuple(flat[len(names):])} = "
                          f"_tangents(tangents, {_tuple(wrt)}, {single})")
         guards, dtypes = standalone_guards.render(
             flat, [(s.signature, b) for s, b in zip(fn.specialisations, bodies)], _least(fn),
-            self.backend == "cupy", _returns(fn), f"_dispatch({table}, {_tuple(flat)})",
+            self.backend == "cupy", returns, f"_dispatch({table}, {_tuple(flat)})",
             {extra or "", table, "np", "cp", "_dispatch", "_tangents"})
         self.dtypes += [d for d in dtypes if d not in self.dtypes]
         return "\n".join(lines + guards) + "\n"

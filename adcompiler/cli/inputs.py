@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from ..frontend.bindings.trees import holds_traced
 from ..errors import CompileError
 from ..aot.examples import bind_example, signature_text
 
@@ -129,7 +130,7 @@ def check_examples(module, fname, examples, shapes=()):
             if isinstance(value, list) and not value:
                 raise CompileError(f"example_{fname}() gives {name} = [], an empty list, so no "
                                    f"example inputs for {wanted}", where, hint)
-            if isinstance(value, list):
+            if isinstance(value, list) and not holds_traced(value):   # of arrays: a container
                 raise CompileError(f"example_{fname}() gives {name} = a list "
                                    f"({_short(value)}): {fname} is compiled for arrays",
                                    where, f"return np.asarray(...) for {name}; {hint}")
