@@ -173,8 +173,9 @@ def array_module(value):
 
 def check_backend_arguments(arguments: dict, backend: str, what: str):
     """A TypeError where a NumPy array (or scalar, or list) meets CuPy code, or a CuPy array meets
-    NumPy code. Python floats and static arguments suit both."""
-    for name, value in arguments.items():
+    NumPy code. Python floats and static arguments suit both; a container's arrays are
+    checked one by one (named ``params['W']``)."""
+    for name, value in _entries(arguments):
         if backend == "cupy" and (isinstance(value, (np.ndarray, np.generic, list))
                                   and not isinstance(value, float)):
             kind = "list" if isinstance(value, list) else f"NumPy {type(value).__name__}"
@@ -187,6 +188,18 @@ def check_backend_arguments(arguments: dict, backend: str, what: str):
             raise TypeError(
                 f"{what} was compiled for {target}, but {name!r} is a CuPy array: compile it "
                 f"with backend='cupy', or pass {name}.get()")
+
+
+def _entries(arguments: dict):
+    """``(name, value)`` of each argument, a container holding arrays opened into its leaves
+    (a list of numbers stays whole: it is one array)."""
+    for name, value in arguments.items():
+        if trees.is_container(value) and (not isinstance(value, list) or
+                                          trees.holds_traced(value)):
+            for path, leaf in trees.leaves_of(value):
+                yield trees.label_of(path, name), leaf
+        else:
+            yield name, value
 
 
 def key_of(arguments: dict) -> tuple:

@@ -618,3 +618,19 @@ def test_a_namedtuple_or_dataclass_state_built_and_carried_in_a_loop(kind):
     g = ad.grad(recurrent)(p, xs, kind)
     np.testing.assert_allclose(g["W"], numeric(lambda W: recurrent({"W": W}, xs, kind),
                                                p["W"]), rtol=1e-6, atol=1e-9)
+
+
+class _FakeDeviceArray:
+    """Looks like a CuPy array to the backend checks (its type's module is cupy)."""
+    __module__ = "cupy"
+    shape, dtype = (2,), np.dtype("float64")
+
+
+def test_the_backend_check_opens_containers():
+    """NumPy arrays in a container given to CuPy code, and a CuPy array in one given to NumPy
+    code, are refused by their entry's name (CuPy code does not copy inputs to the GPU)."""
+    with pytest.raises(TypeError, match=r"compiled for CuPy .*\"p\['W'\]\" is a NumPy "
+                       r"ndarray"):
+        ad.grad(first, backend="cupy")({"W": np.ones(2)})
+    with pytest.raises(TypeError, match=r"compiled for NumPy, but \"p\['W'\]\" is a CuPy"):
+        ad.grad(first)({"W": _FakeDeviceArray()})
