@@ -199,8 +199,9 @@ def functions_table() -> str:
 
 
 def scipy_table() -> str:
-    """One row per SciPy function compiled code may call (``frontend/library/special.py``):
-    an elementwise row of module ``scipy.special``, or a composition."""
+    """One row per SciPy function compiled code may call (``frontend/library/special.py``,
+    ``frontend/library/factorizations.py``): an elementwise row of module ``scipy.special``, a
+    primitive, or a composition. SciPy's linalg functions do not dispatch to tape tensors."""
     from adcompiler.frontend.library.special import library_functions
     from adcompiler.ir.primitives import ELEMENTWISE_BY_NAME
     reverse, forward = _rules()
@@ -219,6 +220,16 @@ def scipy_table() -> str:
                 ["through its primitives"] * 2)
         tape = "records" if _tape_function(fn) else "refused"
         rows.append(f"| `{name}` | {how} | {rev} | {fwd} | {tape} |")
+    from adcompiler.frontend.library import factorizations   # scipy.linalg's
+    from adcompiler.ir.primitives import PRIMS
+    for name, (fn, handler) in factorizations.library_functions().items():
+        prim = name.rpartition(".")[2]
+        if prim in PRIMS:   # solve_triangular: its own primitive
+            how, rev, fwd = f"`{prim}`", _mode(prim, reverse, True), _mode(prim, forward, True)
+        else:
+            how, rev, fwd = "composition (`frontend/library/factorizations.py`)", *(
+                ["through its primitives"] * 2)
+        rows.append(f"| `{name}` | {how} | {rev} | {fwd} | refused |")
     return "\n".join(rows)
 
 

@@ -379,3 +379,11 @@ def handler_for(func):
         return _TABLE.get(func)
     except TypeError:   # unhashable
         return None
+
+
+def library_functions() -> dict:
+    """``{"scipy.linalg.cholesky": (function, handler)}`` for every ``scipy.linalg`` function
+    compiled code may call (the documentation's table; it imports SciPy)."""
+    import scipy.linalg
+    return {f"scipy.linalg.{name}": (getattr(scipy.linalg, name), handler)
+            for name, handler in sorted(_SCIPY.items())}
