@@ -263,7 +263,7 @@ _SPECIAL = {
     "eigh_values": _result_item(0), "eigh_vectors": _result_item(1),
     "svd_u": _result_item(0, full_matrices=False), "svd_s": _result_item(1, full_matrices=False),
     "svd_vh": _result_item(2, full_matrices=False), "svdvals": _result_item(None, compute_uv=False),
-    "qr_q": _result_item(0), "qr_r": _result_item(1), "lstsq_x": _result_item(0),
+    "qr_q": _result_item(0), "qr_r": _result_item(1), "lstsq_x": _result_item(0, rcond=None),
     "svd": _result_item(None, full_matrices=False),   # the whole (passes.factorizations)
     "clip": _clip, "einsum": _einsum,
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,

@@ -422,8 +422,9 @@ _def("svdvals", lambda a: np.linalg.svd(a, compute_uv=False), "linalg", "np.lina
      torch="LinalgSvdBackward0")
 _def("qr_q", lambda a: np.linalg.qr(a)[0], "linalg", "np.linalg.qr", torch="LinalgQrBackward0")
 _def("qr_r", lambda a: np.linalg.qr(a)[1], "linalg", "np.linalg.qr", torch="LinalgQrBackward0")
-_def("pinv", np.linalg.pinv, "linalg", "np.linalg.pinv", params=("rcond",),
-     torch="PinverseBackward0")
+_def("pinv", lambda a, rcond=None: np.linalg.pinv(a) if rcond is None else
+     np.linalg.pinv(a, rcond), "linalg", "np.linalg.pinv", params=("rcond",),
+     torch="PinverseBackward0")   # (NumPy 1's pinv takes no rcond=None)
 _def("lstsq_x", lambda a, b, rcond=None: np.linalg.lstsq(a, b, rcond=rcond)[0], "linalg",
      "np.linalg.lstsq", 2, params=("rcond",), torch="LinalgLstsqBackward0")
 
