@@ -30,7 +30,8 @@ from ..errors import ArgumentError, CompileError, as_user_error
 from ..ir import Aval
 from .signature import (bind_arguments, check_transformable, classify_arguments, input_types,
     key_of)
-from ..frontend.bindings.trees import flat_values, regroup, tangent_leaves, wrt_leaves
+from ..frontend.bindings.trees import (LEAF, flat_values, is_container, leaves_of, rebuild,
+    regroup, structure_of, tangent_leaves, wrt_leaves)
 from ..transforms.forward import ForwardModeError
 
 FORWARD, REVERSE = "fwd", "rev"
@@ -62,11 +63,16 @@ class Jacobian(_Method):
         self.wrt, self._single = self.forward.wrt, self.forward._single
         self.last_mode = None
         self._out_avals: dict = {}
+        self._returned: dict = {}   # key -> (structure, leaf avals) of a returned container
 
     def __call__(self, *args, **kwargs):
         arguments = bind_arguments(self.primal, args, kwargs)
         out_aval = self._output_aval(arguments)
         leaves = Leaves(self.wrt, self._single, arguments)   # a container's, in its place
+        returned = self._returned[self._key(arguments)]
+        if returned is not None:   # a tuple or dict of results: one Jacobian per result
+            self.last_mode = REVERSE
+            return self._per_result(args, kwargs, leaves, *returned)
         inputs = leaves.inputs
         self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
         out_shape = tuple(out_aval.known_shape)
@@ -86,10 +92,35 @@ class Jacobian(_Method):
         if key not in self._out_avals:
             try:
                 with custom_examples.compiling(self.primal, arguments):
-                    self._out_avals[key] = lower(self.primal, avals).outputs[0].aval
+                    graph = lower(self.primal, avals)
             except (CompileError, ArgumentError) as exc:  # shown without the compiler's frames
                 raise as_user_error(exc)
+            self._returned[key] = _results(getattr(graph, "returned", None))
+            self._out_avals[key] = None if self._returned[key] else _aval(graph.outputs[0])
         return self._out_avals[key]
+
+    def _key(self, arguments):
+        return key_of(classify_arguments(arguments, self.wrt))
+
+    def _per_result(self, args, kwargs, leaves, structure, out_avals):
+        """The Jacobian of each result of a function returning a container, in its place:
+        one vjp per entry of each, its cotangent that entry's one-hot container."""
+        per_result = []
+        for i, aval in enumerate(out_avals):
+            shape = tuple(aval.known_shape)
+            rows = [[] for _ in leaves.inputs]
+            for m in range(int(np.prod(shape, dtype=np.int64))):
+                cotangents = [np.zeros(a.known_shape, _cotangent_dtype(a)) for a in out_avals]
+                cotangents[i].reshape(-1)[m] = 1.0
+                cotangent = rebuild(structure, iter(cotangents), static=lambda x: None)
+                grads = self.reverse(*args, cotangent=cotangent, **kwargs)
+                for row, g in zip(rows, leaves.flat(grads)):
+                    row.append(np.asarray(g))
+            blocks = [(np.stack(row).reshape(shape + np.shape(x)) if row else
+                       np.zeros(shape + np.shape(x))).astype(result_dtype(aval, x), copy=False)
+                      for row, x in zip(rows, leaves.inputs)]
+            per_result.append(leaves.grouped(blocks))
+        return rebuild(structure, iter(per_result), static=lambda x: None)
 
     def _columns(self, args, kwargs, leaves, out_shape):
         """Forward mode: one jvp per input entry gives one column of the Jacobian."""
@@ -121,6 +152,13 @@ class Jacobian(_Method):
         arguments = bind_arguments(self.primal, args, kwargs)
         inputs = Leaves(self.wrt, self._single, arguments).inputs
         out_aval = self._output_aval(arguments)
+        returned = self._returned[self._key(arguments)]
+        if returned is not None:   # a container of results: reverse mode (_per_result)
+            self.last_mode = REVERSE
+            structure, avals = returned
+            cotangent = rebuild(structure, iter(np.zeros(a.known_shape, _cotangent_dtype(a))
+                                                for a in avals), static=lambda x: None)
+            return self.reverse.specialize(*args, cotangent=cotangent, **kwargs)
         self.last_mode = self.mode if self.mode != "auto" else choose_mode(inputs, out_aval)
         if self.last_mode == FORWARD:
             return self.forward.specialize(*args, **kwargs)
@@ -136,6 +174,19 @@ class Jacobian(_Method):
     @property
     def ir(self):
         return (self.forward if self.last_mode == FORWARD else self.reverse).ir
+
+
+def _aval(out) -> Aval:
+    """The aval of a lowered result: a Value's, or a Python number's."""
+    return out.aval if hasattr(out, "aval") else Aval.of(np.asarray(out, dtype=float))
+
+
+def _results(returned):
+    """``(structure, leaf avals)`` of a returned container, None for one result."""
+    if not is_container(returned):
+        return None
+    structure = structure_of(returned, lambda path, x: ("static", None) if x is None else LEAF)
+    return structure, [_aval(x) for _, x in leaves_of(returned) if x is not None]
 
 
 def result_dtype(*values) -> np.dtype:

@@ -634,3 +634,21 @@ def test_the_backend_check_opens_containers():
         ad.grad(first, backend="cupy")({"W": np.ones(2)})
     with pytest.raises(TypeError, match=r"compiled for NumPy, but \"p\['W'\]\" is a CuPy"):
         ad.grad(first)({"W": _FakeDeviceArray()})
+
+
+def several_results(p):
+    return {"h": np.tanh(p["W"]) * p["s"], "total": np.sum(p["W"] ** 2)}, p["s"] ** 2
+
+
+def test_a_jacobian_of_a_function_returning_a_container():
+    """As jax.jacobian: the result's structure, each result's Jacobian in the input's."""
+    p = {"W": np.array([0.3, -0.4]), "s": 1.5}
+    J = ad.jacobian(several_results)(p)
+    assert type(J) is tuple and list(J[0]) == ["h", "total"]
+    assert list(J[0]["h"]) == ["W", "s"] and J[0]["h"]["W"].shape == (2, 2)
+    np.testing.assert_allclose(J[0]["h"]["W"], np.diag(1.5 / np.cosh(p["W"]) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(J[0]["h"]["s"], np.tanh(p["W"]), rtol=1e-12)
+    np.testing.assert_allclose(J[0]["total"]["W"], 2 * p["W"], rtol=1e-12)
+    assert np.shape(J[0]["total"]["s"]) == () and float(J[0]["total"]["s"]) == 0.0
+    assert float(J[1]["s"]) == pytest.approx(3.0) and J[1]["W"].shape == (2,)
+    ad.jacobian(several_results).specialize(p)   # compiles the vjp it would run
