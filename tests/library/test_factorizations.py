@@ -354,3 +354,20 @@ def test_multi_dot_svdvals_matrix_and_vector_norms():
         np.testing.assert_allclose(
             tape.dynamic_grad(products_and_array_api_norms, wrt=argnum)(A, B, v), g,
             rtol=1e-12, atol=1e-14)
+
+
+def triangular_cubed(A):
+    return np.sum(scipy_linalg.solve_triangular(A + 3.0 * np.eye(3), A[:, 0], lower=True) ** 3)
+
+
+def products_squared(A):
+    return (np.sum(np.kron(A, A) ** 2) + np.sum(np.polyfit(A[0], A[1], 1) ** 2)
+            + np.sum(np.linalg.matrix_power(A, 3) ** 2))
+
+
+@pytest.mark.parametrize("f, x", [(qr_loss, A43), (pinv_loss, A43), (triangular_cubed, A3),
+                                  (products_squared, A3)],
+                         ids=["qr", "pinv", "solve_triangular", "kron-polyfit-power"])
+def test_second_order(f, x):
+    want = hessian_by_differences(f, x)
+    np.testing.assert_allclose(ad.hessian(f)(x), want, rtol=1e-6, atol=1e-6 * np.max(abs(want)))
