@@ -264,8 +264,10 @@ class GradientFunction:
 
     @property
     def source(self) -> str:
-        """The generated Python source of the latest compilation."""
-        return self._latest().source
+        """The generated Python source of the latest compilation (a str; in a notebook it
+        shows as highlighted code)."""
+        from .highlight import Source  # (highlight loads pygments only on display)
+        return Source(self._latest().source)
 
     @property
     def ir(self):

@@ -13,6 +13,7 @@ the entry that disagrees most and the three values there.
 from __future__ import annotations
 
 import copy
+import html
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,17 +52,53 @@ class GradCheckReport:
         """Per input, the worst relative error of the compiled gradient (against both)."""
         return {c.name: np.nanmax([c.vs_numerical, c.vs_tape]) for c in self.inputs}
 
-    def __str__(self):
-        lines = [f"check_grad({self.function}): rtol={self.rtol:g}, atol={self.atol:g}",
-                 f"  {'input':<12} {'shape':<12} {'vs finite diff':>15} {'vs tape':>10}  result"]
-        for c in self.inputs:
-            tape = "n/a" if c.tape_note else f"{c.vs_tape:.2e}"
-            lines.append(f"  {c.name:<12} {str(np.shape(c.compiled)):<12} "
-                         f"{c.vs_numerical:>15.2e} {tape:>10}  {'ok' if c.ok else 'MISMATCH'}")
+    def _rows(self) -> list:
+        """``(input, shape, vs finite diff, vs tape, result)`` per input, as text."""
+        return [(c.name, str(np.shape(c.compiled)), f"{c.vs_numerical:.2e}",
+                 "n/a" if c.tape_note else f"{c.vs_tape:.2e}", "ok" if c.ok else "MISMATCH")
+                for c in self.inputs]
+
+    def _title(self) -> str:
+        return f"check_grad({self.function}): rtol={self.rtol:g}, atol={self.atol:g}"
+
+    def _skipped(self) -> str | None:
         skipped = next((c.tape_note for c in self.inputs if c.tape_note), None)
-        if skipped:
-            lines.append(f"  (the dynamic tape could not run {self.function}: {skipped})")
+        return skipped and f"the dynamic tape could not run {self.function}: {skipped}"
+
+    def __str__(self):
+        lines = [self._title(),
+                 f"  {'input':<12} {'shape':<12} {'vs finite diff':>15} {'vs tape':>10}  result"]
+        lines += [f"  {n:<12} {shape:<12} {fd:>15} {tape:>10}  {result}"
+                  for n, shape, fd, tape, result in self._rows()]
+        if self._skipped():
+            lines.append(f"  ({self._skipped()})")
         return "\n".join(lines)
+
+    def _repr_markdown_(self):
+        """A notebook shows the report as a table (Markdown, for Jupyter and VS Code)."""
+        lines = [f"**{_markdown_cell(self._title())}**: {'ok' if self.ok else 'MISMATCH'}", "",
+                 "| input | shape | vs finite diff | vs tape | result |",
+                 "| --- | --- | ---: | ---: | --- |"]
+        lines += ["| " + " | ".join(_markdown_cell(cell) for cell in row) + " |"
+                  for row in self._rows()]
+        if self._skipped():
+            lines += ["", f"({_markdown_cell(self._skipped())})"]
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        """The same table in HTML, for front ends that render no Markdown."""
+        head = "".join(f"<th>{h}</th>" for h in ("input", "shape", "vs finite diff",
+                                                "vs tape", "result"))
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row)
+                       + "</tr>" for row in self._rows())
+        note = f"<p>({html.escape(self._skipped())})</p>" if self._skipped() else ""
+        return (f"<p><b>{html.escape(self._title())}</b>: "
+                f"{'ok' if self.ok else 'MISMATCH'}</p><table><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>{note}")
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("_", "\\_").replace("*", "\\*")
 
 
 def check_grad(f, *args, wrt=None, rtol=1e-5, atol=1e-6, eps=1e-4, raise_on_failure=True,
