@@ -23,8 +23,8 @@ What is differentiated is NumPy's function as it reads its input:
   (``V diag(g) V^T``, ``U diag(g) V^T``) are finite at ties.
 - ``qr``'s rules need ``m >= n`` (the frontend refuses wider matrices, as JAX does); ``pinv``'s
   and ``lstsq``'s hold where the rank does not change near ``a`` (the usual full-rank case).
-- Triangular solves are SciPy's ``solve_triangular`` where SciPy is installed, else NumPy's
-  ``solve`` (same values, about twice the work).
+- Triangular solves are SciPy's ``solve_triangular`` where SciPy is installed (for stacks of
+  matrices: SciPy 1.15 or later), else NumPy's ``solve`` (same values, about twice the work).
 """
 
 from __future__ import annotations
@@ -32,18 +32,25 @@ from __future__ import annotations
 from . import defjvp, defvjp
 from .linalg import _col, _row, _swap
 
-_SCIPY: list = []   # [bool] once asked
+_SCIPY: list = []   # [imports, solves stacks] once asked
 
 
-def has_scipy() -> bool:
-    """Whether ``scipy.linalg`` imports (asked once)."""
+def has_scipy(batched=False) -> bool:
+    """Whether ``scipy.linalg`` imports (asked once); ``batched``: and its ``solve_triangular``
+    takes stacks of matrices (SciPy 1.15 and later)."""
     if not _SCIPY:
         try:
-            import scipy.linalg  # noqa: F401
-            _SCIPY.append(True)
+            import numpy
+            import scipy.linalg
         except ImportError:
-            _SCIPY.append(False)
-    return _SCIPY[0]
+            _SCIPY.extend([False, False])
+        else:
+            try:
+                scipy.linalg.solve_triangular(numpy.ones((2, 1, 1)), numpy.ones((2, 1, 1)))
+                _SCIPY.extend([True, True])
+            except ValueError:
+                _SCIPY.extend([True, False])
+    return _SCIPY[1] if batched else _SCIPY[0]
 
 
 # ---- triangles -------------------------------------------------------------------------------
@@ -76,7 +83,7 @@ def _symmetric_from(ops, da, lower):
 def _tri_solve(ops, t, b, lower, trans=0):
     """``op(t)^-1 b`` for a triangular ``t`` whose other triangle is zero (L from cholesky, R
     from qr) and matrices ``b`` (..., n, k); ``op`` transposes where ``trans``."""
-    if has_scipy():
+    if has_scipy(batched=ops.ndim(t) > 2):
         return ops.solve_triangular(t, b, lower=lower, trans=trans)
     return ops.solve(_swap(ops, t) if trans else t, b)
 

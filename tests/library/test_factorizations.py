@@ -108,13 +108,31 @@ def test_scipy_is_imported_only_by_code_that_calls_it():
 def test_without_scipy_the_rules_solve_with_numpy(monkeypatch):
     from adcompiler.templates import factorizations
     want = ad.grad(cholesky_loss)(STACK)
-    monkeypatch.setattr(factorizations, "_SCIPY", [False])
+    monkeypatch.setattr(factorizations, "_SCIPY", [False, False])
 
     def cholesky_loss_again(A):   # a new function: compiled afresh
         return cholesky_loss(A)
     g = ad.grad(cholesky_loss_again)
     np.testing.assert_allclose(g(STACK), want, rtol=1e-10, atol=1e-12)
     assert "scipy" not in g.source
+
+
+def test_an_old_scipy_solves_stacks_with_numpy(monkeypatch):
+    """SciPy before 1.15 solves one triangular matrix at a time: stacks go to np.linalg.solve,
+    single matrices still to SciPy."""
+    from adcompiler.templates import factorizations
+    want = ad.grad(cholesky_loss)(STACK)
+    monkeypatch.setattr(factorizations, "_SCIPY", [True, False])
+
+    def stacked(A):
+        return cholesky_loss(A)
+
+    def single(A):
+        return cholesky_loss(A)
+    g, h = ad.grad(stacked), ad.grad(single)
+    np.testing.assert_allclose(g(STACK), want, rtol=1e-10, atol=1e-12)
+    h(A3)
+    assert "scipy" not in g.source and "scipy.linalg.solve_triangular" in h.source
 
 
 # ---- cholesky, batched, forward mode --------------------------------------------------------
