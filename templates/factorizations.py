@@ -7,7 +7,8 @@ Every rule is written in primitives that have rules themselves (``solve_triangul
 ``matmul``, the factorization's own results...), so they differentiate again: Hessians come from
 the forward-over-reverse path the solvers use. Each result of a factorization is its own
 primitive; a rule that needs another result (``eigh_values``'s needs the eigenvectors) asks for
-it by the same call, which CSE merges with the user's.
+it by the same call, which CSE merges with the user's (and ``passes.factorizations`` reads all
+the results of one matrix from one LAPACK call).
 
 What is differentiated is NumPy's function as it reads its input:
 
