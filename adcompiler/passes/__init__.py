@@ -12,9 +12,10 @@ from .broadcasts import drop_implicit_broadcasts
 from .carry import copy_updated_carries
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
-from .factorizations import merge_factorizations, reuse_inverses
+from .factorizations import merge_factorizations
 from .fuse import fuse_elementwise
 from .hoist import hoist_loop_invariant_rows
+from .inverses import reuse_inverses
 from .scales import hoist_scales
 from .simplify import simplify
 

@@ -114,7 +114,7 @@ STACK3 = RNG.standard_normal((2, 3, 3)) + 2.0 * np.eye(3)
 
 
 def _without_reuse(fn, args, monkeypatch):
-    from adcompiler.passes.factorizations import reuse_inverses
+    from adcompiler.passes.inverses import reuse_inverses
     with monkeypatch.context() as m:
         m.setattr(passes, "PIPELINE", tuple(p for p in passes.PIPELINE
                                             if p is not reuse_inverses))
