@@ -47,10 +47,20 @@ def enabled() -> bool:
 
 
 def cache_dir() -> Path:
+    """``$ADCOMPILER_CACHE_DIR``, else the platform's user cache directory, as platformdirs'
+    ``user_cache_dir("adcompiler", appauthor=False)`` names it (written out here to keep the
+    run-time dependencies to numpy, sympy and astor): ``$XDG_CACHE_HOME/adcompiler`` or
+    ``~/.cache/adcompiler`` on Linux and other Unix, ``~/Library/Caches/adcompiler`` on macOS,
+    ``%LOCALAPPDATA%\\adcompiler\\Cache`` on Windows."""
     if os.environ.get("ADCOMPILER_CACHE_DIR"):
         return Path(os.environ["ADCOMPILER_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "adcompiler"
+    home = Path(os.path.expanduser("~"))
+    if sys.platform == "win32":
+        local = os.environ.get("LOCALAPPDATA") or str(home / "AppData" / "Local")
+        return Path(local) / "adcompiler" / "Cache"
+    if sys.platform == "darwin":
+        return home / "Library" / "Caches" / "adcompiler"
+    return Path(os.environ.get("XDG_CACHE_HOME", "").strip() or home / ".cache") / "adcompiler"
 
 
 @lru_cache(maxsize=1)

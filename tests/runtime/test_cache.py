@@ -209,3 +209,28 @@ def test_keys_are_identical_across_processes(tmp_path):
                            env={"PYTHONHASHSEED": seed, "ADCOMPILER_CACHE_DIR": str(tmp_path)},
                            check=True).stdout for seed in ("1", "2")}
     assert len(outs) == 1
+
+
+@pytest.mark.parametrize("platform, env, expected", [
+    ("linux", {}, "{home}/.cache/adcompiler"),
+    ("linux", {"XDG_CACHE_HOME": "/xdg"}, "/xdg/adcompiler"),
+    ("darwin", {}, "{home}/Library/Caches/adcompiler"),
+    ("win32", {"LOCALAPPDATA": "C:/Users/u/AppData/Local"},
+     "C:/Users/u/AppData/Local/adcompiler/Cache"),
+    ("linux", {"ADCOMPILER_CACHE_DIR": "/mine"}, "/mine"),
+])
+def test_the_cache_directory_follows_the_platform(monkeypatch, tmp_path, platform, env,
+                                                  expected):
+    for name in ("ADCOMPILER_CACHE_DIR", "XDG_CACHE_HOME", "LOCALAPPDATA"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(sys, "platform", platform)
+    assert cache.cache_dir() == Path(expected.format(home=tmp_path))
+
+
+def test_the_cache_directory_is_platformdirs_own_here(monkeypatch):
+    platformdirs = pytest.importorskip("platformdirs")
+    monkeypatch.delenv("ADCOMPILER_CACHE_DIR", raising=False)
+    assert cache.cache_dir() == Path(platformdirs.user_cache_dir("adcompiler", appauthor=False))
