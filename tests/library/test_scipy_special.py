@@ -542,6 +542,51 @@ def test_math_functions_on_python_floats():
     assert "math.erf(a)" in g.source and "math.gamma(a)" in g.source
 
 
+def math_more(x, y):
+    return (math.atan2(x, y) * math.hypot(x, y) + math.asinh(x) * math.acosh(y)
+            + math.atanh(x / 2) + math.log2(y) * math.log10(y + 1))
+
+
+def test_more_math_functions_of_two_floats():
+    """math's functions that have rows: atan2 and hypot take two floats; the derived code stays
+    in math (math.hypot, math.sqrt) and returns Python floats."""
+    g = ad.grad(math_more, wrt=(0, 1))
+    for x, y in ((0.7, 1.3), (-0.4, 2.5)):
+        got = g(x, y)
+        assert all(type(v) is float for v in got)
+        want = ((math_more(x + 1e-6, y) - math_more(x - 1e-6, y)) / 2e-6,
+                (math_more(x, y + 1e-6) - math_more(x, y - 1e-6)) / 2e-6)
+        assert got == pytest.approx(want, rel=1e-7)
+    assert "math.hypot(x, y)" in g.source and "math.atan2(x, y)" in g.source
+
+
+def math_floor(x):
+    return math.floor(x) * x
+
+
+def math_factorial(x):
+    return math.factorial(3) * math.lgamma(x) + math.fsum([x, x])
+
+
+def test_other_math_functions_say_which_compile():
+    """Before: "calling `math.erf` is not supported" with the hint "call ... math functions"."""
+    with pytest.raises(ad.CompileError, match=r"`math.floor` is not one of the math functions "
+                       r"that compile \(math.acos, .*math.erf, .*\)") as info:
+        ad.grad(math_floor)(0.5)
+    assert "hint: use np.floor, which compiles (on Python floats too)" in str(info.value)
+    with pytest.raises(ad.CompileError, match=r"(?s)`math.fsum` is not one of.*hint: compute it "
+                       r"before the call and pass the result in"):
+        ad.grad(math_factorial)(0.5)
+
+
+def math_of_constants(x):
+    return math.factorial(3) * x + math.floor(2.5) * math.comb(4, 2)
+
+
+def test_math_functions_of_constants_run_while_compiling():
+    assert ad.grad(math_of_constants)(0.5) == 6.0
+
+
 def math_of_array(x):
     return np.sum(math.erf(x))
 

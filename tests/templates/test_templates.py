@@ -141,8 +141,8 @@ def _elementwise_cases():
     math_prims = {r.math_name: r.name for r in ELEMENTWISE_ROWS if r.math}
     for name in MATH_PRIMS:  # math.exp and friends on Python floats: the same rules
         prim = math_prims[name]
-        lo, hi, signed = UNARY_DOMAINS[prim]
-        yield _case(prim, [sample(None, lo, hi, signed)], {"py": name}, id=f"math.{name}")
+        domains = (UNARY_DOMAINS[prim],) if prim in UNARY_DOMAINS else BINARY_DOMAINS[prim]
+        yield _case(prim, [sample(None, *d) for d in domains], {"py": name}, id=f"math.{name}")
     for prim, domains in BINARY_DOMAINS.items():
         for shapes in SHAPE_PAIRS:
             args = [sample(s, *d) for s, d in zip(shapes, domains)]

@@ -19,6 +19,7 @@ import numpy as np
 from ...errors import COMPUTING_ERRORS, CompileError
 from ...ir import Value
 from ...ir.builder import NeedsShape
+from ...ir.primitives import MATH_PRIMS
 from ..library import concatenators, factorizations, refusals, special
 from ..library.creation import contains_value
 from ..library.binding import CallError, call
@@ -191,6 +192,8 @@ class ExpressionLowering:
                                   "call it in a module-level function decorated with "
                                   "@adcompiler.custom_vjp, and give that function its "
                                   "backward with .defvjp(fwd, bwd)")
+        if module == "math":
+            return self.src.error(node.func, *_math_refusal(text, func))
         what = "" if callable(func) else f" ({_describe(func)})"
         return self.src.error(node.func, f"calling `{text}`{what} is not supported in a "
                               "compiled function", "call NumPy functions, math functions, or "
@@ -219,6 +222,18 @@ class ExpressionLowering:
                   if isinstance(v := self.scope.env.get(n), Value)]
         return ("NumPy raises this too on inputs of these shapes"
                 + (f" ({', '.join(shapes)})" if shapes else ""))
+
+
+def _math_refusal(text, func) -> tuple:
+    """``(message, hint)`` for a ``math`` function the compiler does not take (``math.floor``):
+    which ones it takes, and NumPy's function of the same name where that one compiles."""
+    taken = ", ".join(sorted(f"math.{n}" for n in MATH_PRIMS))
+    same = getattr(np, func.__name__, None)
+    hint = (f"use np.{func.__name__}, which compiles (on Python floats too)"
+            if _hashable(same) and same in FUNCTIONS else
+            "compute it before the call and pass the result in, or write it with the functions "
+            "that compile")
+    return f"`{text}` is not one of the math functions that compile ({taken})", hint
 
 
 # ---- the handlers, one per expression form -------------------------------------------------
@@ -378,6 +393,9 @@ def lower_call(lowering, node):
         raise lowering.src.error(node, f"`{lowering.src.text(node.func)}()` {exc}",
                                  exc.hint) from None
     inlined = lowering.call_user(func, args, kwargs, node)
+    if inlined is NOT_USER and getattr(func, "__module__", None) == "math" and not \
+            contains_value([args, list(kwargs.values())]):   # math.factorial(3): a constant
+        return lowering.static_op(node, functools.partial(func, **kwargs), *args)
     if inlined is NOT_USER:
         raise lowering.unsupported_call(node, func)
     return inlined

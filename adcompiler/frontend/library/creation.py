@@ -64,20 +64,26 @@ _MATH_SLOPE_IN_SCIPY = {"lgamma": "scipy.special.digamma", "gamma": "scipy.speci
 
 def _math(name):
     prim = _MATH_PRIM.get(name, name)
-    spell = next(r.spell for r in ELEMENTWISE if r.name == prim)   # np.tanh, scipy.special.erf
+    row = next(r for r in ELEMENTWISE if r.name == prim)   # its spell: np.tanh, scipy.special.erf
 
     def handler(b, args, kwargs):
-        (x,) = positional(args, 1)
         if name in _MATH_SLOPE_IN_SCIPY:
             from .special import require_scipy
             require_scipy(f"its derivative, {_MATH_SLOPE_IN_SCIPY[name]}")
-        if isinstance(x, Value) and not x.aval.is_scalar:
-            if x.aval.kind != "array" or x.aval.known_shape != ():
-                raise CallError("takes a Python number, but this is an array",
-                                f"use {spell}, which works elementwise on arrays")
-            x = b.emit("to_float", (x,))  # a 0-d array or NumPy scalar, as math converts it
-        return b.emit(prim, (x,), {"py": name})
+        xs = [_math_number(b, x, row.spell) for x in positional(args, row.arity)]
+        return b.emit(prim, tuple(xs), {"py": name})
     return handler
+
+
+def _math_number(b, x, spell):
+    """An argument of a ``math`` function: a Python number (a 0-d array or NumPy scalar
+    converted, as math converts it); an array is refused, with NumPy's elementwise function."""
+    if isinstance(x, Value) and not x.aval.is_scalar:
+        if x.aval.kind != "array" or x.aval.known_shape != ():
+            raise CallError("takes a Python number, but this is an array",
+                            f"use {spell}, which works elementwise on arrays")
+        return b.emit("to_float", (x,))
+    return float(x) if isinstance(x, (int, np.integer)) and not isinstance(x, bool) else x
 
 
 def _float(b, args, kwargs):
