@@ -100,7 +100,7 @@ def flat(result) -> list:
     return [np.asarray(result)]
 
 
-def compare_calls(directory, cases):
+def compare_calls(directory, cases, module="workloads_grad"):
     """Run every ``(call, args, expected)`` on the module in one isolated process (no
     adcompiler there); each call must take its guard, never ``_dispatch``, and give
     ``expected`` to 1e-12."""
@@ -110,7 +110,7 @@ def compare_calls(directory, cases):
     run_isolated(COUNT_SLOW + f"""
 import numpy as np
 data, k, out = np.load("cases.npz"), 0, {{}}
-m = counting("workloads_grad")
+m = counting({module!r})
 for i, (call, kinds) in enumerate({spec!r}):
     args = []
     for kind in kinds:
@@ -176,6 +176,42 @@ def test_workloads_compiled_at_realistic_sizes_take_every_size(tmp_path):
         x = normal(*shape, scale=0.5)
         cases.append(("grad_elementwise", (x,), reference(user.elementwise, (x,))))
     compare_calls(tmp_path, cases)   # every call took its guard, none went to _dispatch
+
+
+ISSUE_MLP = '''
+    import numpy as np
+    import adcompiler as ad
+
+
+    @ad.value_and_grad(wrt=("W1", "b1", "W2", "b2"))
+    def loss(W1, b1, W2, b2, x, y):
+        h = np.tanh(x @ W1 + b1)
+        return np.mean((h @ W2 + b2 - y) ** 2)
+
+
+    def example_loss():
+        rng = np.random.default_rng(0)
+        return (rng.standard_normal((2, {hidden})) * 0.1, np.zeros({hidden}),
+                rng.standard_normal(({hidden}, 1)) * 0.1, np.zeros(1),
+                rng.standard_normal(({batch}, 2)), rng.standard_normal(({batch}, 1)))
+'''
+
+
+def test_an_example_just_below_the_planner_threshold_takes_every_size(tmp_path):
+    """The issue's MLP at a batch of 50 and 64 hidden units: its hidden layer (3,200 elements)
+    is below the planner's 4,096, while the sizes merged with it (primes above 50 and 64) are
+    partly above, so it compiled per shape and refused a batch of 300; now one body takes both."""
+    path = write(tmp_path, "mlp.py", ISSUE_MLP.format(batch=50, hidden=64))
+    done = adcompiler("compile", path)
+    assert done.returncode == 0 and "value_and_grad_loss (1 signature, any sizes)" in \
+        done.stderr, done.stderr
+    user = import_path(path)
+    cases = []
+    for batch, hidden in ((50, 64), (300, 64), (8, 32), (1000, 128)):
+        args = (normal(2, hidden, scale=0.1), normal(hidden), normal(hidden, 1, scale=0.1),
+                normal(1), normal(batch, 2), normal(batch, 1))
+        cases.append(("value_and_grad_loss", args, reference(user.loss, args)))
+    compare_calls(tmp_path, cases, "mlp_grad")
 
 
 def test_the_decorator_keeps_its_per_size_code(tmp_path):
