@@ -135,8 +135,8 @@ def uses_math_on_array(x):
     return math.exp(x).sum()
 
 
-def uses_mask(x):
-    return x[x > 0.0].sum()
+def uses_mask(x):   # (x[x > 0.0].sum() compiles: tests/frontend/test_masked_reductions.py)
+    return x[x > 0.0].cumsum()
 
 
 def uses_mask_list(x):  # a list of bools is a mask known while compiling: this one is too short

@@ -14,6 +14,7 @@ import numpy as np
 from ...ir import Value
 from ..library.creation import made_while_compiling
 from ..bindings.lists import is_list
+from . import masked
 from .lists import index_error, read_item
 from .windows import MovingSlice, Window
 
@@ -22,12 +23,21 @@ def lower_index(lowering, base: Value, node):
     if is_list(base):  # a while loop's list: one element (.lists)
         return read_item(lowering, base, node)
     index = lowering.expr(node.slice)
+    if _traced_mask(lowering, index):   # np.sum(x[x > 0]): a masked reduction (.masked)
+        full = masked.read(lowering, base, index, node)
+        if full is not None:
+            return full
     items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item
     items = constant_masks(lowering, base, lowering.windows(base, items, node), node)
     spec, arrays = [], []
     for item in items:
         spec.append(index_item(lowering, item, arrays, node))
     return lowering.b.getitem(base, arrays, tuple(spec))
+
+
+def _traced_mask(lowering, index) -> bool:
+    return (isinstance(index, Value) and index.aval.dtype == "bool"
+            and index not in lowering.graph.consts and bool(index.aval.ndim))
 
 
 def constant_masks(lowering, base: Value, items: tuple, node) -> tuple:
@@ -82,9 +92,7 @@ def index_item(lowering, item, arrays, node):
                                      "index with its positions, made at module level: "
                                      "IDX = np.flatnonzero(M), then x[IDX]")
         if kind == "b":
-            raise lowering.src.error(node, "reading with a boolean mask is not supported: the "
-                                     "result's shape depends on the data",
-                                     "use np.where(mask, x, 0) to keep the shape")
+            raise lowering.src.error(node, *masked.MASK_ERROR)
         if kind not in "iu":
             raise lowering.src.error(node, f"an index array must hold integers, not {item.aval}",
                                      "convert it with .astype(int)")

@@ -21,6 +21,7 @@ from ...ir import Value
 from ...ir.builder import NeedsShape
 from ...ir.primitives import MATH_PRIMS
 from ..library import concatenators, factorizations, refusals, special
+from . import masked
 from ..library.creation import contains_value
 from ..library.binding import CallError, call
 from ..calls import ATTRIBUTES, CALLABLE_TYPES, FUNCTIONS, METHODS, Method
@@ -375,8 +376,11 @@ def lower_call(lowering, node):
     consumer = consumed_by(lowering, node)  # sum(... for ...), max(xs)...: .comprehensions
     if consumer is not None:
         return lower_consumed(lowering, node, consumer)
-    func = lowering.expr(node.func)
-    args, kwargs = lowering.call_arguments(node)
+    with masked.collecting(lowering.b, masked.reduction_call(node)) as reads:
+        func = lowering.expr(node.func)   # np.sum(x[x > 0]): the mask reads it makes, collected
+        args, kwargs = lowering.call_arguments(node)
+    if reads is not None and reads.read is not None:
+        return masked.masked_call(lowering, reads, func, args, kwargs, Method)
     func, args, kwargs = lowering.unpartial(func, args, kwargs)
     try:
         if isinstance(func, Method):
