@@ -18,6 +18,7 @@ from .hoist import hoist_loop_invariant_rows
 from .inverses import reuse_inverses
 from .scales import hoist_scales
 from .simplify import simplify
+from .traces import sum_diagonals
 
 PIPELINE = (
     simplify,                         # folds literals and identities (x * 1, x ** 1): fewer nodes
@@ -42,6 +43,8 @@ PIPELINE = (
     eliminate_dead_code,              # the passes above leave unused nodes behind
     merge_factorizations,             # after DCE: only the results still read share a call
     reuse_inverses,                   # after CSE and DCE: one inv(K) and the solves it replaces
+    sum_diagonals,                    # after DCE (true reader counts), before fusion (which
+                                      # would take the product into a chain)
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
                                       # writing entries of a carried array it does not own
                                       # copies it once before, not every iteration
@@ -60,7 +63,7 @@ def optimize(graph, plain=False):
     for run_pass in PIPELINE:
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
                                   hoist_loop_invariant_rows, copy_updated_carries,
-                                  merge_factorizations, reuse_inverses):
+                                  merge_factorizations, reuse_inverses, sum_diagonals):
             continue
         graph = run_pass(graph)
     return graph

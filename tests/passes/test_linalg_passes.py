@@ -1,7 +1,8 @@
-"""The factorization-merging pass (adcompiler/passes/factorizations.py): the results of one
-``eigh``, ``svd``, ``qr`` or ``slogdet`` of the same matrix read from one call. Each case counts
-the calls in the generated source and checks the gradient against the code compiled without
-the pass (bit for bit: the same LAPACK call) and against finite differences."""
+"""The linear-algebra passes: merge_factorizations (the results of one ``eigh``, ``svd``, ``qr``
+or ``slogdet`` of the same matrix read from one call), reuse_inverses (an adjoint's
+``solve(K.T, g)`` as ``inv(K).T @ g``) and sum_diagonals (an adjoint's ``sum(x * I)`` as the
+sum of ``x``'s diagonal). Each case counts the calls in the generated source and checks the
+gradient against the code compiled without the pass and against finite differences."""
 
 from __future__ import annotations
 
@@ -141,3 +142,31 @@ def test_the_adjoint_solve_reads_the_inverse(fn, args, solves, monkeypatch):
     assert _calls(plain_source, "np.linalg.solve(") == 2
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got, numerical_grad(fn, list(args), 0), rtol=1e-6, atol=1e-8)
+
+
+# ---- sum_diagonals: an adjoint's sum(x * I) as the sum of x's diagonal ------------------------
+def ridge(w, X, lam):
+    A = X.T @ X + lam * np.eye(3)
+    return np.sum(np.linalg.solve(A, w) ** 2)
+
+
+def users_own_trace(A):   # forward code keeps NumPy's own sum of the product
+    return np.sum(A * np.eye(4)) ** 2
+
+
+def test_the_cotangent_of_a_multiple_of_eye_sums_the_diagonal(monkeypatch):
+    from adcompiler.passes.traces import sum_diagonals
+    w, X = RNG.standard_normal(3), RNG.standard_normal((5, 3))
+    g = ad.grad(ridge, wrt=2)
+    got = g(w, X, 0.7)
+    assert "[diagonal]" in g.source and "* const" not in g.source.split("# grad of")[-1]
+    with monkeypatch.context() as m:
+        m.setattr(passes, "PIPELINE", tuple(p for p in passes.PIPELINE if p is not sum_diagonals))
+
+        def ridge_again(w, X, lam):
+            return ridge(w, X, lam)
+        want = ad.grad(ridge_again, wrt=2)(w, X, 0.7)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+    np.testing.assert_allclose(got, numerical_grad(ridge, [w, X, 0.7], 2), rtol=1e-6)
+    h = ad.grad(users_own_trace)
+    np.testing.assert_allclose(h(A), 2 * np.trace(A) * np.eye(4), rtol=1e-14)
