@@ -1,5 +1,5 @@
-"""Tuples and lists of traced values carried through loops and joined after branches, leaf by
-leaf, and the Python values (str, None, ...) that cannot be.
+"""Tuples, lists, dicts and dataclasses of traced values carried through loops and joined after
+branches, leaf by leaf, and the Python values (str, None, ...) that cannot be.
 
 The IR carries and joins Values, not Python containers: ``state = (x, v)`` rebound in a loop
 body is carried as its entries (``state[0]``, ``state[1]``), each one carried value, and rebuilt

@@ -11,9 +11,13 @@ binds the argument's name to the same container holding the leaves' Values (``pa
 gradient is the structure filled with the leaves' gradients, as ``jax.grad`` gives it: the same
 container types, keys and order, None where the argument holds None.
 
-Invariants: :func:`flatten` and :func:`rebuild` visit the leaves in one order (depth first,
-dicts in insertion order, dataclass fields in declaration order); a structure is hashable and
-equal only for containers of the same types, keys and lengths.
+Invariants: :func:`structure_of`, :func:`leaves_of` and :func:`rebuild` visit the leaves in
+one order (depth first, dicts in insertion order, dataclass fields in declaration order); a
+structure is hashable and equal only for containers of the same types, keys, lengths and
+static entries. Users: the transforms (:mod:`adcompiler.api.signature` classifies an argument
+into a :class:`Tree`), the lowering (binds it), the pipeline (the generated function's
+parameters, a vjp's seeds), the tape, ``check_grad`` and standalone modules
+(:mod:`adcompiler.aot.containers`).
 """
 
 from __future__ import annotations
