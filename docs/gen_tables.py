@@ -68,9 +68,8 @@ def primitives_table() -> str:
 
 def _names(fn) -> list[str]:
     """Every public spelling of ``fn`` in numpy, numpy.linalg, math and builtins."""
-    if getattr(fn, "__name__", None) == "outer" and isinstance(getattr(fn, "__self__", None),
-                                                               np.ufunc):
-        return [f"np.{fn.__self__.__name__}.outer"]
+    if isinstance(getattr(fn, "__self__", None), np.ufunc):   # np.add.outer, np.maximum.accumulate
+        return [f"np.{fn.__self__.__name__}.{fn.__name__}"]
     found = []
     for module, prefix in ((np, "np."), (np.linalg, "np.linalg."), (math, "math."),
                            (builtins, "")):
