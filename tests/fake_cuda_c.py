@@ -34,7 +34,11 @@ _MATH = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1, "sq
          "copysign": np.copysign, "asinh": np.arcsinh, "acosh": np.arccosh,
          "atanh": np.arctanh, "cbrt": np.cbrt, "log2": np.log2, "log10": np.log10,
          "exp2": np.exp2, "hypot": np.hypot, "atan2": np.arctan2, "ceil": np.ceil,
-         "rint": np.rint, "trunc": np.trunc}
+         "rint": np.rint, "trunc": np.trunc,
+         # CUDA's erf, erfc, lgamma and tgamma (scipy.special's rows), SciPy's values
+         **{c: (lambda x, _n=n: getattr(__import__("scipy.special").special, _n)(x))
+            for c, n in (("erf", "erf"), ("erfc", "erfc"), ("lgamma", "gammaln"),
+                         ("tgamma", "gamma"))}}
 _TWO_ARGUMENTS = {"pow", "fmod", "copysign", "hypot", "atan2"}
 _BINARY = {"*": np.multiply, "/": np.divide, "+": np.add, "-": np.subtract}
 _COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,

@@ -144,6 +144,20 @@ def scatter_max(a, slices, value):
     np.maximum.at(_array_arg(a, "scatter_max"), _index(slices), _operand(value))
 
 
+def _special_module():
+    """``cupyx.scipy.special``: SciPy's ufuncs as CuPy ufuncs (device arrays in and out), and
+    ``polygamma(n, x)``."""
+    import scipy.special
+    from adcompiler.ir.primitives import ELEMENTWISE
+    module = types.ModuleType("cupyx.scipy.special")
+    for row in ELEMENTWISE:
+        if row.module == "scipy.special" and row.name != "polygamma":
+            setattr(module, row.name, ufunc(getattr(scipy.special, row.name)))
+    module.polygamma = lambda n, x: _wrap(np.asarray(scipy.special.polygamma(
+        _static(n), _array_arg(x, "polygamma"))))
+    return module
+
+
 # ---- kernels ---------------------------------------------------------------------------------
 class ElementwiseKernel:
     """Runs its C body with NumPy (tests/fake_cuda_c.py), with CuPy's argument checks."""
@@ -208,6 +222,8 @@ def make_modules():
     cupy.kernels_made = _STATE["made"]
     cupyx = types.ModuleType("cupyx")
     cupyx.scatter_add, cupyx.scatter_max = scatter_add, scatter_max
+    cupyx.scipy = types.ModuleType("cupyx.scipy")
+    cupyx.scipy.special = _special_module()
     return cupy, cupyx
 
 
@@ -217,8 +233,9 @@ def install():
     adcompiler's cached probe of CuPy is reset on entry and exit."""
     from adcompiler.runtime.compile import cupy_modules
     cupy, cupyx = make_modules()
-    saved = {n: sys.modules.get(n) for n in ("cupy", "cupyx")}
-    sys.modules.update(cupy=cupy, cupyx=cupyx)
+    names = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special")
+    saved = {n: sys.modules.get(n) for n in names}
+    sys.modules.update(zip(names, (cupy, cupyx, cupyx.scipy, cupyx.scipy.special)))
     cupy_modules.cache_clear()
     try:
         yield cupy

@@ -92,7 +92,7 @@ def _lower(prim, ins, out) -> K:
         return K("binop", "bool", tuple(ins), "&&" if prim == "logical_and" else "||")
     if prim == "where":
         return K("select", out, (_to(ins[0], "bool"), _to(ins[1], out), _to(ins[2], out)))
-    if out not in FLOATS:
+    if out not in FLOATS or prim not in _FLOAT_RULES:   # (scipy.special.digamma: no C function)
         raise Unsupported(f"{prim} in {out}")
     return _FLOAT_RULES[prim](*[_to(a, out) for a in ins])
 

@@ -238,6 +238,29 @@ def test_cupy_code_calls_cupyx_scipy(f, x, cupyx_scipy):
     assert_close(emulate(cupy_code)(x), numpy_code.function(x), 1e-12)
 
 
+def kernel_chain(x, y):
+    return np.sum(np.tanh(sp.erf(x * y + 1.0) * 2.0 + sp.erfc(y)) * sp.expit(x)
+                  + sp.gammaln(x + 2.0) * sp.gamma(y + 1.5))
+
+
+def test_cupy_backend_end_to_end_on_the_stand_in():
+    """On tests/fake_cupy.py (NumPy playing CuPy, its kernels run from their C): erf and erfc
+    inside an ElementwiseKernel (CUDA's own), expit, gammaln and digamma through
+    cupyx.scipy.special, which the loader imports; the tape's CuPy path computes the same."""
+    from tests import fake_cupy
+    x, y = np.linspace(0.1, 2.0, 5000), np.linspace(-1.0, 1.0, 5000)
+    want = ad.grad(kernel_chain, wrt=(0, 1))(x, y)
+    with fake_cupy.install() as cp:
+        g = ad.grad(kernel_chain, wrt=(0, 1), backend="cupy")
+        got = g(*fake_cupy.on_device(cp, (x, y)))
+        assert "erf(" in "".join(k.operation for k in g._latest().kernels)
+        assert "cupyx.scipy.special.expit(" in g.source
+        assert_close(tuple(v.get() for v in got), want, 1e-12)
+        tensors = [tape.tensor(a, requires_grad=True) for a in fake_cupy.on_device(cp, (x, y))]
+        kernel_chain(*tensors).backward()
+        assert_close(tuple(t.grad._data.get() for t in tensors), want, 1e-12)
+
+
 # ---- values at the edges: SciPy's -------------------------------------------------------------
 def v_logit(x):
     return sp.logit(x)
