@@ -11,7 +11,8 @@ against and the dynamic side of the static-versus-dynamic comparison.
 
 Modules, from the floor up (each imports only modules on the floors below it):
 
-1. ``xp`` (NumPy/CuPy), ``mode`` (no_grad, dual levels), ``names`` (PyTorch's node names),
+1. ``xp`` (NumPy/CuPy), ``mode`` (no_grad, dual levels), ``anomaly`` (anomaly detection),
+   ``names`` (PyTorch's node names),
    ``format`` (the repr), ``node`` (grad_fns, hooks, placeholders: nothing of ``Tensor``);
 2. ``tensor``: ``Tensor``'s state, its constructors (``Tensor``, ``tensor``, ``Tensor._make``)
    and what reads only that state; every module above imports ``Tensor`` from here;
@@ -26,7 +27,8 @@ Modules, from the floor up (each imports only modules on the floors below it):
    place that attaches their members (and ``numpy_api``'s protocols) to the class; it is
    imported first, below, so every ``Tensor`` is whole before any user code sees one;
 5. the entry points: ``factory`` (``ones``, ``tape.exp``...), ``forward_ad`` (dual numbers),
-   ``functional`` (``dynamic_grad``), ``custom`` (``custom_vjp`` calls on the tape).
+   ``functional`` (``dynamic_grad``), ``custom`` (``custom_vjp`` calls on the tape),
+   ``autograd`` (``torch.autograd``'s names).
 
 Invariant: ``Tensor``'s state and every error message follow PyTorch; the one deliberate
 difference is the default float dtype, float64 (NumPy's), printed as ``torch.DoubleTensor`` in
@@ -34,7 +36,9 @@ the in-place error where the seeds (float32) print ``torch.FloatTensor``.
 """
 
 from . import assembly  # noqa: F401 (Tensor's operators, methods, NumPy protocols: first)
-from . import forward_ad
+from . import autograd, forward_ad
+from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                      set_detect_anomaly)
 from .engine import backward, grad
 from .factory import (FUNCTIONS as _FUNCTIONS, full, ones, ones_like, randn, zeros,
                       zeros_like)
@@ -54,5 +58,6 @@ _custom_vjp.TAPE.update(tensor=Tensor, call=_call_on_tape)
 
 __all__ = ["Tensor", "tensor", "ones", "zeros", "full", "randn", "ones_like", "zeros_like",
            "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "forward_ad", "dynamic_grad", "dynamic_value_and_grad", "DynamicGradient",
+           "forward_ad", "autograd", "detect_anomaly", "set_detect_anomaly",
+           "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "dynamic_grad", "dynamic_value_and_grad", "DynamicGradient",
            "RemovableHandle", "TensorOps", *sorted(_FUNCTIONS)]

@@ -18,7 +18,7 @@ import itertools
 
 import numpy as np
 
-from . import checks, mode
+from . import anomaly, checks, mode
 from .node import AccumulateGrad
 from .record import TENSOR_OPS, apply
 from .tensor import Tensor
@@ -149,8 +149,15 @@ class _Pass:
             return none
         ops = TENSOR_OPS if self.create_graph else \
             _NUMPY_OPS if isinstance(g, _HOST) else array_ops(array_module(g))
-        grads = node.apply(g, ops, self.create_graph, wanted)
-        return [None if gi is None else _conform(node, i, gi, ops) for i, gi in enumerate(grads)]
+        try:
+            grads = node.apply(g, ops, self.create_graph, wanted)
+            grads = [None if gi is None else _conform(node, i, gi, ops)
+                     for i, gi in enumerate(grads)]
+            anomaly.check_nan(node.name(), grads, _has_nan)
+        except Exception:
+            anomaly.warn_error_in(node.name(), node.trace)
+            raise
+        return grads
 
     def _store(self, node, g):
         """Keep ``g`` where it is asked for: returned by ``grad()``, or added into ``.grad`` by
@@ -181,6 +188,14 @@ class _Pass:
                 result = checks.hook_result(hook, result, g)
                 g = result if self.create_graph else result._data
         return g
+
+
+def _has_nan(g) -> bool:
+    """Whether a gradient (a tensor, an array of NumPy's or CuPy's, a float) holds a NaN."""
+    data = _array(g)
+    if not hasattr(data, "dtype"):
+        return isinstance(data, float) and data != data
+    return data.dtype.kind in "fc" and bool((data != data).any())
 
 
 def _array(x):

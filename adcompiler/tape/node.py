@@ -17,6 +17,8 @@ import numpy as np
 
 from adcompiler.templates import cotangent, has_rule
 
+from . import anomaly
+
 _SEQUENCE = itertools.count()
 
 _TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "int64": "Long",
@@ -108,6 +110,7 @@ class Node:
         self.pre_hooks: dict = {}                # hooks registered on the output tensor
         self.retained = None                     # weakref to the output, after retain_grad()
         self.released = False
+        self.trace = anomaly.forward_trace()     # where it was made, in anomaly mode
 
     def name(self) -> str:
         return type(self).__name__

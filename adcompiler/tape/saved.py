@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mode
+from . import anomaly, mode
 from .node import Placeholder, PrimNode, _dtype, _shape, node_class, tensor_type_name
 from .tensor import Tensor
 from .xp import device_of
@@ -23,7 +23,10 @@ FREED = ("Trying to backward through the graph a second time, but the saved inte
          "have already been freed. Specify retain_graph=True when calling backward the first "
          "time.")
 HINT = ("Hint: enable anomaly detection to find the operation that failed to compute its "
-        "gradient, with torch.autograd.set_detect_anomaly(True).")
+        "gradient, with torch.autograd.set_detect_anomaly(True).")  # tape.autograd's, here
+HINT_IN_ANOMALY_MODE = ("Hint: the backtrace further above shows the operation that failed to "
+                        "compute its gradient. The variable in question was changed in there "
+                        "or anywhere later. Good luck!")
 
 
 class SavedValue:
@@ -91,7 +94,8 @@ class SavedValue:
             head += f", which is output 0 of {self.creator},"
         return ("one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {head} is at version {self.counter.value}; expected version "
-                f"{self.version} instead. {HINT}")
+                f"{self.version} instead. "
+                f"{HINT_IN_ANOMALY_MODE if anomaly.is_anomaly_enabled() else HINT}")
 
 
 def prim_node(name, prim, params, args, out):
