@@ -652,3 +652,18 @@ def test_a_jacobian_of_a_function_returning_a_container():
     assert np.shape(J[0]["total"]["s"]) == () and float(J[0]["total"]["s"]) == 0.0
     assert float(J[1]["s"]) == pytest.approx(3.0) and J[1]["W"].shape == (2,)
     ad.jacobian(several_results).specialize(p)   # compiles the vjp it would run
+
+
+@pytest.mark.parametrize("kind", [Params, Frozen, Mutable])
+def test_the_tape_takes_namedtuples_dataclasses_and_args(kind):
+    p = kind(W1, B1, W2, B2)
+    taped, compiled = dynamic_grad(attribute_loss)(p, X), ad.grad(attribute_loss)(p, X)
+    assert type(taped) is kind
+    for field in ("W1", "b1", "W2", "b2"):
+        np.testing.assert_allclose(getattr(taped, field), getattr(compiled, field), rtol=1e-12)
+    x, a, b = np.arange(3.0), np.ones(3), np.full(3, 2.0)
+    t = dynamic_grad(varargs, wrt="args")(x, a, b, 3.0)
+    c = ad.grad(varargs, wrt="args")(x, a, b, 3.0)
+    assert type(t) is tuple and t[2] == c[2] == 6.0
+    for u, v in zip(t[:2], c[:2]):
+        np.testing.assert_allclose(u, v, rtol=1e-12)
