@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 from ..ir import Literal, Value, walk
+from ..ir.primitives import PRIMS
 
 GREEN, FORWARD, ADJOINT, REFERENCE = "#a8e6a1", "#dde8f6", "#fbe0c6", "#f2f2f2"
 FLOW = "#c0392b"
@@ -148,7 +149,8 @@ class _Drawer:
                     self.flowing.add(self.ids[p])
                 self.edges.append(f"  {head} -> {self.ids[p]} [style=dotted, arrowhead=none];")
             self.nodes(block.nodes, depth + 2, fill)
-            out = self.shape_node("yield", "plaintext", "white", depth + 2)
+            out = self.shape_node(_BLOCK_RESULTS.get(node.prim, "result"), "plaintext",
+                                  "white", depth + 2)
             for x in block.outputs:
                 if isinstance(x, Value):
                     self.edge(x, out, depth + 2)
@@ -161,7 +163,7 @@ class _Drawer:
         flow = self.prefix == "b" and v in self.ids and (
             self.ids[v] in self.flowing or getattr(v, "name", None) == "cotangent")
         if v not in self.ids:
-            shown = getattr(v, "name", None) or f"saved\n{v.aval}"
+            shown = getattr(v, "name", None) or f"a forward value\n{v.aval}"
             self.ids[v] = self.shape_node(shown, "ellipse", REFERENCE, depth,
                                           ', fontcolor="#555555"', style="dashed,filled")
         style = f'color="{FLOW}", penwidth=1.6' if flow else \
@@ -171,15 +173,16 @@ class _Drawer:
 
 
 def _seeded(adjoint, ids, flowing, return_line):
-    """The adjoint nodes the seed (d result = 1, folded into the code) flows into: those reading
-    no other gradient, with a float result, that read a literal or differentiate the return."""
+    """The adjoint nodes the seed (d result = 1, folded into the code) flows into: those with a
+    float result that read no other gradient, where the gradient enters the backward graph (the
+    first steps of the chain rule, ``d l4 = l3`` for ``l4 = l2 * l3``); not the zeros that start
+    an accumulation, which no gradient reaches yet."""
     for node in walk(adjoint):
         if node.regions or not node.outputs or any(ids.get(x) in flowing for x in node.inputs):
             continue
-        if not node.outputs[0].aval.is_float:
+        if not node.outputs[0].aval.is_float or PRIMS[node.prim].family == "creation":
             continue
-        if any(isinstance(x, Literal) for x in node.inputs) or node.source == return_line:
-            yield node
+        yield node
 
 
 def _return_line(graph):
@@ -192,16 +195,56 @@ def _return_line(graph):
 
 _BLOCK_NAMES = {"cond": ("then", "else"), "loop": ("body",), "while": ("test", "body"),
                 "fused": ("expr",)}
+# what a block's outputs become, drawn as its last node
+_BLOCK_RESULTS = {"loop": "to the next step", "while": "to the next step",
+                  "cond": "the branch's values", "fused": "the chain's value"}
 
 
 def _header(node) -> str:
+    """What a node computes, in the user's terms: ``hs[t]`` for an index, ``for loop, 3 steps``
+    for a loop, ``sum over the broadcast axes`` for the adjoint of broadcasting; the primitive
+    and its parameters otherwise (``multiply``, ``mean[axis=0]``)."""
+    described = _DESCRIBED.get(node.prim)
+    if described is not None:
+        return described(node)
     params = {k: v for k, v in node.params.items() if v is not None}
     attrs = ", ".join(f"{k}={params[k]!r}" for k in sorted(params))
     return f"{node.prim}[{attrs}]" if attrs else node.prim
 
 
+def _index(node) -> str:
+    names = [getattr(x, "name", None) or "?" for x in node.inputs[1:]]
+    items = []
+    for item in node.params.get("index", ()):
+        tag = item[0]
+        items.append(str(item[1]) if tag == "i" else names[item[1]] if tag in "au" else
+                     "None" if tag == "n" else "..." if tag == "e" else
+                     ":".join("" if v is None else str(v) for v in item[1:]).rstrip(":") or ":")
+    return f"{getattr(node.inputs[0], 'name', None) or 'x'}[{', '.join(items)}]"
+
+
+def _loop(node) -> str:
+    steps = next((x.value for x in node.inputs if isinstance(x, Literal)), None)
+    kind = "the loop's adjoint, its steps last to first" if node.params.get("reverse") \
+        else "for loop"
+    return kind + (f", {steps} steps" if isinstance(steps, int) else "")
+
+
+_DESCRIBED = {
+    "getitem": _index,
+    "sum_to": lambda n: f"sum over the broadcast axes, to {n.params.get('shape')}",
+    "to_float": lambda n: "float()",
+    "loop": _loop,
+    "while": lambda n: "while loop",
+    "cond": lambda n: "if",
+    "fused": lambda n: "fused elementwise chain",
+}
+
+
 def _node_label(node) -> str:
     args = [repr(x.value) for x in node.inputs if isinstance(x, Literal)]
+    if node.prim in _DESCRIBED:
+        args = []   # (a loop's trip count is in its description)
     head = _header(node) + (" " + " ".join(args) if args else "")
     return "\n".join([head] + [_value_label(v) for v in node.outputs])
 

@@ -443,6 +443,12 @@ def test_graph_writes_dot_and_png(tmp_path):
     green = [ln for ln in dot.splitlines() if "#a8e6a1" in ln]
     assert sum('label="w1\\nfloat"' in ln or 'label="inp\\nf64[2,2]"' in ln for ln in green) == 2
     assert sum("(gradient)" in ln for ln in green) == 3
+    seed = next(ln.split()[0] for ln in dot.splitlines() if "(seed)" in ln)
+    entered = [ln.split()[2] for ln in dot.splitlines() if ln.strip().startswith(f"{seed} ->")]
+    labels = {ln.split()[0]: ln for ln in dot.splitlines() if "[label=" in ln}
+    # the chain rule's first steps, where the seed's 1 enters: l2 * w3 (toward l1), l2 * l1
+    # (toward w3) and the sum of l3 (toward w2); the mean's 1/4 comes last
+    assert len(entered) == 3 and all("#fbe0c6" in labels[n] for n in entered)
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed (apt-get install graphviz)")
     done = adcompiler("graph", target, "-o", tmp_path / "g.png")
@@ -471,7 +477,11 @@ def test_graph_draws_control_flow(tmp_path):
     done = adcompiler("graph", f"{path}:f", "-o", tmp_path / "loops.dot")
     assert done.returncode == 0, done.stderr
     dot = (tmp_path / "loops.dot").read_text()
-    assert 'label="cond"' in dot and "loop[" in dot and 'label="body"' in dot
+    assert 'label="if"' in dot and 'label="body"' in dot
+    assert 'label="for loop, 3 steps"' in dot                       # forward
+    assert "the loop's adjoint, its steps last to first, 3 steps" in dot
+    assert 'label="to the next step"' in dot and "yield" not in dot
+    assert "getitem[" not in dot and "sum_to[" not in dot and "to_float" not in dot
 
 
 def test_check_agrees_on_the_samples_and_reports_each_input():
