@@ -137,3 +137,12 @@ def test_what_is_not_a_masked_reduction_is_the_located_refusal():
                                                   "supported") as info:
             ad.grad(f)(x)
         assert_located(info.value, f, 1, construct, "np.where(mask, x, 0)")
+
+
+def cubes_of_positives(x):
+    return np.sum(x[x > 0] ** 3)
+
+
+def test_second_order_through_a_masked_reduction():
+    np.testing.assert_allclose(ad.hessian(cubes_of_positives)(X), np.diag(6.0 * X * (X > 0)),
+                               rtol=1e-13, atol=1e-14)

@@ -241,3 +241,14 @@ def test_the_tape_runs_positions_on_values():
         warnings.simplefilter("error")
         i = np.searchsorted(EDGES, x)
     np.testing.assert_array_equal(np.asarray(i), np.searchsorted(EDGES, X))
+
+
+def gathered_twice(x, w):
+    return np.sum(np.maximum.accumulate(x) ** 2 * w) + np.sum(np.partition(x, 3) ** 3 * w)
+
+
+def test_second_order_through_the_gathers_against_differences_of_the_gradient():
+    h, g = ad.hessian(gathered_twice)(X, W9), ad.grad(gathered_twice)
+    eps = 1e-6
+    columns = [(g(X + eps * e, W9) - g(X - eps * e, W9)) / (2 * eps) for e in np.eye(9)]
+    np.testing.assert_allclose(h, np.array(columns).T, rtol=1e-6, atol=1e-6)
