@@ -30,9 +30,13 @@ def _reduced_shape(shape, axis, keepdims) -> tuple:
 
 def _finite_max(ops, a, axis):
     """The maximum along ``axis`` (kept as length-1 axes), 0 where it is not finite: the shift
-    that keeps ``exp`` from overflowing, and never ``inf - inf``."""
+    that keeps ``exp`` from overflowing, and never ``inf - inf``. Its gradient is stopped (as
+    JAX's logsumexp stops it): the result does not depend on the shift, so its derivative in
+    it is exactly 0, where the max's rule would spend passes over ``a`` on terms that cancel
+    (templates/idioms/shift_invariance.py proves this for a plain max, not through the
+    ``where``)."""
     top = ops.max(a, **_reduce_params(axis), keepdims=True)
-    return ops.where(ops.isfinite(top), top, 0.0)
+    return ops.stop_gradient(ops.where(ops.isfinite(top), top, 0.0))
 
 
 def logsumexp(ops, a, axis=None, b=None, keepdims=False, return_sign=False):

@@ -449,6 +449,24 @@ def test_reductions_of_exponentials(f):
     assert float(tangent) == pytest.approx(float(np.sum(got * v)), rel=1e-12)
 
 
+def lse_rows(x):
+    return np.sum(logsumexp(x, axis=1))
+
+
+def test_logsumexp_shift_takes_no_gradient_passes():
+    """The max-shift's gradient is stopped (it is exactly 0): the gradient is softmax, with no
+    equality mask or tie count of the max's rule over the input; the Hessian is softmax's
+    Jacobian, diag(p) - p p^T, row by row."""
+    x = np.random.default_rng(3).standard_normal((300, 40))
+    g = ad.grad(lse_rows)
+    np.testing.assert_allclose(g(x), softmax(x, axis=1), rtol=1e-13, atol=1e-16)
+    assert "==" not in g.source.split("# grad of")[1] and "np.equal" not in g.source
+    row = X[1]
+    p = softmax(row)
+    np.testing.assert_allclose(ad.hessian(lse_all)(row), np.diag(p) - np.outer(p, p),
+                               rtol=1e-12, atol=1e-15)
+
+
 def lse_value(x):
     return logsumexp(x, axis=1)
 
