@@ -154,6 +154,14 @@ def test_gradient_against_differences_and_the_tape(f, x):
 
 
 @pytest.mark.parametrize("f, x", PARAMS)
+def test_float32_in_float32_out(f, x):
+    """SciPy's float32 loops (polygamma's float64 result cast back to the input's dtype)."""
+    got = ad.grad(f)(x.astype(np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ad.grad(f)(x), rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("f, x", PARAMS)
 def test_tangent_is_the_gradient_along_a_direction(f, x):
     v = np.linspace(-1.0, 1.0, x.size)
     value, tangent = ad.jvp(f)(x, tangents=v)
@@ -554,6 +562,22 @@ def test_norm_defaults_and_quantiles():
     np.testing.assert_allclose(got[0], central_differences(
         lambda q: norm_quantile(q, 0.5, 2.0), UNIT), rtol=1e-6)
     assert float(got[1]) == pytest.approx(float(np.sum(sp.ndtri(UNIT) * W)), rel=1e-12)
+
+
+def frozen_norm(x, mu, s):
+    d = norm(mu, scale=s)
+    return np.sum(d.logpdf(x) + d.cdf(x) * 2.0 + d.ppf(UNIT[:5])) + np.sum(norm(1.0).logsf(x))
+
+
+def test_frozen_norm_distributions():
+    x = SIGNED[:5]
+    got = ad.grad(frozen_norm, wrt=(0, 1, 2))(x, 0.3, 1.4)
+    np.testing.assert_allclose(got[0], central_differences(
+        lambda v: frozen_norm(v, 0.3, 1.4), x), rtol=1e-6)
+    assert float(got[1]) == pytest.approx((frozen_norm(x, 0.3 + 1e-6, 1.4)
+                                           - frozen_norm(x, 0.3 - 1e-6, 1.4)) / 2e-6, rel=1e-6)
+    assert float(got[2]) == pytest.approx((frozen_norm(x, 0.3, 1.4 + 1e-6)
+                                           - frozen_norm(x, 0.3, 1.4 - 1e-6)) / 2e-6, rel=1e-6)
 
 
 def norm_values(x, scale):

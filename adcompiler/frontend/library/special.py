@@ -1,7 +1,8 @@
 """SciPy's special functions in compiled code: ``scipy.special.erf`` and the other elementwise
 rows of module ``scipy.special`` (``ir.primitives``), ``polygamma(n, x)``, ``logsumexp`` /
 ``softmax`` / ``log_softmax`` and ``scipy.stats.norm``'s densities and tails
-(:mod:`adcompiler.compositions.special`).
+(:mod:`adcompiler.compositions.special`), of ``norm`` itself or of a frozen ``norm(loc,
+scale)``.
 
 SciPy is optional: nothing here imports it until user code calls one of its functions (then the
 user's code has imported it), so :func:`handler_for` looks SciPy's functions up in
@@ -25,7 +26,6 @@ from .binding import CallError, axis_arg, bind, positional, static
 
 _ROWS = [r for r in ELEMENTWISE if r.module == "scipy.special" and r.np_call]
 _TABLE: dict = {}    # SciPy's function -> handler, filled once scipy.special is imported
-_NORM_GEN = None     # scipy.stats.norm, once scipy.stats is imported
 
 
 def is_library_function(func) -> bool:
@@ -44,9 +44,14 @@ def handler_for(func):
         return None
     if found is not None:
         return found
-    if isinstance(func, types.MethodType) and "scipy.stats" in sys.modules:
+    if isinstance(func, types.MethodType) and isinstance(func.__self__, FrozenNorm):
+        return func.__self__.handler(func.__name__)
+    if "scipy.stats" in sys.modules:
         norm = sys.modules["scipy.stats"].norm
-        if func.__self__ is norm and func.__name__ in special.NORM:
+        if func is norm:
+            return _frozen
+        if isinstance(func, types.MethodType) and func.__self__ is norm and \
+                func.__name__ in special.NORM:
             return _norm(func.__name__)
     return None
 
@@ -120,6 +125,35 @@ def _norm(name):
     return handler
 
 
+class FrozenNorm:
+    """``scipy.stats.norm(loc, scale)`` while compiling: its methods lower as ``norm``'s with
+    this ``loc`` and ``scale`` (traced or not); the object itself never reaches the graph."""
+
+    def __init__(self, loc, scale):
+        self.loc, self.scale = loc, scale
+
+    def handler(self, name):
+        def handler(b, args, kwargs):
+            p = bind(args, kwargs, ("q" if name == "ppf" else "x",))
+            return special.NORM[name](b, p["q" if name == "ppf" else "x"], self.loc, self.scale)
+        return handler
+
+    # the methods compiled code may call (looked up by name: handler_for)
+    def logpdf(self, x): ...
+    def pdf(self, x): ...
+    def cdf(self, x): ...
+    def logcdf(self, x): ...
+    def sf(self, x): ...
+    def logsf(self, x): ...
+    def ppf(self, q): ...
+
+
+def _frozen(b, args, kwargs):
+    """``scipy.stats.norm(loc=0, scale=1)``: a frozen distribution."""
+    p = bind(args, kwargs, ("loc", "scale"), required=0)
+    return FrozenNorm(p.get("loc", 0.0), p.get("scale", 1.0))
+
+
 def _fill(sp):
     _TABLE.update({getattr(sp, r.name): _elementwise(r.name, r.arity) for r in _ROWS
                    if r.name != "polygamma"})
@@ -141,4 +175,5 @@ def library_functions() -> dict:
            for n in names}
     out.update({f"scipy.stats.norm.{n}": (getattr(scipy.stats.norm, n), _norm(n))
                 for n in special.NORM})
+    out["scipy.stats.norm"] = (scipy.stats.norm, _frozen)   # norm(loc, scale).logpdf(x)...
     return dict(sorted(out.items()))
