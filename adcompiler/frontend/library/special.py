@@ -162,8 +162,6 @@ def _fill(sp):
                    sp.log_softmax: _softmax(special.log_softmax)})
 
 
-
-
 def library_functions() -> dict:
     """``{"scipy.special.erf": (function, handler)}`` for every SciPy function compiled code
     may call (the documentation's table; it imports SciPy)."""
