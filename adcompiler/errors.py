@@ -30,7 +30,24 @@ COMPUTING_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, Attribu
 
 
 class CompileError(Exception):
-    """Raised for anything the compiler cannot (or must not) compile; points at the user's code."""
+    """Raised for anything the compiler cannot (or must not) compile; points at the user's code.
+
+    ``str(error)`` is ``path:line:col: error: message``, then the offending line with a caret
+    under the construct, then ``hint:`` and what to write instead. ``.message``, ``.hint``,
+    ``.filename``, ``.lineno`` and ``.location`` hold the parts. Compiling never raises from
+    inside the compiler: the traceback ends at the user's call (set ``ADCOMPILER_TRACEBACK=1``
+    to keep the compiler's frames when debugging adcompiler itself).
+
+        >>> import numpy as np
+        >>> import adcompiler as ad
+        >>> def loss(x):
+        ...     return np.sum(np.tanhh(x))
+        >>> try:
+        ...     ad.grad(loss)(np.ones(2))
+        ... except ad.CompileError as err:
+        ...     print(err.message, "|", err.hint)
+        a `module` object has no attribute `tanhh` | did you mean `np.tanh`?
+    """
 
     def __init__(self, message: str, location: Optional[Location] = None, hint: str = ""):
         self.message = message

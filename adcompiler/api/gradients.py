@@ -348,25 +348,66 @@ def _transform(mode):
 
 
 grad = _transform("grad")
-grad.__doc__ = """The gradient of ``f``'s scalar result with respect to ``wrt``.
+grad.__doc__ = """The gradient of ``f``'s scalar result, compiled ahead of time from ``f``'s source.
 
-``wrt`` names parameters by name or position; a single one gives a single gradient, a tuple
-gives a tuple in that order (default: the first parameter). Use as ``grad(f)``, ``@grad`` or
-``@grad(wrt=("w1", "w2"))``. A gradient has its input's shape and dtype (a float for a float,
-a NumPy scalar of its type for a NumPy scalar: ``np.float32`` for ``np.float32``).
-``backend="cupy"`` compiles CuPy code for CuPy arrays (every transform takes ``backend=``);
-``backend="numba"`` (opt-in, needs numba) compiles a gradient that is elementwise on float64
-arrays of one shape (1-D slices such as ``x[1:]`` included) into numba loops, and NumPy code
-otherwise.
+:param f: a ``def`` (at module level, nested, or a method), a :func:`custom_vjp` function, or
+    another gradient (``grad(grad(f))``). Use as ``grad(f)``, ``@grad`` or
+    ``@grad(wrt=("w1", "w2"))``.
+:param wrt: the parameters to differentiate with respect to, by name or position: one (the
+    default is the first parameter) gives one gradient, a tuple gives a tuple in that order.
+    A parameter may hold floats, float arrays, or a container of them (dict, list, tuple,
+    NamedTuple, dataclass): its gradient is the same container.
+:param backend: ``"numpy"`` (the default); ``"cupy"`` compiles CuPy code, called with CuPy
+    arrays; ``"numba"`` (opt-in, needs numba) compiles elementwise gradients of float64 arrays
+    into numba loops, and NumPy code otherwise.
+:returns: a :class:`GradientFunction`, called as ``f`` is. Each gradient has its input's shape
+    and dtype (a float for a float). It compiles once per input signature (shapes, dtypes,
+    the values of int, str and other static arguments) and reuses the code after that;
+    ``.source`` is the generated Python, ``.ir`` its SSA graph, ``.constants`` the values the
+    source reads but does not define, ``.specialize(*args)`` compiles without running.
+:raises CompileError: where ``f`` uses what cannot be compiled, located at the user's line.
+
+    >>> import numpy as np
+    >>> import adcompiler as ad
+    >>> def loss(w, x):
+    ...     return np.sum(np.tanh(x @ w) ** 2)
+    >>> g = ad.grad(loss)
+    >>> g(np.ones(2), np.eye(2)).round(4)
+    array([0.6397, 0.6397])
+    >>> print(g.source, end="")
+    def grad_loss(w, x):
+        t1 = np.tanh(x @ w)
+        # grad of: return np.sum(np.tanh(x @ w) ** 2)
+        dt2 = 2.0 * t1
+        dt3 = dt2 * (1 - t1 * t1)
+        dw = x.T @ dt3
+        return dw
 """
 value_and_grad = _transform("value_and_grad")
-value_and_grad.__doc__ = "Like :func:`grad`, returning ``(value, gradient)``."
-vjp = _transform("vjp")
-vjp.__doc__ = """The vector-Jacobian product of ``f`` for a non-scalar result.
+value_and_grad.__doc__ = """Like :func:`grad`, returning ``(value, gradient)`` from one pass: the
+forward values the gradient needs are computed once.
 
-Call it with the keyword ``cotangent=`` (an array shaped like ``f``'s one result; a tuple is an
-error saying what was expected, :mod:`adcompiler.api.cotangents`), as PyTorch's
-``backward(gradient)``; it returns what :func:`grad` would, for ``sum(f(...) * cotangent)``.
+    >>> import numpy as np
+    >>> import adcompiler as ad
+    >>> def loss(w):
+    ...     return np.sum(w ** 3)
+    >>> ad.value_and_grad(loss)(np.array([1.0, 2.0]))
+    (np.float64(9.0), array([ 3., 12.]))
+"""
+vjp = _transform("vjp")
+vjp.__doc__ = """The vector-Jacobian product of ``f`` for a non-scalar result (reverse mode).
+
+Called as ``f`` is, plus the keyword ``cotangent=``: an array shaped like ``f``'s result (for a
+result that is a container, the same container), as PyTorch's ``y.backward(gradient)``. It
+returns what :func:`grad` would return for ``np.sum(f(...) * cotangent)``, without forming the
+Jacobian; a cotangent of the wrong shape is an error saying what was expected.
+
+    >>> import numpy as np
+    >>> import adcompiler as ad
+    >>> def square(x):
+    ...     return x ** 2
+    >>> ad.vjp(square)(np.array([1.0, 2.0, 3.0]), cotangent=np.array([1.0, 0.0, 1.0]))
+    array([2., 0., 6.])
 """
 
 
