@@ -231,6 +231,24 @@ def test_planned_buffers_call_scipy_into_them(f):
         np.testing.assert_allclose(got, ad.grad(f)(x), rtol=1e-13, atol=1e-15)
 
 
+def threaded_chain(x):
+    return np.sum(sp.erf(x * 2.0) * sp.expit(x) + sp.gammaln(x * x + 1.0))
+
+
+def test_threaded_ufuncs_past_the_threshold():
+    """Past numexpr_chains.MIN_ELEMENTS a planned ufunc is cut over threads: SciPy's too
+    (``_threaded(scipy.special.expit, x, out=_buf1)``), against the unoptimised gradient."""
+    from adcompiler.backends import numexpr_chains
+    if not numexpr_chains.enabled():
+        pytest.skip("numexpr is off or missing: no threaded path to check")
+    x = np.linspace(-2.0, 2.0, 2 * numexpr_chains.MIN_ELEMENTS)
+    g = ad.grad(threaded_chain)
+    got = g(x)
+    assert "_threaded(scipy.special." in g.source
+    with unoptimised():
+        np.testing.assert_allclose(got, ad.grad(threaded_chain)(x), rtol=1e-13, atol=1e-15)
+
+
 @pytest.fixture
 def cupyx_scipy(monkeypatch):
     """cupyx.scipy.special played by SciPy, for NumPy playing CuPy."""
