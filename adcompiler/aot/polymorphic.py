@@ -15,7 +15,8 @@ merged body only; the compiler sees the numbers of each sample. The samples agre
 example's sizes, because ``adcompiler compile`` compiles inside
 :func:`adcompiler.ir.sizing.symbolic`, where every choice the passes and the planner make by
 size (fusion, buffers, the cost models) is the one for large inputs, at every size, and numexpr
-is off; CuPy modules keep the per-size choice (a kernel's C text holds the sizes). A size the
+is off (a second body for small inputs makes the other choice: :mod:`.small_bodies`); CuPy
+modules keep the per-size choice (a kernel's C text holds the sizes). A size the
 code fixes (a reshape to a constant, a product with a constant array) stays a number, and why is
 kept (``Specialisation.fixed``) for the module's header and the body's comment.
 
@@ -35,7 +36,7 @@ import dataclasses
 
 import numpy as np
 
-from . import antiunify
+from . import antiunify, small_bodies
 from ..errors import COMPUTING_ERRORS, CompileError
 from ..frontend.lower import lower_function
 from ..ir import Aval
@@ -66,13 +67,30 @@ def generalise(module, gradient, args, spec):
     if spec.containers:   # the dispatcher unpacks them (.containers): their sizes stay
         return None, ("it takes a container (" + ", ".join(spec.containers) + "), whose "
                       "arrays' sizes a body does not yet read from its arguments")
-    job = _Job(gradient, args, spec, least_sizes(module, fname))
+    least = least_sizes(module, fname)
+    job = _Job(gradient, args, spec, least)
     if not job.slots:
         return None, None
     try:
-        return job.run(), None
+        general = job.run()
     except _NotGeneric as exc:
         return None, str(exc)
+    return small_bodies.with_small_body(general, lambda: _small(gradient, args, spec, least)), \
+        None
+
+
+def _small(gradient, args, spec, least):
+    """The body for small inputs (:mod:`adcompiler.aot.small_bodies`): the example compiled
+    again, as :func:`adcompiler.ir.sizing.small` makes its choices, then merged the same way;
+    None where it cannot be."""
+    job = _Job(gradient, args, spec, least)
+    try:
+        example = job._compile({}, [], []).compiled
+        job.spec = dataclasses.replace(spec, compiled=example)
+        job.skeleton = antiunify.scan(example.source)[0]
+        return job.run()
+    except _NotGeneric:
+        return None
 
 
 class _NotGeneric(Exception):

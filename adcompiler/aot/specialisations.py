@@ -24,6 +24,8 @@ class Specialisation:
     compiled: object   # a pipeline.Compiled
     least: dict = field(default_factory=dict)   # a pattern's symbol -> its smallest size
     fixed: list = field(default_factory=list)   # a pattern's sizes kept as numbers, and why
+    small: object = None   # a pattern's body for small inputs (aot.small_bodies), or None
+    switch: str = ""       # when the first body runs instead: ``d1 * d2 >= 4096``
     containers: dict = field(default_factory=dict)   # parameter -> its Tree (.containers)
 
     @property

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import inspect
 import os
 import re
@@ -39,7 +40,7 @@ import textwrap
 import numpy as np
 
 from . import containers as aot_containers
-from . import guards as standalone_guards
+from . import guards as standalone_guards, small_bodies
 from . import user_code as user
 from .specialisations import (MarkedFunction, Specialisation, _params, describe,
     shape_polymorphic, signature_of, specialise, tangent_names)
@@ -105,6 +106,14 @@ class _Writer:
         names = []
         for i, spec in enumerate(fn.specialisations, 1):
             names.append(self.body(fn, spec, f"_{fn.mode}_{fn.name}_{i}"))
+            if spec.small is not None:   # the body for small inputs (aot.small_bodies)
+                self.defined.append(self.body(fn, dataclasses.replace(
+                    spec, compiled=spec.small, small=None), small_bodies.name_of(names[-1])))
+                note = f"the body for small inputs: {names[-1]} runs it where " \
+                    f"{small_bodies.below(spec.switch)} (nothing planned or fused)"
+                self.blocks[-1] = "\n".join(textwrap.wrap(
+                    note, 96, initial_indent="# ", subsequent_indent="#     ")) + "\n" + \
+                    self.blocks[-1]
         table = f"_{fn.mode.upper()}_{fn.name.upper()}"
         containers = aot_containers.common(fn)   # unpacked by the dispatcher (.containers)
         self.needed.update(aot_containers.classes(self.module, containers, fn.name))
@@ -129,6 +138,8 @@ class _Writer:
         lines = compiled.source.splitlines(True)
         texts = {_defines(s): "".join(lines[s.lineno - 1:s.end_lineno]) for s in tree.body}
         renames = {compiled.fname: new_name}
+        if spec.small is not None:   # the call the body makes for small inputs
+            renames[small_bodies.name_of(compiled.fname)] = small_bodies.name_of(new_name)
         for stmt in tree.body:
             name = _defines(stmt)
             if name != compiled.fname and (self.helpers.get(name, texts[name]) != texts[name]

@@ -141,7 +141,7 @@ def reference(gradient, args):
 
 
 # the elementwise workload's sizes: each threshold's two sides, in elements (fusion's and the
-# planner's are both 4,096 float64)
+# planner's are both 4,096 float64, where the module's body for small inputs hands over)
 ELEMENT_SIZES = [(3, 4), (63, 65), (64, 64), (5, numexpr_chains.MIN_ELEMENTS // 5 - 1),
                  (700, 400)]
 
@@ -160,6 +160,15 @@ def test_workloads_compiled_at_realistic_sizes_take_every_size(tmp_path):
     for name in ("value_and_grad_mlp", "grad_rnn", "grad_logistic", "grad_elementwise"):
         assert f"{name} (1 signature, any sizes)" in done.stderr, done.stderr
     assert "per shape" not in done.stderr
+    text = (tmp_path / "workloads_grad.py").read_text()
+    # below the thresholds, a second body with nothing planned or fused (aot.small_bodies):
+    # one test on the sizes the first body has read, before its pool
+    first = text[text.index("def _grad_elementwise_1("):]
+    assert first.index("if d1 * d2 < 4096:\n        return _grad_elementwise_1_small(x)") < \
+        first.index(".setdefault(")
+    small = text[text.index("def _grad_elementwise_1_small("):]
+    small = small[:small.index("\n\n\n")]
+    assert "out=" not in small and "_buf" not in small
     user = import_path(path)
     cases = []
     for batch, hidden in ((50, 64), (7, 3), (300, 128), (1200, 200)):   # example: 300, 128
