@@ -30,8 +30,9 @@ from ..frontend.bindings.trees import (flat_values, is_container, is_dataclass_i
 
 class GradientFunction:
     """A compiled gradient of ``primal``; ``.source`` and ``.ir`` show the latest compilation.
-    ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (see README, CuPy backend);
-    ``backend="numba"`` compiles numba loops where it can (README, numba backend)."""
+    ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (the docs' Backends in
+    detail, docs/reference/backends.md); ``backend="numba"`` compiles numba loops where it can
+    (the same page)."""
 
     bound_attributes = ("specialize",)  # called with the instance first through one (bound.py)
 

@@ -189,7 +189,8 @@ class ExpressionLowering:
         if module.startswith(("numpy", "scipy")) or isinstance(func, np.ufunc):
             return self.src.error(node.func, f"`{text}` has no derivative rule in adcompiler",
                                   "write it with supported NumPy functions (np.exp, np.where, "
-                                  "np.sum, ...; see the README), or give it a rule of your own: "
+                                  "np.sum, ...; the docs list them: docs/reference/numpy.md), "
+                                  "or give it a rule of your own: "
                                   "call it in a module-level function decorated with "
                                   "@adcompiler.custom_vjp, and give that function its "
                                   "backward with .defvjp(fwd, bwd)")
