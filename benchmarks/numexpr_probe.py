@@ -5,7 +5,7 @@ and interleaved (ratios, not absolute times, are what the shared machine gives r
 hand-written NumPy gradient, adcompiler's generated gradient, the whole adjoint as one
 ``numexpr.evaluate`` (its own tanh/exp: scalar libm calls, blocked and multi-threaded), and a
 hybrid (NumPy's vectorised tanh/exp into buffers, numexpr for the arithmetic around them).
-It writes benchmarks/NUMEXPR.md. The README's performance section quotes the figures and the
+It writes benchmarks/NUMEXPR.md. docs/performance.md quotes the figures and the
 decision they led to: the hybrid is now what ``ad.grad`` emits where numexpr is installed
 (adcompiler/backends/numexpr_chains.py), so the probe times it beside the ufunc-only code.
 """

@@ -1,6 +1,6 @@
 """numexpr for the arithmetic of large fused chains; NumPy's ufuncs for their transcendentals.
 
-Measured (benchmarks/NUMEXPR.md, README "Performance"): on arrays of a million float64 a
+Measured (benchmarks/NUMEXPR.md, docs/performance.md): on arrays of a million float64 a
 run of arithmetic (``t1 + x * (7 - t1 ** 2) + e``) costs 0.4x of the same ufuncs writing into
 buffers, since numexpr reads each input once, in cache-sized blocks, on every core; below about
 2^17 elements its per-call cost wins. numexpr's ``tanh``/``exp`` are scalar libm calls, 2.5-6x

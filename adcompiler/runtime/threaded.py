@@ -1,7 +1,7 @@
 """One large ufunc call cut into parts that run at once: ``threaded(np.tanh, x, out=_buf0)``.
 
 NumPy lets go of the GIL inside a ufunc's loop, so the parts of one call can run on several
-cores; a million-element ``np.tanh`` takes 0.63x its time on two (README "Performance"). Generated
+cores; a million-element ``np.tanh`` takes 0.63x its time on two (docs/performance.md). Generated
 code calls this only on the numexpr path (the same ``NUMEXPR_NUM_THREADS``/``OMP_NUM_THREADS``
 decide how many parts), for ufuncs whose array arguments all have the result's shape.
 
