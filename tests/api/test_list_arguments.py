@@ -1,5 +1,5 @@
-"""A list given for an argument is compiled as ``np.asarray`` of it (README), and now also runs
-as that array: the generated code once received the list itself, whose ``*`` repeats it, ``+``
+"""A list given for an argument is compiled as ``np.asarray`` of it (docs: Semantics in
+detail), and now also runs as that array: the generated code once received the list itself, whose ``*`` repeats it, ``+``
 concatenates it and ``==`` compares it whole, so ``np.multiply(c, 2)`` (written ``c * 2``) gave
 a list of twice the length and a gradient half the right one, silently. ``np.matrix`` and
 masked arrays, which compute otherwise than ndarrays, are refused instead of read as them."""

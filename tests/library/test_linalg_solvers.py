@@ -238,7 +238,7 @@ def test_cupy_spelling():
 
 def traced_entries(x, y):
     """Lists holding traced numbers (compiled only: NumPy converts a list without dispatching,
-    so the tape cannot record one, as the README says of np.array([t0, t1]))."""
+    so the tape cannot record one, as the tape reference says of np.array([t0, t1]))."""
     return np.linalg.det([[x, 1.0], [2.0, y]]) + np.linalg.solve([[x, 0.0], [0.0, 2.0]],
                                                                  [1.0, y])[1]
 
