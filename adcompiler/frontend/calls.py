@@ -22,7 +22,7 @@ from ..ir.primitives import PRIMS
 from .library import (compositions, creation, diagonal, einsum, norms, products, scans,
                       signals, solvers, sorting, splits, statistics)
 from .library import factorizations
-from .library import positions, real_parts, rotations
+from .library import comparisons, positions, real_parts, rotations
 from .library.binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 # np.<name> for every elementwise primitive that user code calls so (ir.primitives rows;
@@ -354,6 +354,7 @@ FUNCTIONS.update(solvers.FUNCTIONS)  # np.linalg.solve, inv, det, slogdet
 FUNCTIONS.update(factorizations.FUNCTIONS)  # np.linalg.cholesky, eigh, svd, qr, pinv, np.kron...
 FUNCTIONS.update(sorting.FUNCTIONS)  # np.sort, take_along_axis, median, quantile, percentile
 FUNCTIONS.update(positions.FUNCTIONS)  # np.searchsorted, np.digitize: integers
+FUNCTIONS.update(comparisons.FUNCTIONS)  # np.isclose, allclose, count_nonzero...: no gradient
 FUNCTIONS.update(rotations.FUNCTIONS)  # np.rot90, np.rollaxis
 FUNCTIONS.update(real_parts.FUNCTIONS)  # np.real, imag, conj of real arrays
 FUNCTIONS.update(splits.FUNCTIONS)  # np.split, atleast_2d, tile, repeat, append, take, pad
