@@ -95,20 +95,22 @@ class LibraryFunction:
     is no dependency of adcompiler, and ``import adcompiler`` never imports it. Equal for equal
     names, so rows compare as values."""
 
-    __slots__ = ("module", "name")
+    __slots__ = ("module", "name", "_fn")
 
     def __init__(self, module, name):
-        self.module, self.name = module, name
+        self.module, self.name, self._fn = module, name, None
 
     def resolve(self):
-        """The function itself; an ImportError that says to install the library where it is
-        missing."""
-        import importlib
-        try:
-            return getattr(importlib.import_module(self.module), self.name)
-        except ImportError:
-            raise ImportError(f"{self.module}.{self.name} needs "
-                              f"{missing_library(self.module)}") from None
+        """The function itself (looked up once); an ImportError that says to install the
+        library where it is missing."""
+        if self._fn is None:
+            import importlib
+            try:
+                self._fn = getattr(importlib.import_module(self.module), self.name)
+            except ImportError:
+                raise ImportError(f"{self.module}.{self.name} needs "
+                                  f"{missing_library(self.module)}") from None
+        return self._fn
 
     def __call__(self, *args, **kwargs):
         return self.resolve()(*args, **kwargs)
