@@ -75,20 +75,20 @@ def generalise(module, gradient, args, spec):
         general = job.run()
     except _NotGeneric as exc:
         return None, str(exc)
-    return small_bodies.with_small_body(general, lambda: _small(gradient, args, spec, least)), \
-        None
+    return small_bodies.with_small_body(
+        general, lambda: _small(gradient, args, spec, least, job.found)), None
 
 
-def _small(gradient, args, spec, least):
+def _small(gradient, args, spec, least, groups):
     """The body for small inputs (:mod:`adcompiler.aot.small_bodies`): the example compiled
-    again, as :func:`adcompiler.ir.sizing.small` makes its choices, then merged the same way;
-    None where it cannot be."""
+    again, as :func:`adcompiler.ir.sizing.small` makes its choices, then merged the same way,
+    with the first body's groups of sizes (``groups``); None where it cannot be."""
     job = _Job(gradient, args, spec, least)
     try:
         example = job._compile({}, [], []).compiled
         job.spec = dataclasses.replace(spec, compiled=example)
         job.skeleton = antiunify.scan(example.source)[0]
-        return job.run()
+        return job.run(groups)
     except _NotGeneric:
         return None
 
@@ -109,8 +109,11 @@ class _Job:
         self.skeleton = antiunify.scan(spec.compiled.source)[0]
         self.fixed = []   # why each size that cannot vary stays the example's
 
-    def run(self):
-        groups = self._untie(self._free(self.groups))
+    def run(self, groups=None):
+        """The Specialisation for every size; ``groups``: the sizes grouped as another job
+        found them (the body for small inputs takes the first body's), else found here."""
+        groups = self._untie(self._free(self.groups)) if groups is None else groups
+        self.found = groups
         symbols = _symbols(len(groups), self.spec.compiled.source)
         base = self._sizes(groups, symbols)   # then each symbol moved alone, then all moved
         taken = set(base.values())
