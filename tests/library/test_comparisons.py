@@ -35,7 +35,12 @@ def counts(a, b):
     return np.count_nonzero(a.reshape(2, 4) == b.reshape(2, 4), axis=1) * 1.0
 
 
-@pytest.mark.parametrize("f", [close, close_nan_loose, infinities, counts])
+def memberships(a, b):
+    return (np.where(np.isin(a.reshape(2, 4), b[:3]), 1.0, 0.0)
+            + np.where(np.isin(a, [2.0, -3.0], invert=True), 2.0, 0.0).reshape(2, 4))
+
+
+@pytest.mark.parametrize("f", [close, close_nan_loose, infinities, counts, memberships])
 def test_values_are_numpys(f):
     with np.errstate(all="raise"):   # no warning NumPy's own does not give
         got, _ = ad.jvp(f)(A, B, tangents=np.zeros(8))

@@ -1,5 +1,5 @@
 """Boolean and integer results made of comparisons: ``np.isclose``, ``np.allclose``,
-``np.array_equal``, ``np.isposinf``, ``np.isneginf`` and ``np.count_nonzero``. They carry no
+``np.array_equal``, ``np.isposinf``, ``np.isneginf``, ``np.isin`` and ``np.count_nonzero``. They carry no
 gradient (the gradient flows through the values they select, ``np.where(np.isclose(a, b),
 ...)``).
 
@@ -8,7 +8,8 @@ isfinite(b) | (a == b)`` (and ``isnan(a) & isnan(b)`` with ``equal_nan``), the d
 of finite pairs only (NumPy's ``errstate`` hides the warning of ``inf - inf``; here it never
 happens), ``allclose`` its
 ``all``, ``array_equal`` ``False`` for shapes that differ (known while compiling) else
-``all(a == b)``, ``count_nonzero`` the sum of ``a != 0`` (a Python int for the whole array, as
+``all(a == b)``, ``isin`` each entry against every test element (``any`` of ``==``),
+``count_nonzero`` the sum of ``a != 0`` (a Python int for the whole array, as
 NumPy's). Tolerances are known while compiling.
 """
 
@@ -76,6 +77,22 @@ def _infinite(sign):
     return handler
 
 
+def _isin(b, args, kwargs):
+    """np.isin(element, test_elements, assume_unique=False, invert=False): each entry compared
+    with every test element, ``any`` over them (``all`` of ``!=`` for ``invert``)."""
+    p = bind(args, kwargs, ("element", "test_elements", "assume_unique", "invert"), required=2)
+    if kwargs.pop("kind", None) not in (None, "sort", "table"):
+        raise CallError("takes kind=None, 'sort' or 'table'", "leave kind= out")
+    x, tests = _array(b, p["element"]), _array(b, p["test_elements"])
+    flat = b.emit("reshape", (tests,), {"shape": (int(np.prod(b.shape(tests))),)})
+    spread = b.emit("reshape", (x,), {"shape": (*b.shape(x), 1)})
+    if static(p.get("invert", False), "`invert=`"):
+        out = b.emit("all", (b.emit("not_equal", (spread, flat)),), {"axis": -1})
+    else:
+        out = b.emit("any", (b.emit("equal", (spread, flat)),), {"axis": -1})
+    return out
+
+
 def _count_nonzero(b, args, kwargs):
     p = bind(args, kwargs, ("a", "axis", "keepdims"))
     x, axis = _array(b, p["a"]), axis_arg(p.get("axis"))
@@ -87,5 +104,5 @@ def _count_nonzero(b, args, kwargs):
 
 
 FUNCTIONS = {np.isclose: _isclose, np.allclose: _allclose, np.array_equal: _array_equal,
-             np.isposinf: _infinite(1), np.isneginf: _infinite(-1),
+             np.isposinf: _infinite(1), np.isneginf: _infinite(-1), np.isin: _isin,
              np.count_nonzero: _count_nonzero}

@@ -29,7 +29,6 @@ _DATA_SHAPED = {
 }
 # integer or boolean results: no derivative needed, not compiled yet
 _INTEGER_RESULTS = {
-    "isin": "compare with each value: np.any(x[..., None] == values, axis=-1)",
     "array_equiv": "compare the values: np.all(a == b)",
     "signbit": "write x < 0 (or np.copysign(1.0, x) < 0 where -0.0 matters)",
     "lexsort": "sort by one key with np.argsort, or compute the order outside the function",
