@@ -66,6 +66,12 @@ def classify(value, name, differentiate: bool):
         if isinstance(value, (int, bool)):
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is an integer "
                             f"({value!r}); pass a float such as {float(value)!r}")
+        if type(value).__module__ == "adcompiler.tape.tensor":   # G(x) inside dynamic_grad
+            raise TypeError(f"cannot differentiate with respect to {name!r}: it is a tape "
+                            "tensor, and a compiled gradient called on one would drop its "
+                            "graph; on the tape, differentiate the gradient there "
+                            "(tape.grad(out, x, create_graph=True)), or compile the outer "
+                            "function with adcompiler.grad, which inlines the call")
         raise TypeError(f"cannot differentiate with respect to {name!r}: "
                         f"{type(value).__name__} is not a float or an array")
     if isinstance(value, list):

@@ -93,3 +93,11 @@ def test_the_other_transforms_are_located_errors_at_the_call():
             ad.grad(f)(X)
         assert words in str(info.value) and "adcompiler/api" not in str(info.value)
         assert_located(info.value, f, 1, construct, "adcompiler.grad(energy)")
+
+
+def test_on_the_tape_a_called_gradient_says_what_to_do_instead():
+    from adcompiler.tape import dynamic_grad
+    with pytest.raises(TypeError, match="it is a tape tensor, and a compiled gradient called on "
+                                        "one would drop its graph") as info:
+        dynamic_grad(hessian_vector)(X, V)
+    assert "create_graph=True" in str(info.value)
