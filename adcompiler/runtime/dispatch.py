@@ -118,33 +118,46 @@ def _wrong_array(table, value):
 
 
 def _mismatch(table, signature):
-    """Which sizes of a call break the first pattern whose dtypes and ranks it has, as NumPy
-    names the shapes it cannot broadcast: ``x.shape[1] is 5 but W.shape[0] is 3``, two sizes the
-    pattern names alike, or a size the code is compiled for alone; "" where none such."""
-    for pattern, _, least in table.patterns:
-        seen, wrong, kept = {}, [], True
-        for p, want, got in zip(table.params, pattern, signature):
-            if want[0] != "array" or got[0] != "array" or want[1] != got[1] or \
-                    len(want[2]) != len(got[2]):
-                kept = want == got
-                if not kept:
-                    break
-                continue
-            for axis, (w, g) in enumerate(zip(want[2], got[2])):
-                where = "%s.shape[%d]" % (p, axis) if len(want[2]) > 1 else "len(%s)" % p
-                if not isinstance(w, str):
-                    if w != g:
-                        wrong.append("%s is %d, but the code is compiled for %d only (%s)" % (
-                            where, g, w, "sizes of 0 and 1 are kept: NumPy broadcasts a 1" if w < 2
-                            else "the module's header says why"))
-                elif w in seen and seen[w][1] != g:
-                    wrong.append("%s is %d but %s is %d, and the function needs them equal "
-                                 "(both are %s)" % (where, g, seen[w][0], seen[w][1], w))
-                else:
-                    seen.setdefault(w, (where, g))
-        if kept and wrong:
+    """Which sizes of a call break the first pattern whose dtypes and ranks it has (else the
+    one signature that has them), as NumPy names the shapes it cannot broadcast:
+    ``x.shape[1] is 5 but W.shape[0] is 3``, two sizes a pattern names alike, or a size the code
+    is compiled for alone; "" where none such."""
+    found = []
+    for pattern in sorted(table, key=lambda k: not any(isinstance(d, str) for s in k
+                                                          if s[0] == "array" for d in s[2])):
+        wrong = _sizes_apart(table.params, pattern, signature)
+        if wrong and any(isinstance(d, str) for s in pattern if s[0] == "array" for d in s[2]):
             return "%s(): inconsistent sizes: %s\n" % (table.name, "; ".join(wrong))
+        if wrong:
+            found.append(wrong)
+    if len(found) == 1:
+        return "%s(): inconsistent sizes: %s\n" % (table.name, "; ".join(found[0]))
     return ""
+
+
+def _sizes_apart(params, pattern, signature):
+    """The sizes of ``signature`` that ``pattern`` (of the same dtypes, ranks and other
+    arguments, else None) does not take, each said as :func:`_mismatch` says it."""
+    seen, wrong = {}, []
+    for p, want, got in zip(params, pattern, signature):
+        if want[0] != "array" or got[0] != "array" or want[1] != got[1] or \
+                len(want[2]) != len(got[2]):
+            if want != got:
+                return None
+            continue
+        for axis, (w, g) in enumerate(zip(want[2], got[2])):
+            where = "%s.shape[%d]" % (p, axis) if len(want[2]) > 1 else "len(%s)" % p
+            if not isinstance(w, str):
+                if w != g:
+                    wrong.append("%s is %d, but the code is compiled for %d only (%s)" % (
+                        where, g, w, "sizes of 0 and 1 are kept: NumPy broadcasts a 1"
+                        if w < 2 else "the module's header says why"))
+            elif w in seen and seen[w][1] != g:
+                wrong.append("%s is %d but %s is %d, and the function needs them equal "
+                             "(both are %s)" % (where, g, seen[w][0], seen[w][1], w))
+            else:
+                seen.setdefault(w, (where, g))
+    return wrong
 
 
 def _dispatch(table, args):
@@ -195,5 +208,5 @@ def _tangents(tangents, primals, single):
 
 
 HELPERS = (_signature, _as_array, _describe, _Signatures, _fits, _least_text, _wrong_array,
-           _mismatch, _dispatch)                                                       # every module
+           _mismatch, _sizes_apart, _dispatch)                              # every module
 JVP_HELPERS = (_tangents,)                                              # where a jvp is compiled

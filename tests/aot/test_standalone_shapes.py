@@ -133,7 +133,8 @@ def test_other_ranks_and_broadcasting_patterns_raise_type_errors(compiled):
     # sizes the pattern ties, given apart: named first, as NumPy names shapes it cannot broadcast
     assert out[1::2] == ["-", "-", "grad_bias(): inconsistent sizes: x.shape[1] is 5 but "
                          "W.shape[0] is 4, and the function needs them equal (both are d1)",
-                         "-", "-", "-"]
+                         "-", "-", "grad_by_size(): inconsistent sizes: len(x) is 3, but the "
+                         "code is compiled for 5 only (the module's header says why)"]
     text = run_isolated("""
         import numpy as np, shapes_grad as m
         try:
