@@ -168,8 +168,9 @@ class Diverged(Unreadable):
                    f"{self.lineno} and {self.other} on another: the condition is known only "
                    "while running, and the compiled code cannot choose a Python value then")
         if self.path or self.structure:
-            return message, (f"give `{name}` the same structure on both paths: the same length, "
-                             "with the same Python constants (str, None) in the same places")
+            return message, (f"give `{name}` the same structure on both paths: the same length "
+                             "(and keys), with the same Python constants (str, None) in the "
+                             "same places")
         if "None" in (self.first, self.other):
             return message, (f"give `{name}` a value of one kind on both paths: initialise it "
                              "before the `if` as it is on the other path (an array: "
@@ -201,8 +202,8 @@ def carry_error(name, path, before, after) -> tuple:
     where = label(name, path)
     message = (f"`{where}` is {describe(before)} before this loop and {describe(after)} after "
                "one iteration: a loop carries a name only if every iteration keeps its kind (an "
-               "array or a number; a tuple or list of the same length, with the same Python "
-               "constants in the same places)")
+               "array or a number; a tuple, list or dict of the same length and keys, with the "
+               "same Python constants in the same places)")
     if isinstance(after, Value) and not opened(before):
         return message, f"initialise it before the loop as {_start(where, after)}"
     if opened(before) or opened(after):
