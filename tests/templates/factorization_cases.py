@@ -49,11 +49,10 @@ def symmetric_spread(*shape):
     return a + np.triu(_rng.standard_normal(shape), 1)
 
 
-def lower(*shape, unit=False):
-    """A well-conditioned lower-triangular matrix (noise above, which is not read)."""
-    n = shape[-1]
-    a = _rng.standard_normal(shape) * 0.3 + 2.0 * np.eye(n)
-    return a
+def lower(*shape):
+    """A well-conditioned matrix (stack) for triangular solves: either triangle, read as
+    triangular, is far from singular; the other triangle is noise the solve does not read."""
+    return _rng.standard_normal(shape) * 0.3 + 2.0 * np.eye(shape[-1])
 
 
 def factorization_cases():
