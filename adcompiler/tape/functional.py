@@ -19,6 +19,7 @@ from adcompiler.frontend.bindings.trees import is_container, rebuild, split
 
 from . import mode
 from .engine import grad
+from .numpy_scope import in_tape_scope
 from .record import apply
 from .tensor import Tensor, tensor
 from .xp import array_module, device_of, is_device_array
@@ -49,7 +50,7 @@ class DynamicGradient:
                 call[name] = p.rebuild(copies)
             inplace_token = mode._NUMPY_INPLACE.set(True)   # NumPy's in-place semantics
             try:
-                out = call.run(self.primal)
+                out = call.run(in_tape_scope(self.primal))   # np.zeros makes tensors
             finally:
                 mode._NUMPY_INPLACE.reset(inplace_token)
             grads = self._gradients(out, bases, originals)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import adcompiler as ad
 from adcompiler import tape
 from tests.helpers import numerical_grad
 
@@ -176,12 +177,24 @@ def test_norms_match_numpy_or_its_error(shape, order, axis):
 
 def spring_forces(k, x):
     f = k * (x[1:] - x[:-1])
-    force = np.zeros_like(x)   # x is a plain array here: so is force
+    force = np.zeros_like(x)   # made in the function: a tensor on the tape (numpy_scope)
     force[:-1] += f
     return np.sum(force * force)
+
+
+def spring_forces_into(k, x, force):
+    f = k * (x[1:] - x[:-1])
+    force[:-1] += f            # force is the caller's plain array
+    return np.sum(force * force)
+
+
+def test_adding_into_a_buffer_the_function_made_is_recorded():
+    k, x = np.ones(4), np.arange(5.0) ** 2
+    np.testing.assert_allclose(tape.dynamic_grad(spring_forces, wrt="k")(k, x),
+                               ad.grad(spring_forces, wrt="k")(k, x), rtol=1e-12)
 
 
 def test_adding_into_a_plain_array_names_the_update_not_only_out():
     k, x = np.ones(4), np.arange(5.0) ** 2
     with pytest.raises(TypeError, match=r"`a\[\.\.\.\] \+= t` where `a` is not a tensor"):
-        tape.dynamic_grad(spring_forces, wrt="k")(k, x)
+        tape.dynamic_grad(spring_forces_into, wrt="k")(k, x, np.zeros(5))
