@@ -6,6 +6,7 @@ comprehensions, annotations, decorators)."""
 
 import importlib
 import importlib.util
+import os
 import sys
 import textwrap
 
@@ -128,3 +129,22 @@ def test_the_cache_key_follows_the_code_that_runs(user, monkeypatch, tmp_path):
     stale = cache.key_for(old, "grad", ("x",), ())       # the new text, the old code
     fresh = cache.key_for(reloaded, "grad", ("x",), ())  # the new text, its own code
     assert len({before.digest, stale.digest, fresh.digest}) == 3
+
+
+def test_a_file_rewritten_at_the_same_size_and_time_is_read_again(tmp_path, monkeypatch):
+    """linecache trusts a file's size and time stamp: a script written again within the same
+    second at the same size, then imported under another name, keeps its old lines there.
+    The function is fresh; the lines are not: they are read again, not called stale."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "rewritten_script.py"
+    path.write_text("import numpy as np\n\n\ndef f(x):\n    return np.sum(x ** 2)\n")
+    stamp = path.stat().st_mtime_ns
+    first = importlib.import_module("rewritten_script")
+    np.testing.assert_allclose(ad.grad(first.f)(X), 2 * X)          # caches its lines
+    path.write_text("import numpy as np\n\n\ndef f(x):\n    return np.sum(x ** 3)\n")
+    os.utime(path, ns=(stamp, stamp))                               # same size, same time
+    spec = importlib.util.spec_from_file_location("rewritten_script_2", path)
+    second = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(second)
+    np.testing.assert_allclose(ad.grad(second.f)(X), 3 * X ** 2)
+    sys.modules.pop("rewritten_script", None)

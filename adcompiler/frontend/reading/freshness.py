@@ -22,7 +22,6 @@ import __future__
 import ast
 import importlib.machinery
 import symtable
-import sys
 import types
 
 from ...errors import CompileError
@@ -73,10 +72,11 @@ def check_fresh(fn, tree: ast.FunctionDef, lines: list, error):
 
 
 def _checkable(fn) -> bool:
-    module = sys.modules.get(getattr(fn, "__module__", None) or "")
-    loader = getattr(module, "__loader__", None)
-    return (type(loader) is importlib.machinery.SourceFileLoader
-            and getattr(module, "__file__", None) == fn.__code__.co_filename)
+    """Whether Python's own source loader compiled ``fn``'s module from its file (read from the
+    module's globals: a module loaded from a spec need not be in ``sys.modules``)."""
+    namespace = fn.__globals__
+    return (type(namespace.get("__loader__")) is importlib.machinery.SourceFileLoader
+            and namespace.get("__file__") == fn.__code__.co_filename)
 
 
 def _imported(lines: list) -> tuple:

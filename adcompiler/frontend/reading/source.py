@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import os
 from dataclasses import dataclass
 
 from ...errors import CompileError, Location
@@ -67,6 +68,22 @@ def read_function(fn, inlined=False) -> FunctionSource:
         raise CompileError(f"{fn!r} is not a Python function; adcompiler compiles `def` functions")
     if fn.__name__ == "<lambda>" and inlined:
         return _read_lambda(fn)
+    try:
+        return _read_def(fn)
+    except CompileError:
+        # linecache's check compares the file's size and time stamp: a file written again
+        # within the same second at the same size (a script regenerated, then imported) keeps
+        # its old lines there. Read the file again before saying it is not the function's.
+        entry = linecache.cache.get(code.co_filename)
+        if not entry or len(entry) != 4 or entry[1] is None or \
+                not os.path.isfile(code.co_filename):
+            raise   # (a notebook cell's text, which linecache holds without a file: kept)
+        linecache.updatecache(code.co_filename)
+        return _read_def(fn)
+
+
+def _read_def(fn) -> FunctionSource:
+    code = fn.__code__
     filename = code.co_filename
     try:
         src_lines, first = source_lines(fn)
