@@ -13,7 +13,8 @@ from .systems import ORDER, label
 STYLE = {"hand": ("black", "o", "-"), "compiled": ("tab:blue", "s", "-"),
          "generated": ("tab:cyan", "P", ":"), "numba": ("tab:brown", "*", "-."),
          "tape": ("tab:orange", "^", "-"), "torch": ("tab:red", "v", "--"),
-         "jax": ("tab:green", "D", "--"), "autograd": ("tab:purple", "x", "--")}
+         "jax": ("tab:green", "D", "--"), "autograd": ("tab:purple", "x", "--"),
+         "standalone": ("tab:gray", "h", ":"), "torch_compile": ("tab:pink", "<", "--")}
 CUMULATIVE = ("seed_graph", "small_mlp", "mlp", "elementwise_1e6")
 SKIP = ("generated",)       # the same compiled code as "compiled": only in the size plot
 

@@ -14,6 +14,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +35,7 @@ FULL = {"target": 1.0, "min_repeats": 7, "timeout": 300, "wait": 10, "wait_total
         "retry_total": 150, "rounds": 3}
 QUICK = {"target": 0.15, "min_repeats": 3, "timeout": 120, "wait": 0, "wait_total": 0,
          "retry_total": 0, "rounds": 1}
+COMPILE_TIMEOUT_FACTOR = 3
 HEAVY = {"elementwise_1e7": 5.0, "rosenbrock_1e6": 1.5, "elementwise_1e6": 1.5, "rnn": 1.5}
 
 
@@ -47,8 +49,13 @@ def availability(system: str) -> str | None:
         except Exception as e:  # noqa: BLE001 (a half-built tape is simply not there yet)
             return f"adcompiler.tape does not import: {type(e).__name__}: {e}"
         return None if hasattr(tape, "dynamic_grad") else "adcompiler.tape.dynamic_grad not built"
-    module = {"torch": "torch", "jax": "jax", "autograd": "autograd", "numba": "numba"}[system]
-    return None if importlib.util.find_spec(module) else f"{module} is not installed"
+    module = {"torch": "torch", "torch_compile": "torch", "jax": "jax", "autograd": "autograd",
+              "numba": "numba"}[system]
+    if not importlib.util.find_spec(module):
+        return f"{module} is not installed"
+    if system == "torch_compile" and not any(shutil.which(cc) for cc in ("g++", "c++", "clang++")):
+        return "no C++ compiler on PATH: inductor writes and compiles C++ for the CPU"
+    return None
 
 
 def _matches(name: str, tokens: list[str]) -> bool:
@@ -88,12 +95,14 @@ def run_one(workload: str, system: str, settings: dict, threads: int | None) -> 
     """Measure one pair in a fresh process; a crash or timeout becomes a result row."""
     cmd = [sys.executable, "-m", "benchmarks.worker", system, workload,
            "--target", str(settings["target"]), "--min-repeats", str(settings["min_repeats"])]
+    # torch.compile's first call compiles with inductor (minutes for an unrolled loop)
+    timeout = settings["timeout"] * (COMPILE_TIMEOUT_FACTOR if system == "torch_compile" else 1)
     try:
         done = subprocess.run(cmd, cwd=ROOT, env=worker_env(threads), capture_output=True,
-                              text=True, timeout=settings["timeout"])
+                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"workload": workload, "system": system, "status": "timeout",
-                "message": f"no result within {settings['timeout']} s"}
+                "message": f"no result within {timeout} s"}
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -104,7 +113,7 @@ def run_one(workload: str, system: str, settings: dict, threads: int | None) -> 
 
 def _weight(workload: str, system: str) -> float:
     return HEAVY.get(workload, 1.0) * (3.0 if system == "autograd" else 1.0) + (
-        1.0 if system in ("torch", "jax") else 0.3)
+        1.0 if system in ("torch", "jax") else 5.0 if system == "torch_compile" else 0.3)
 
 
 def _measure(task, settings, budget: dict) -> dict:

@@ -29,6 +29,7 @@ SYSTEMS = {
     "numba": ("adcompiler.grad, backend='numba'", ("adcompiler", "numba")),
     "tape": ("adcompiler.tape", ("adcompiler", "adcompiler.tape")),
     "torch": ("PyTorch eager", ("torch",)),
+    "torch_compile": ("torch.compile (inductor)", ("torch",)),
     "jax": ("jax.jit(jax.grad)", ("jax", "jax.numpy")),
     "autograd": ("HIPS autograd", ("autograd", "autograd.numpy")),
 }
@@ -54,6 +55,8 @@ def import_system(system: str) -> None:
     if system == "jax":
         import os
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if system == "torch_compile":
+        _cold_inductor_cache()
     for module in SYSTEMS[system][1]:
         importlib.import_module(module)
     if system == "jax":
@@ -63,6 +66,18 @@ def import_system(system: str) -> None:
         import adcompiler.tape as tape
         if not hasattr(tape, "dynamic_grad"):
             raise ImportError("adcompiler.tape has no dynamic_grad yet")
+
+
+def _cold_inductor_cache() -> None:
+    """Point inductor's caches at a fresh folder (before torch is imported), so that
+    torch.compile's first call compiles from nothing, as adcompiler's does (the runner sets
+    ADCOMPILER_CACHE=0): a warm cache took its first call on the elementwise workload from
+    37 s to 3.8 s (benchmarks/README.md)."""
+    import os
+    import tempfile
+
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench_inductor_")
 
 
 def rebind(fn, np_namespace, math_namespace):
@@ -146,7 +161,9 @@ def _compiled_module(workload, args):
     shapes = []
     for name, value in zip(inspect.signature(fn).parameters, args):
         dims = "float" if isinstance(value, float) else ",".join(map(str, np.shape(value)))
-        shapes += ["--shape", f"{name}={dims or '()'}"]
+        dtype = "" if isinstance(value, float) or np.asarray(value).dtype == np.float64 else \
+            f":{np.asarray(value).dtype}"      # index arrays (matrix factorization): int64
+        shapes += ["--shape", f"{name}={dims or '()'}{dtype}"]
     errors = io.StringIO()
     with contextlib.redirect_stderr(errors):
         code = main(["compile", path, "-o", os.path.join(folder, "compiled.py"), *shapes])
@@ -214,17 +231,32 @@ def _torch_namespace():
         def reduce(x, axis=None, keepdims=False):
             return op(x) if axis is None else op(x, dim=axis, keepdim=keepdims)
         return reduce
+    def maximum(a, b):
+        return torch.clamp_min(a, b) if isinstance(b, (int, float)) else torch.maximum(a, b)
+
     ns = types.SimpleNamespace(sum=reduction("sum"), mean=reduction("mean"),
-                               max=reduction("amax"))
-    for name in ("tanh", "exp", "log", "log1p", "sin", "cos"):
+                               max=reduction("amax"), maximum=maximum,
+                               transpose=torch.permute, swapaxes=torch.swapaxes,
+                               roll=torch.roll, diag=torch.diag,
+                               eye=lambda n: torch.eye(n, dtype=torch.float64),
+                               linalg=types.SimpleNamespace(cholesky=torch.linalg.cholesky,
+                                                            solve=torch.linalg.solve))
+    for name in ("tanh", "exp", "log", "log1p", "sin", "cos", "sqrt"):
         setattr(ns, name, getattr(torch, name))
     return ns
 
 
-def _torch(workload, args):
+def _torch(workload, args, compile=None):
+    """PyTorch eager: the workload on the NumPy shim, then ``torch.autograd.grad``. With
+    ``compile`` (a backend: "inductor" for the system), the function is ``torch.compile``d:
+    dynamo traces it (Python loops unrolled) and AOTAutograd has the backend compile the
+    forward and the backward graphs, all inside the first step, so the first gradient reports
+    that cost, apart from the warm per-call median."""
     import torch
 
     fn = rebind(workload.fn, *(2 * (_torch_namespace(),)))
+    if compile:
+        fn = torch.compile(fn, backend=compile)
     wrt = set(_positions(workload))
     targs = [torch.tensor(a, dtype=torch.float64, requires_grad=i in wrt)
              if isinstance(a, float) else torch.from_numpy(a).requires_grad_(i in wrt)
@@ -237,7 +269,8 @@ def _torch(workload, args):
 
 
 _ADAPTERS = {"hand": _hand, "compiled": _compiled, "generated": _generated, "tape": _tape,
-             "standalone": _standalone, "numba": _numba, "jax": _jax, "autograd": _autograd, "torch": _torch}
+             "standalone": _standalone, "numba": _numba, "jax": _jax, "autograd": _autograd, "torch": _torch,
+             "torch_compile": lambda workload, args: _torch(workload, args, compile="inductor")}
 
 
 def prepare(system: str, workload, args) -> Runner:

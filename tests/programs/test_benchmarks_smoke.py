@@ -16,6 +16,13 @@ TINY = {
     "mlp": lambda: W.make_mlp(batch=4, d_in=6, hidden=5, classes=3),
     "rnn": lambda: W.make_rnn(T=3, hidden=4, d_in=3, batch=2),
     "small_mlp": lambda: W.make_small_mlp(batch=3, d_in=4, hidden=5),
+    "gmm": lambda: W.make_gmm(n=10, k=3, d=2),
+    "heat": lambda: W.make_heat(n=8, steps=4),
+    "gp_nll": lambda: W.make_gp(n=6, d=2),
+    "matfact": lambda: W.make_matfact(users=4, items=5, rank=3, pairs=12),
+    "gru": lambda: W.make_gru(T=3, hidden=4, d_in=3, batch=2),
+    "transformer": lambda: W.make_transformer(seq=5, d_model=8, d_ff=12),
+    "ode_rk4": lambda: W.make_ode(batch=4, d=3, hidden=5, steps=6),
 }
 FUNCTIONS = {w.fn.__name__: w for w in W.WORKLOADS}
 

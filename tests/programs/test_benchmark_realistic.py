@@ -1,0 +1,96 @@
+"""The realistic benchmark workloads of issue 33 (mixture, stencil, GP, factorization, GRU,
+transformer, RK4 ODE): every system's gradient equals the expert's hand-written one, at a tiny
+input and at the suite's own sizes.
+
+The hand-written gradients are checked against finite differences at the tiny inputs in
+test_benchmarks_smoke.py; here adcompiler's compiled gradient and the peers (where installed)
+are held to them, so that a figure in RESULTS.md is never the time of a wrong gradient. At the
+suite's sizes the compiler takes its size-dependent paths (planned buffers, numexpr chains,
+threads), which the tiny inputs do not reach.
+"""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from benchmarks import systems, workloads
+from tests.programs.test_benchmarks_smoke import TINY
+
+REALISTIC = ("gmm", "heat", "gp", "matfact", "gru", "transformer", "ode_rk4")
+SIZES = ("tiny", "suite")
+
+
+def _inputs(name, size):
+    workload = workloads.get(name)
+    return workload, TINY[workload.fn.__name__]() if size == "tiny" else workload.make()
+
+
+def _agrees(system, name, size):
+    workload, args = _inputs(name, size)
+    runner = systems.prepare(system, workload, args)
+    got = runner.to_numpy(runner.step())
+    assert systems.compare(got, systems._plain(workload.hand(*args))) is None
+    # the warm step (no compiling) gives the same gradient
+    assert systems.compare(runner.to_numpy(runner.step()), got, rtol=1e-12) is None
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name", REALISTIC)
+def test_adcompiler_gives_the_hand_written_gradient(name, size):
+    _agrees("compiled", name, size)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name", REALISTIC)
+def test_pytorch_gives_the_hand_written_gradient(name, size):
+    """PyTorch runs the workload's own code on the NumPy shim of systems.py (roll, Cholesky,
+    solve, permute, swapaxes, maximum against a number, eye in float64)."""
+    _agrees("torch", name, size)
+
+
+@pytest.mark.parametrize("peer", ("jax", "autograd"))
+@pytest.mark.parametrize("name", REALISTIC)
+def test_other_peers_give_the_hand_written_gradient(name, peer):
+    if importlib.util.find_spec(peer) is None:
+        pytest.skip(f"{peer} is not installed")
+    systems.import_system(peer)
+    _agrees(peer, name, "tiny")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+@pytest.mark.parametrize("name", REALISTIC)
+def test_dynamo_traces_every_workload(name):
+    """The torch.compile system's tracing (dynamo, loops unrolled, the shim inlined) on the
+    tiny inputs, with dynamo's eager backend: inductor's C++ compile of the same graphs takes
+    one to several minutes per workload on a 2-core machine, which the benchmark pays and a
+    test cannot."""
+    import torch
+
+    workload, args = _inputs(name, "tiny")
+    torch._dynamo.reset()
+    runner = systems._torch(workload, args, compile="eager")
+    assert systems.compare(runner.to_numpy(runner.step()),
+                           systems._plain(workload.hand(*args))) is None
+
+
+def test_the_factorization_gathers_repeated_indices():
+    """The scatter-add of the gradient is the point of the workload: rows repeat."""
+    for size in SIZES:
+        _, (U, V, iu, iv, _) = _inputs("matfact", size)
+        assert len(np.unique(iu)) < len(iu) and len(np.unique(iv)) < len(iv)
+        assert iu.max() < len(U) and iv.max() < len(V)
+
+
+def test_torch_compile_is_a_system_with_its_first_call_reported():
+    """torch.compile is a column of the tables; the runner gives its workers (whose first step
+    compiles) a longer timeout, and says why when it cannot run."""
+    from benchmarks import run
+
+    assert "torch_compile" in systems.ORDER
+    assert systems.label("torch_compile") == "torch.compile (inductor)"
+    assert run.COMPILE_TIMEOUT_FACTOR > 1
+    reason = run.availability("torch_compile")
+    if importlib.util.find_spec("torch") is None:
+        assert reason == "torch is not installed"
