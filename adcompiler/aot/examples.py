@@ -17,6 +17,7 @@ import types
 
 import numpy as np
 
+from ..frontend.bindings.trees import LEAF, is_container, leaves_of, rebuild, structure_of
 from ..errors import CompileError, Location
 from ..frontend.reading.module_writes import check_unchanged
 from ..api.signature import bind_arguments, classify
@@ -176,15 +177,19 @@ def cotangent_for(gradient, args, rng=None):
 def perturb(args, rng):
     """Random inputs near the example: float entries scaled by a factor in [0.9, 1.1] (zeros
     become draws from [-0.1, 0.1]), so the example's signs and domains are kept."""
-    out = []
-    for a in args:
-        if isinstance(a, float):
-            out.append(float(_near(np.float64(a), rng)))
-        elif isinstance(a, np.ndarray) and a.dtype.kind == "f":
-            out.append(_near(a, rng).astype(a.dtype))
-        else:
-            out.append(a)
-    return tuple(out)
+    return tuple(_perturbed(a, rng) for a in args)
+
+
+def _perturbed(a, rng):
+    """``a`` near itself: a float or float array moved, a container's entries each."""
+    if isinstance(a, float):
+        return float(_near(np.float64(a), rng))
+    if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+        return _near(a, rng).astype(a.dtype)
+    if is_container(a):   # a container argument (adcompiler.frontend.bindings.trees)
+        structure = structure_of(a, lambda path, x: LEAF)
+        return rebuild(structure, iter([_perturbed(x, rng) for _, x in leaves_of(a)]))
+    return a
 
 
 def _near(x, rng):

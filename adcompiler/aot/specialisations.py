@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from . import polymorphic
 from .examples import cotangent_for
 from ..runtime.dispatch import _describe
-from .containers import containers_of
+from .containers import containers_of, flat_params
 from ..api.signature import bind_arguments, classify, classify_arguments
 from ..frontend.bindings.trees import flat_avals
 
@@ -86,9 +86,11 @@ def signature_of(gradient, args, cotangent=None) -> tuple:
     return tuple(key)
 
 
-def describe(gradient, signature) -> str:
-    """``(x: float64[3, 4], n: int 5)``: a signature as the standalone module prints it."""
-    return _describe(_params(gradient.primal, gradient.mode, gradient.wrt), signature)
+def describe(gradient, signature, containers=None) -> str:
+    """``(x: float64[3, 4], n: int 5)``: a signature as the standalone module prints it (a
+    container's leaves by their names, ``params_W1``)."""
+    return _describe(flat_params(_params(gradient.primal, gradient.mode, gradient.wrt),
+                                 containers or {}), signature)
 
 
 def _params(fn, mode, wrt=()) -> list:

@@ -20,6 +20,7 @@ from . import differences
 from ..aot.examples import call_user, cotangent_for, perturb
 from .comparison import InputCheck, compare, tape_gradients
 from .differences import as_float64
+from ..frontend.bindings.trees import is_container, rebuild, split
 
 EPS = 1e-4
 
@@ -49,9 +50,38 @@ def check_gradient(module, gradient, example, rng, rtol=None, max_entries=1000) 
     taped = _tape(gradient, args, kwargs.get("cotangent"))
     for k, (name, g) in enumerate(zip(gradient.wrt, grads)):
         tape = taped if isinstance(taped, str) else taped[k]
-        rows.append(_compare(name, g, tape, args, params.index(name), scalar, rng, rtol,
-                             max_entries))
+        i = params.index(name)
+        if is_container(args[i]):   # each array and float of it, labelled params['W1']
+            rows += [_compare(label, gl, tl, *_with_leaf(args, i, j), scalar=s, rng=rng,
+                              rtol=rtol, max_entries=max_entries)
+                     for j, (label, gl, tl, s) in enumerate(_leaves(name, g, tape, args, i,
+                                                                    scalar))]
+        else:
+            rows.append(_compare(name, g, tape, args, i, scalar, rng, rtol, max_entries))
     return rows
+
+
+def _leaves(name, g, tape, args, i, scalar):
+    """``(label, gradient, tape's, scalar)`` per leaf of the container ``args[i]``: the
+    scalar takes the arguments and that leaf last (:func:`_with_leaf`)."""
+    structure, leaves = split(args[i], name)
+    grads = [x for _, x in split(g, name)[1]]
+    tapes = [tape] * len(leaves) if isinstance(tape, str) else [x for _, x in
+                                                                 split(tape, name)[1]]
+    out = []
+    for j, (label, _) in enumerate(leaves):
+        def leaf_scalar(*xs, j=j):
+            values = [x for _, x in leaves]
+            values[j] = xs[-1]
+            return scalar(*xs[:i], rebuild(structure, iter(values)), *xs[i + 1:-1])
+        out.append((label, grads[j], tapes[j], leaf_scalar))
+    return out
+
+
+def _with_leaf(args, i, j) -> tuple:
+    """``(args with leaf j of args[i] appended, its position)``."""
+    leaf = split(args[i], "")[1][j][1]
+    return [*args, leaf], len(args)
 
 
 def _tape(gradient, args, cotangent):

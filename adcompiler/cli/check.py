@@ -18,6 +18,7 @@ import numpy as np
 
 from . import inputs as cli_inputs, methods as cli_methods
 from ..aot import standalone
+from ..aot.containers import containers_of
 from .common import UsageError, explained, load, specialised, target
 from ..errors import CompileError
 from ..checking.near_examples import check_gradient
@@ -124,7 +125,8 @@ def summary(bad: list, taped: list, untaped: dict, errors=()) -> str:
 
 def _report(path, name, gradient, example, rows):
     signature = standalone.signature_of(gradient, example)
-    print(f"{path}:{name} {standalone.describe(gradient, signature)}")
+    containers = containers_of(gradient, example)
+    print(f"{path}:{name} {standalone.describe(gradient, signature, containers)}")
     for row in rows:
         status = "ok" if row.ok else f"MISMATCH (tolerance {row.tolerance:.0e})"
         extra = f"  ({row.checked})" if row.checked else ""

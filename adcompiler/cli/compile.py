@@ -218,7 +218,8 @@ def _kept_note(gradient, name, spec, specs) -> str:
     takes = f"takes {standalone_guards.least_text(general.symbols, general.least)} only " \
         if general else "does not take it "
     return (f"  note: {gradient.mode}_{name} keeps a body for its example "
-            f"{standalone.describe(gradient, spec.signature)}: its body for other sizes {takes}"
+            f"{standalone.describe(gradient, spec.signature, spec.containers)}: its body for "
+            f"other sizes {takes}"
             f"(a constant index or slice bound in {name}, not of a parameter's own, bounds "
             "every size)")
 

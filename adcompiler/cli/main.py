@@ -143,7 +143,8 @@ def _show(args) -> int:
         text = ir_part(str(c.graph), args.part) + "\n" if args.ir else \
             source_part(c.source, args.part)
         if len(specs) > 1:
-            text = f"# for {standalone.describe(gradient, spec.signature)}\n" + text
+            text = f"# for {standalone.describe(gradient, spec.signature, spec.containers)}\n" \
+                + text
         texts.append(text)
     out = "\n".join(texts)
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()

@@ -562,6 +562,22 @@ def test_a_standalone_module_takes_and_returns_containers(tmp_path, monkeypatch)
         standalone.value_and_grad_deep(args[0], args[1], cfg)
 
 
+def test_adcompiler_check_checks_each_leaf_near_the_example(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "containermod.py"
+    path.write_text(STANDALONE)
+    done = subprocess.run([sys.executable, "-m", "adcompiler", "check", str(path)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "loss (params_W1: float64[3, 4], params_b1: float64[4], x: float64[5, 3])" in \
+        done.stdout
+    for label in ("params['W1']", "params['b1']", "layers[0][0]", "layers[1][1]"):
+        assert any(line.strip().startswith(label) and line.rstrip().endswith("ok")
+                   for line in done.stdout.splitlines()), (label, done.stdout)
+    assert "all gradients agree" in done.stdout
+
+
 SCALE = 2.0
 
 
