@@ -131,6 +131,11 @@ def _method(meta: dict) -> list[str]:
         "JAX runs `jax.jit(jax.grad(f, argnums))` with `jax_enable_x64` on CPU, waiting for "
         "results; HIPS autograd runs `autograd.grad(f, argnum)`. All peers execute the same "
         "function from `benchmarks/workloads.py`, with `np`/`math` bound to their namespace.",
+        "- torch.compile runs `torch.autograd.grad` of `torch.compile(f, backend=\"inductor\")` "
+        "on the same tensors, with inductor's cache in a fresh folder (cold, as adcompiler "
+        "runs with `ADCOMPILER_CACHE=0`): its time to first gradient is dynamo's trace "
+        "(Python loops unrolled) and inductor's C++ compile of the forward and backward "
+        "graphs, reported in its own table and never part of the per-call median.",
         "- Ratios are per-call medians over the hand-written gradient's, measured in the same "
         "run; < 1 is faster. \"not yet supported\" is a CompileError of adcompiler; n/a means "
         "the system is not installed (or, for the tape, not built yet).", ""]
