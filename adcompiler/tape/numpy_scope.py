@@ -6,7 +6,8 @@ tensor (``buf[i] = t`` would drop its gradient), so :func:`in_tape_scope` gives 
 function whose module globals are read through :class:`_Scope`: the name bound to ``numpy``
 (``np``) answers with :data:`TAPE_NUMPY`, whose ``zeros``, ``ones``, ``empty``, ``full`` (and
 their ``_like`` forms, of arrays) make float tensors that record what is written into them, and
-whose ``array``/``asarray``/``stack`` of tensors stack them; every other name is NumPy's. The
+whose ``array``/``asarray`` of tensors stack them; every other name is NumPy's, and SciPy's
+``logsumexp``, ``softmax``, ``log_softmax`` and ``norm`` are the tape's (:mod:`.scipy_functions`). The
 module's own functions that the function calls are read through the same scope, so a helper's
 buffers are tensors too. Globals are read live (a rebinding is seen) and written to the module.
 Integer and boolean arrays stay NumPy's (index arrays, masks, counters).
@@ -18,6 +19,7 @@ import types
 
 import numpy as np
 
+from . import scipy_functions
 from .record import apply
 from .tensor import Tensor, tensor
 
@@ -97,6 +99,9 @@ class _Scope(dict):
             return TAPE_NUMPY
         if id(value) in _REPLACED:
             return _REPLACED[id(value)]
+        scipy = scipy_functions.replacements()
+        if id(value) in scipy:
+            return scipy[id(value)]
         if isinstance(value, types.FunctionType) and value.__globals__ is self.real:
             return self.copy(value)
         return value
