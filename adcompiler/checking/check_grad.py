@@ -66,9 +66,10 @@ class GradCheckReport:
         return skipped and f"the dynamic tape could not run {self.function}: {skipped}"
 
     def __str__(self):
+        w = max([12] + [len(c.name) for c in self.inputs])   # p['layers'][0][0]
         lines = [self._title(),
-                 f"  {'input':<12} {'shape':<12} {'vs finite diff':>15} {'vs tape':>10}  result"]
-        lines += [f"  {n:<12} {shape:<12} {fd:>15} {tape:>10}  {result}"
+                 f"  {'input':<{w}} {'shape':<12} {'vs finite diff':>15} {'vs tape':>10}  result"]
+        lines += [f"  {n:<{w}} {shape:<12} {fd:>15} {tape:>10}  {result}"
                   for n, shape, fd, tape, result in self._rows()]
         if self._skipped():
             lines.append(f"  ({self._skipped()})")
