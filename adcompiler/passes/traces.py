@@ -26,8 +26,10 @@ def sum_diagonals(graph):
         return graph
     uses = use_counts(graph)
     producers = {n.outputs[0]: n for n in walk(graph.nodes) if len(n.outputs) == 1}
-    return Walker(leave=lambda nodes, scope: _rewritten(graph, nodes, eyes, uses,
-                                                        producers)).graph(graph)
+    dead: set = set()   # the products replaced: their sum was their only reader (before
+    #                     fusion, which counts readers, so they go now, not at the next DCE)
+    return Walker(leave=lambda nodes, scope: _rewritten(graph, nodes, eyes, uses, producers,
+                                                        dead)).graph(graph)
 
 
 def _is_identity(a) -> bool:
@@ -52,7 +54,7 @@ def _is_total(node) -> bool:
     return node.prim == "sum_to" and tuple(node.params.get("shape", (None,))) == ()
 
 
-def _rewritten(graph, nodes, eyes, uses, producers):
+def _rewritten(graph, nodes, eyes, uses, producers, dead):
     out = []
     for node in nodes:
         product = producers.get(node.inputs[0]) if node.inputs else None
@@ -63,8 +65,9 @@ def _rewritten(graph, nodes, eyes, uses, producers):
         if x is None:
             out.append(node)
             continue
+        dead.add(product)
         out.extend(_diagonal_sum(graph, node, x))
-    return out
+    return [n for n in out if n not in dead]
 
 
 def _diagonal_sum(graph, node, x):
