@@ -7,8 +7,9 @@ into the same container (``{'W1': out[0], 'b1': out[1]}``).
 Invariants: every example of a function has the same structure for each container (the
 dispatcher unpacks one structure; another is a located refusal); a NamedTuple or dataclass is
 rebuilt by its class, which must be a top-level definition of the user's module (the module
-copies it, as it copies every definition the code needs); a body taking containers stays per
-shape (:mod:`adcompiler.aot.polymorphic` generalises top-level arrays only).
+copies it, as it copies every definition the code needs); a container's arrays keep the
+example's sizes (:mod:`adcompiler.aot.polymorphic` generalises the top-level arrays' only: no
+size rule is known for a leaf).
 """
 
 from __future__ import annotations

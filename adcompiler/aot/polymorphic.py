@@ -42,7 +42,8 @@ from ..frontend.lower import lower_function
 from ..ir import Aval
 from ..pipeline import compile_gradient
 from ..runtime.cache import constants_of
-from ..api.signature import bind_arguments, classify
+from ..api.signature import bind_arguments, classify_arguments
+from ..frontend.bindings.trees import parameter_names
 from .sizedeps import least_sizes, size_decision
 from .user_code import rename
 
@@ -64,9 +65,6 @@ def generalise(module, gradient, args, spec):
         text = module.lines[node.lineno - 1].strip()
         inside = "" if where == fname else f" in {where}"
         return None, f"`{text}` (line {node.lineno}{inside}) decides on a size while compiling"
-    if spec.containers:   # the dispatcher unpacks them (.containers): their sizes stay
-        return None, ("it takes a container (" + ", ".join(spec.containers) + "), whose "
-                      "arrays' sizes a body does not yet read from its arguments")
     least = least_sizes(module, fname)
     job = _Job(gradient, args, spec, least)
     if not job.slots:
@@ -103,7 +101,7 @@ class _Job:
     def __init__(self, gradient, args, spec, least):
         self.gradient, self.spec, self.least = gradient, spec, least   # a sizedeps.Least
         self.arguments = bind_arguments(gradient.primal, args, {})
-        self.avals = {n: classify(v, n, n in gradient.wrt) for n, v in self.arguments.items()}
+        self.avals = classify_arguments(self.arguments, gradient.wrt)   # containers: Trees
         self.slots = [(n, axis) for n, a in self.avals.items() if _is_array(a)
                       for axis, d in enumerate(a.shape) if d >= 2]
         self.skeleton = antiunify.scan(spec.compiled.source)[0]
@@ -260,7 +258,7 @@ class _Job:
     def _pattern(self, groups, symbols, variants):
         """The example's signature with each grouped size replaced by its symbol."""
         where = {self.slots[i]: s for s, g in zip(symbols, groups) for i in g}
-        params = list(self.arguments)
+        params = parameter_names(self.avals)   # a container's leaves keep their sizes
         out = []
         for k, entry in enumerate(self.spec.signature):
             if k < len(params):
