@@ -683,6 +683,11 @@ THRESHOLDS = {
 
 # "module.CONSTANT" -> why it is not an array-size threshold
 NOT_SIZE_THRESHOLDS = {
+    "adcompiler.frontend.reading.depth.FRAMES":
+        "frames of recursion a deeply nested function compiles with (expression depth, not "
+        "array size; tests/frontend/test_deep_expressions.py crosses it)",
+    "adcompiler.frontend.reading.depth.STACK": "bytes of the roomy thread's stack, as FRAMES",
+    "adcompiler.frontend.reading.freshness._FUTURE": "the __future__ compiler flags (a bit mask)",
     "adcompiler.backends.loop_plan.MAX_TERMS":
         "terms in one numba loop body (graph size); past it the numba backend writes NumPy code",
     "adcompiler.backends.loop_plan.MAX_PIECES":
