@@ -62,6 +62,9 @@ class Lowering(ExpressionLowering, WindowLowering, ControlLowering, LocalFunctio
     def lookup(self, name, node):
         value = self.scope.env.get(name, _MISSING)
         if isinstance(value, Unreadable):
+            readable = value.resolve(self, node) if hasattr(value, "resolve") else None
+            if readable is not None:   # y = x[m], read inside np.sum(...) (expressions.masked)
+                return readable
             raise self.src.error(node, *value.describe(name))
         if value is _MISSING and name in self.scope.locals:
             raise self.src.error(node, f"local variable `{name}` is read before it is assigned",

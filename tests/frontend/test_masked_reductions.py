@@ -55,6 +55,12 @@ def nested(x):
     return np.sum(x[x > 0]) * np.mean(np.abs(x[x < 0]))
 
 
+def bound_to_a_name(x):   # y = x[m]: read as x[m] wherever y is read
+    y = x[x > 0]
+    x = x * 2.0
+    return np.max(y) + np.mean(y ** 2) + np.sum(x)
+
+
 def weighted(x):
     w = np.linspace(0.5, 1.5, 8)
     m = w * x > 0.2
@@ -63,7 +69,7 @@ def weighted(x):
 
 CASES = [(positive_sum, X), (mean_square, X), (chain, X), (logs_of_positives, X),
          (method_max, X), (method_min_and_prod, X), (matrix_mask, R), (row_mask, R),
-         (nested, X), (weighted, X)]
+         (nested, X), (weighted, X), (bound_to_a_name, X)]
 IDS = [f.__name__ for f, _ in CASES]
 
 
@@ -120,9 +126,9 @@ def through_a_cumsum(x):
     return np.sum(np.cumsum(x[x > 0]))
 
 
-def bound_first(x):
+def returned(x):
     y = x[x > 0]
-    return np.sum(y)
+    return y
 
 
 def against_an_array(x):
@@ -131,12 +137,16 @@ def against_an_array(x):
 
 def test_what_is_not_a_masked_reduction_is_the_located_refusal():
     for f, construct, x in ((two_masks, "x[x < 1]", X), (along_an_axis, "r[r > 0]", R),
-                            (through_a_cumsum, "x[x > 0]", X), (bound_first, "x[x > 0]", X),
+                            (through_a_cumsum, "x[x > 0]", X),
                             (against_an_array, "x[x > 0]", X)):
         with pytest.raises(ad.CompileError, match="reading with a boolean mask is not "
                                                   "supported") as info:
             ad.grad(f)(x)
         assert_located(info.value, f, 1, construct, "np.where(mask, x, 0)")
+    with pytest.raises(ad.CompileError, match="`y` holds a read with a boolean mask \\(line") \
+            as info:
+        ad.grad(returned)(X)
+    assert_located(info.value, returned, 2, "y", "np.sum(y)")
 
 
 def cubes_of_positives(x):

@@ -25,6 +25,8 @@ def lower_index(lowering, base: Value, node):
     index = lowering.expr(node.slice)
     if _traced_mask(lowering, index):   # np.sum(x[x > 0]): a masked reduction (.masked)
         full = masked.read(lowering, base, index, node)
+        if full is None:   # y = x[m], read where y is read
+            full = masked.deferred(lowering, base, index, node)
         if full is not None:
             return full
     items = index if isinstance(index, tuple) else (index,)  # x[[0, 1]] is one list item

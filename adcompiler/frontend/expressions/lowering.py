@@ -74,8 +74,8 @@ class ExpressionLowering:
         except COMPUTING_ERRORS as exc:  # NumPy's own complaint (shapes, axes...), located
             raise self.src.error(node, f"{type(exc).__name__}: {exc}",
                                  self.operand_summary(node)) from exc
-        if isinstance(out, Unreadable):   # an item of a list: `rows[0]` gone stale
-            raise self.src.error(node, *out.describe(self.src.text(node)))
+        if isinstance(out, Unreadable) and not masked.deferred_here(self.b, node, out):
+            raise self.src.error(node, *out.describe(self.src.text(node)))   # `rows[0]` stale
         return self.constant(out) if isinstance(out, np.ndarray) else out
 
     def call_arguments(self, node) -> tuple:

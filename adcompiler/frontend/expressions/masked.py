@@ -11,7 +11,8 @@ with the dtype's lowest/highest value and raise NumPy's ValueError when nothing 
 aside), its gradient is 0 at every unselected entry; every operation between the read and the
 reduction must be elementwise with numbers or with reads of the same mask, the reduction over
 all entries (no ``axis=``, ``keepdims=``, ``dtype=``), else the read is refused, located, with
-the ``np.where`` rewrite, as any other mask read is.
+the ``np.where`` rewrite, as any other mask read is. ``y = x[m]`` binds a :class:`MaskedRead`,
+read as ``x[m]`` is wherever ``y`` is read.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..bindings.unreadable import Unreadable
 from ..library.compositions import BuilderOps
 from ...ir import Literal, Value
 from ...ir.primitives import PRIMS
@@ -48,14 +50,58 @@ class MaskedReads:
     other_mask: ast.AST = None    # a read of another mask: refused
 
 
+class MaskedRead(Unreadable):
+    """What ``y = x[m]`` binds for a traced mask ``m``: readable only inside a reduction's
+    argument (``np.sum(y)``, ``np.mean(y ** 2)``), where it is the substituted full array of
+    :func:`read`; anywhere else reading ``y`` is the located refusal."""
+
+    def __init__(self, base, mask, lineno):
+        self.base, self.mask, self.lineno = base, mask, lineno
+
+    def resolve(self, lowering, node):
+        """Inside a reduction's argument, the masked read (None elsewhere)."""
+        return read(lowering, self.base, self.mask, node)
+
+    def describe(self, name):
+        return (f"`{name}` holds a read with a boolean mask (line {self.lineno}), whose shape "
+                "depends on the data: it can be used only inside a whole-array reduction, "
+                "through elementwise operations",
+                f"reduce it where it is read (np.sum({name}), np.mean({name} ** 2)), or use "
+                "np.where(mask, x, 0) to keep the shape")
+
+
+@contextlib.contextmanager
+def deferring(b, node):
+    """While ``name = <node>`` is lowered: a mask read ``node`` binds a :class:`MaskedRead`."""
+    saved = getattr(b, "deferred_read", None)
+    b.deferred_read = node
+    try:
+        yield
+    finally:
+        b.deferred_read = saved
+
+
+def deferred_here(b, node, value) -> bool:
+    """Whether ``value`` is the :class:`MaskedRead` that ``name = <node>`` binds."""
+    return isinstance(value, MaskedRead) and getattr(b, "deferred_read", None) is node
+
+
+def deferred(lowering, base, mask, node):
+    """A :class:`MaskedRead` where ``node`` is the whole value of an assignment to a name."""
+    if getattr(lowering.b, "deferred_read", None) is node and base.aval.known_shape is not None:
+        return MaskedRead(base, mask, node.lineno)
+    return None
+
+
 def reduction_call(node) -> bool:
-    """Whether ``node`` (a Call) is spelled as a whole-array reduction whose argument holds a
-    subscript: ``np.sum(...[...]...)``, ``(...[...]...).sum()``."""
+    """Whether ``node`` (a Call) is spelled as a reduction whose argument may read a mask:
+    ``np.sum(...[...]...)``, ``(...[...]...).sum()``, or of a name (``np.max(y)``, which may
+    hold a :class:`MaskedRead`)."""
     func = node.func
     if not isinstance(func, ast.Attribute) or func.attr not in REDUCTIONS:
         return False
     argument = node.args[0] if isinstance(func.value, ast.Name) and node.args else func.value
-    return any(isinstance(n, ast.Subscript) for n in ast.walk(argument))
+    return any(isinstance(n, (ast.Subscript, ast.Name)) for n in ast.walk(argument))
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...ir import Value
 from ..bindings.memory import is_mutable_array
+from ..expressions import masked
 from .inplace import OP_TEXT, update_aliases
 from .setitem import assign_subscript
 from .table import statement
@@ -24,7 +25,12 @@ from .table import statement
 
 @statement(ast.Assign)
 def assign(lowering, stmt: ast.Assign):
-    value = lowering.expr(stmt.value)
+    if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+            and isinstance(stmt.value, ast.Subscript):   # y = x[m]: read where y is read
+        with masked.deferring(lowering.b, stmt.value):
+            value = lowering.expr(stmt.value)
+    else:
+        value = lowering.expr(stmt.value)
     for target in stmt.targets:
         lowering.bind(target, value, stmt)
 
