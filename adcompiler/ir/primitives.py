@@ -29,6 +29,8 @@ class Prim:
                                          # rules do not apply (family "custom": user functions)
     torch: Optional[str] = None  # the tape's grad_fn name, PyTorch's (``PermuteBackward0``),
                                  # where it depends on nothing but the primitive
+    members: tuple = ()          # a whole factorization's results, each a primitive: its
+                                 # output is the tuple of theirs (shapes.infer)
 
 
 PRIMS: dict[str, Prim] = {}
@@ -435,11 +437,7 @@ def _whole(name, fn, spell, members, params=()):
     """A whole factorization, a tuple of its results (``list_get`` reads each): what
     adcompiler.passes.factorizations reads several results of one call from. Internal: only
     that pass makes it, after differentiation."""
-    def abstract(avals, literals):
-        from .graph import Aval
-        from .shapes import infer
-        return Aval("tuple", "object", tuple(infer(m, avals, literals, {}) for m in members))
-    PRIMS[name] = Prim(name, fn, "internal", spell, 1, False, params, abstract=abstract)
+    PRIMS[name] = Prim(name, fn, "internal", spell, 1, False, params, members=tuple(members))
 
 
 _whole("eigh", lambda a, UPLO="L": tuple(np.linalg.eigh(a, UPLO)), "np.linalg.eigh",

@@ -273,6 +273,9 @@ def infer(prim: str, avals: list, literals: list, params: dict) -> Aval:
         return Aval("int", "int64")
     if PRIMS[prim].abstract is not None:  # a user function's (adcompiler.custom.vjp)
         return PRIMS[prim].abstract(avals, literals)
+    if PRIMS[prim].members:  # a whole factorization: the tuple of its results
+        return Aval("tuple", "object", tuple(infer(m, avals, literals, {})
+                                             for m in PRIMS[prim].members))
     if prim == "list_get" and avals[0].kind == "tuple":  # an item of a custom call's tuple
         return avals[0].shape[literals[1]]
     if prim == "list_get" and avals[0].dtype == "object":  # a list of lists: its item's aval
