@@ -27,6 +27,7 @@ from ..custom import examples as custom_examples
 from .gradients import GradientFunction, TangentFunction, _like
 from .bound import bind
 from ..errors import ArgumentError, CompileError, as_user_error
+from ..frontend.reading.source import read_function
 from ..ir import Aval
 from .signature import (bind_arguments, check_transformable, classify_arguments, input_types,
     key_of)
@@ -253,15 +254,30 @@ class HessianVectorProduct:
         self.rows = None       # the reverse Jacobians of that source, once the jvps are refused
         self.gradient = None   # the gradient, which the rows do not give
 
-    def _staged(self, run):
-        """``run()``, moving on to the next method each time forward mode refuses one."""
+    def _staged(self, run, args=(), kwargs=None):
+        """``run()``, moving on to the next method each time forward mode refuses one (not
+        for a container parameter: the methods after the first take arrays and floats)."""
         while True:
             try:
                 return run()
-            except ForwardModeError:
+            except ForwardModeError as exc:
                 if self.rows is not None:
                     raise
+                self._refuse_containers(exc, args, kwargs or {})
                 self._fall_back()
+
+    def _refuse_containers(self, exc, args, kwargs):
+        arguments = bind_arguments(self.primal, args, kwargs)
+        held = [w for w in self.wrt if is_container(arguments.get(w))]
+        if held:   # located at the call forward mode refused, else at the user's def
+            message = (f"the Hessian of {self.primal.__name__} with respect to the container "
+                       f"{held[0]!r}, through a custom_vjp function (which forward mode "
+                       "differentiates only as the gradient's own code), is not supported")
+            hint = f"pass the arrays of {held[0]!r} as parameters of their own"
+            if exc.location is not None:
+                raise CompileError(message, exc.location, hint) from None
+            src = read_function(self.primal)
+            raise src.error(src.tree, message, hint) from None
 
     def _fall_back(self):
         if self.parts is None:
@@ -273,7 +289,8 @@ class HessianVectorProduct:
         self.gradient = GradientFunction(self.primal, self._wrt, "grad")
 
     def __call__(self, *args, tangents=None, **kwargs):
-        grads, products = self._staged(lambda: self._products(args, tangents, kwargs))
+        grads, products = self._staged(lambda: self._products(args, tangents, kwargs), args,
+                                       kwargs)
         if self.parts is None:
             return grads, products   # the fused function's, typed like the inputs already
         arguments = bind_arguments(self.primal, args, kwargs)   # a NumPy scalar's: its type
@@ -317,7 +334,7 @@ class HessianVectorProduct:
         def compile_stage():
             compiled = [stage.specialize(*args, **kwargs) for stage in self._stage()]
             return compiled[0] if self.parts is None else compiled
-        return self._staged(compile_stage)
+        return self._staged(compile_stage, args, kwargs)
 
     def _stage(self) -> list:
         return [self.fused] if self.parts is None else self.parts if self.rows is None \
