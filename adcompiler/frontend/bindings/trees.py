@@ -136,12 +136,6 @@ def rebuild(structure, leaves, static=lambda x: x):
     return out
 
 
-def count(structure) -> int:
-    """How many traced leaves ``structure`` holds."""
-    kind = structure[0]
-    return 1 if kind == "leaf" else 0 if kind == "static" else sum(map(count, structure[-1]))
-
-
 def label_of(path, name="") -> str:
     """How the user writes a leaf: ``params["W1"]``, ``layers[0]``, ``params.W1``."""
     return name + "".join(f"[{k!r}]" if kind == "key" else f"[{k}]" if kind == "index"
@@ -168,7 +162,8 @@ def unique_names(bases, taken) -> list:
 
 
 def describe_structure(structure) -> str:
-    """``structure`` in words, for keys and errors: ``dict(W1, b1)``, ``list[2]``."""
+    """``structure`` in words, for keys and errors: ``{'W1': *, 'b1': *}``, ``[(*, *), None]``
+    (``*`` an array or a float)."""
     kind = structure[0]
     if kind == "leaf":
         return "*"
