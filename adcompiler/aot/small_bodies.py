@@ -27,9 +27,8 @@ import ast
 import dataclasses
 
 from ..ir import sizing
-from ..passes.fuse import MIN_SIZE
 
-MIN_ELEMENTS = MIN_SIZE   # fusion's threshold, and the planner's for float64 (32 KiB)
+MIN_ELEMENTS = 4096   # fusion's threshold (passes.fuse.MIN_SIZE), the planner's for float64
 
 
 def with_small_body(general, compile_small):

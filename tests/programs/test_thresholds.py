@@ -53,6 +53,11 @@ adcompiler/aot/user_code.py  MAX_LITERAL  10,000 elements (>)
     ``adcompiler compile`` writes a constant array that is not a module-level name as a
     literal up to 10,000 elements; from 10,001 the function is refused (CompileError, nothing
     written for it). Test: test_standalone_max_literal.
+adcompiler/aot/small_bodies.py  MIN_ELEMENTS  4,096 elements of a planned buffer (>=)
+    A standalone module's body for every size runs itself where one of its buffers holds at
+    least 4,096 elements, and hands the call to its body for small inputs (nothing planned or
+    fused) below: ``if d1 < 4096: return _grad_loss_1_small(x)``. It is fusion's threshold and
+    the planner's in float64. Test: test_small_body_min_elements.
 adcompiler/frontend/expressions/comprehensions.py  MAX_ITERATIONS  1,000 items (>)
     A comprehension over an array's rows (or an unrolled loop) unrolls at most 1,000 items, and
     ``first, *rest = x`` puts at most 1,000 rows in ``rest``; more is a located CompileError.
@@ -105,6 +110,7 @@ import pytest
 import adcompiler as ad
 from adcompiler.backends import constants as constants_comment
 from adcompiler.backends import numba_emit, numexpr_chains, planner
+from adcompiler.aot import small_bodies
 from adcompiler.backends.check_modes import unoptimised
 from adcompiler.frontend.expressions import comprehensions
 from adcompiler.passes import fuse
@@ -599,6 +605,28 @@ def test_standalone_body_for_an_example_at_a_threshold(side, tmp_path, capsys):
         _assert_close(generated.grad_loss(x), want, f"standalone at {size}")
 
 
+def test_small_body_min_elements(tmp_path, capsys):
+    """The module's first body runs itself from MIN_ELEMENTS elements in a buffer (planned, fused)
+    and its body for small inputs below (plain expressions), with the unoptimised gradient's
+    values on both sides; the threshold is fusion's and the planner's in float64."""
+    assert small_bodies.MIN_ELEMENTS == fuse.MIN_SIZE == planner.MIN_BYTES // 8
+    code, err, out = _compile_module(tmp_path, "small_side", CHAIN_MODULE.format(n=300), capsys)
+    assert code == 0, err
+    text = out.read_text()
+    assert "if d1 < 4096:\n        return _grad_loss_1_small(x)" in text
+    generated = _import(out, "small_side_grad_module")
+    user = _import(tmp_path / "small_side.py", "small_side_user")
+    ran, small = [], generated._grad_loss_1_small
+    generated._grad_loss_1_small = lambda *a: ran.append(len(a[0])) or small(*a)
+    for size in (small_bodies.MIN_ELEMENTS - 1, small_bodies.MIN_ELEMENTS):
+        x = np.random.default_rng(size).uniform(-1, 1, size)
+        with unoptimised():
+            want = ad.grad(user.loss.primal)(x)
+        _assert_close(generated.grad_loss(x), want, f"standalone at {size}")
+        _assert_close(generated.grad_loss(x * 0.5), ad.grad(user.loss.primal)(x * 0.5))
+    assert ran == [small_bodies.MIN_ELEMENTS - 1] * 2
+
+
 # ---- frontend/expressions/comprehensions.py MAX_ITERATIONS ------------------------------
 
 def rows_listed(x, w):
@@ -677,6 +705,7 @@ THRESHOLDS = {
     "adcompiler.tape.format.THRESHOLD": (1000, ("test_tape_repr_threshold",)),
     "adcompiler.backends.constants.SHOWN_ELEMENTS": (8, ("test_constants_comment_shown_elements",)),
     "adcompiler.aot.user_code.MAX_LITERAL": (10000, ("test_standalone_max_literal",)),
+    "adcompiler.aot.small_bodies.MIN_ELEMENTS": (4096, ("test_small_body_min_elements",)),
     "adcompiler.frontend.expressions.comprehensions.MAX_ITERATIONS": (
         1000, ("test_max_iterations_comprehension", "test_max_iterations_unpacking")),
 }
@@ -720,6 +749,9 @@ NOT_SIZE_THRESHOLDS = {
     "adcompiler.tape.format.EDGEITEMS": "items printed at each edge of a summarised tensor",
     "adcompiler.tape.format.LINEWIDTH": "columns of a printed tensor",
     "adcompiler.transforms.recompute._LIMIT": "operations per recomputed residual (graph size)",
+    "adcompiler.ir.sizing.SMALL":
+        "what a size that can vary counts for in a module's body for small inputs, to be below "
+        "every threshold (not one itself: test_small_body_min_elements crosses where it runs)",
     "adcompiler.ir.sizing.SYMBOLIC":
         "what a size that can vary counts for ahead of time, to be above every threshold (not "
         "one itself: tests/aot/test_every_size.py calls modules on both sides of each)",
