@@ -154,12 +154,12 @@ def returns(fn, containers, wrt):
 
 def pack(structure, items) -> str:
     """Python source building ``structure`` with the expressions ``items`` at its leaves
-    (None at its static entries: a gradient's)."""
+    (its static entries as they are: a gradient's, as adcompiler.grad's)."""
     kind = structure[0]
     if kind == "leaf":
         return next(items)
     if kind == "static":
-        return "None"
+        return repr(structure[1])
     kids = [pack(s, items) for s in structure[-1]]
     if kind == "dict":
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(structure[1], kids)) + "}"

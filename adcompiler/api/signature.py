@@ -105,8 +105,8 @@ def _tree(value, name, differentiate) -> trees.Tree:
 
     def leaf(path, x):
         where = trees.label_of(path, name)
-        if x is None:
-            return ("static", None)
+        if trees.is_static_entry(x):   # None, a string, a flag: static, its gradient itself
+            return ("static", x)
         if differentiate or isinstance(x, (float, np.ndarray, np.generic)) or \
                 is_device_array(x):
             aval = classify(x, where, differentiate)

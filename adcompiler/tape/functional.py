@@ -58,7 +58,7 @@ class DynamicGradient:
             mode._GRAD_ENABLED.reset(grad_token)
         grads = iter(_like(g, x) for g, x in zip(grads, (x for p in parts
                                                           for _, x in p.leaves)))
-        results = tuple(p.rebuild(grads, gradient=True) for p in parts)
+        results = tuple(p.rebuild(grads) for p in parts)
         result = results[0] if self._single else results
         return (_value(out, originals), result) if self.with_value else result
 
@@ -88,7 +88,8 @@ class DynamicGradient:
 class _Leaves:
     """A wrt argument's leaves (``[(label, value)]``: itself, or a container's arrays and
     floats, :mod:`adcompiler.frontend.bindings.trees`) and the way to put values in their
-    places: the container ``f`` receives, and its gradient (None where it holds None)."""
+    places: the container ``f`` receives, and its gradient (its None, string and bool entries
+    as they are)."""
 
     __slots__ = ("structure", "leaves")
 
@@ -96,10 +97,10 @@ class _Leaves:
         self.structure, self.leaves = split(value, name) if is_container(value) else \
             (None, [(name, value)])
 
-    def rebuild(self, values, gradient=False):
+    def rebuild(self, values):
         if self.structure is None:
             return next(values)
-        return rebuild(self.structure, values, static=lambda x: None if gradient else x)
+        return rebuild(self.structure, values)   # static entries as they are (.trees)
 
 
 def _positions(signature, wrt):

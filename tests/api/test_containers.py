@@ -721,3 +721,33 @@ def test_a_custom_rule_meets_a_container():
         ad.hessian(custom_loss)(p)
     assert err.value.lineno == custom_loss.__code__.co_firstlineno
     assert "parameters of their own" in err.value.hint
+
+
+def flagged(p, x):
+    h = x @ p.W
+    return np.sum(np.tanh(h) if p.act == "tanh" and p.use else h)
+
+
+@dataclasses.dataclass
+class Layer:
+    W: np.ndarray
+    act: str = "tanh"
+    use: bool = True
+    note: object = None
+
+
+def test_string_and_bool_fields_of_a_differentiated_container_are_static():
+    """As a JAX static field: no gradient, the gradient holds the value as it is; another value
+    compiles again. An int there stays a TypeError (it may be meant as a float)."""
+    x = np.array([[0.5, -1.0]])
+    layer = Layer(np.array([[0.2], [0.4]]))
+    g = ad.grad(flagged)(layer, x)
+    assert (g.act, g.use, g.note) == ("tanh", True, None)
+    np.testing.assert_allclose(g.W, x.T / np.cosh(x @ layer.W) ** 2, rtol=1e-12)
+    g2 = ad.grad(flagged)(Layer(layer.W, "linear"), x)
+    np.testing.assert_allclose(g2.W, x.T, rtol=1e-12)
+    taped = dynamic_grad(flagged)(layer, x)
+    assert taped.act == "tanh"
+    np.testing.assert_allclose(taped.W, g.W, rtol=1e-12)
+    with pytest.raises(TypeError, match=r"'p\.W': it is an integer"):
+        ad.grad(flagged)(Layer(3), x)

@@ -229,12 +229,12 @@ def _traced_leaves(structure, value) -> list:
 
 def regroup(flat, wrt, arguments: dict) -> list:
     """The gradients of ``flat`` (one per wrt leaf, in order) as one per wrt parameter: a
-    container's the same container of its leaves' gradients, None where it holds None."""
+    container's the same container of its leaves' gradients, its static entries as they are
+    (None where it holds None, a string or bool flag itself: as JAX keeps a static field)."""
     it, out = iter(flat), []
     for name in wrt:
         a = arguments.get(name)
-        out.append(rebuild(a.structure, it, static=lambda x: None) if isinstance(a, Tree)
-                   else next(it))
+        out.append(rebuild(a.structure, it) if isinstance(a, Tree) else next(it))
     return out
 
 
@@ -247,8 +247,8 @@ def tangent_leaves(tangents, wrt, arguments: dict) -> list:
         if not isinstance(a, Tree):
             out.append(t)
             continue
-        given = structure_of(t, lambda path, x: ("static", None) if x is None else LEAF) \
-            if is_container(t) else LEAF
+        given = structure_of(t, lambda path, x: ("static", x) if is_static_entry(x) else
+                             LEAF) if is_container(t) else LEAF
         if given != a.structure:
             raise TypeError(f"the tangent for {name!r} is {describe_structure(given)}, but "
                             f"{name} is {describe_structure(a.structure)}: pass a container "
@@ -258,17 +258,25 @@ def tangent_leaves(tangents, wrt, arguments: dict) -> list:
 
 
 def split(value, name) -> tuple:
-    """``(structure, [(label, leaf)])`` of a differentiated container: None entries are static
-    (their gradient is None), every other non-container a leaf for the caller to check and
-    trace (the dynamic tape's view of a container, :mod:`adcompiler.tape.functional`)."""
+    """``(structure, [(label, leaf)])`` of a differentiated container: None, string and bool
+    entries are static (:func:`is_static_entry`), every other non-container a leaf for the
+    caller to check and trace (the dynamic tape's view of a container,
+    :mod:`adcompiler.tape.functional`)."""
     leaves = []
 
     def leaf(path, x):
-        if x is None:
-            return ("static", None)
+        if is_static_entry(x):
+            return ("static", x)
         leaves.append((label_of(path, name), x))
         return LEAF
     return structure_of(value, leaf, name), leaves
+
+
+def is_static_entry(x) -> bool:
+    """An entry of a differentiated container that is not differentiated: None, a string or a
+    bool (a flag); its gradient is itself. An int is refused there (it may be meant as a
+    float)."""
+    return x is None or isinstance(x, (str, bool))
 
 
 def flat_avals(arguments: dict) -> dict:
