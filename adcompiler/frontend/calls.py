@@ -21,8 +21,9 @@ from ..ir.primitives import ELEMENTWISE as ELEMENTWISE_ROWS
 from ..ir.primitives import PRIMS
 from .library import (compositions, creation, diagonal, einsum, norms, products, scans,
                       signals, solvers, sorting, splits, statistics)
-from .library import factorizations
 from .library import comparisons, positions, real_parts, rotations
+from .library import factorizations
+from .library import aliases
 from .library.binding import CallError, axis_arg, bind, positional, shape_arg, static
 
 # np.<name> for every elementwise primitive that user code calls so (ir.primitives rows;
@@ -414,3 +415,5 @@ ATTRIBUTES = {
     "size": lambda b, x: b.size(x),
     **real_parts.ATTRIBUTES,
 }
+
+FUNCTIONS.update(aliases.handlers(FUNCTIONS, ATTRIBUTES, METHODS))  # np.radians, np.cov...

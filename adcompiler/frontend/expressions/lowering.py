@@ -20,10 +20,11 @@ from ...errors import COMPUTING_ERRORS, CompileError
 from ...ir import Value
 from ...ir.builder import NeedsShape
 from ...ir.primitives import MATH_PRIMS
+from ..library import static_numpy
 from ..library import concatenators, factorizations, refusals, special
 from . import masked
-from ..library.creation import contains_value
 from ..library.binding import CallError, call
+from ..library.creation import contains_value
 from ..calls import ATTRIBUTES, CALLABLE_TYPES, FUNCTIONS, METHODS, Method
 from ..desugaring.chains import lower_chain
 from ..bindings.lists import is_list
@@ -398,8 +399,9 @@ def lower_call(lowering, node):
         raise lowering.src.error(node, f"`{lowering.src.text(node.func)}()` {exc}",
                                  exc.hint) from None
     inlined = lowering.call_user(func, args, kwargs, node)
-    if inlined is NOT_USER and getattr(func, "__module__", None) == "math" and not \
-            contains_value([args, list(kwargs.values())]):   # math.factorial(3): a constant
+    if inlined is NOT_USER and (getattr(func, "__module__", None) == "math"
+                                or static_numpy.foldable(func)) and \
+            not contains_value([args, list(kwargs.values())]):   # np.tril_indices(3): known
         return lowering.static_op(node, functools.partial(func, **kwargs), *args)
     if inlined is NOT_USER:
         raise lowering.unsupported_call(node, func)
