@@ -917,6 +917,7 @@ def test_the_imported_values_are_the_tables():
                 "adcompiler.tape.format.THRESHOLD": tape_format.THRESHOLD,
                 "adcompiler.backends.constants.SHOWN_ELEMENTS": constants_comment.SHOWN_ELEMENTS,
                 "adcompiler.aot.user_code.MAX_LITERAL": standalone_user.MAX_LITERAL,
+                "adcompiler.aot.small_bodies.MIN_ELEMENTS": small_bodies.MIN_ELEMENTS,
                 "adcompiler.frontend.expressions.comprehensions.MAX_ITERATIONS":
                     comprehensions.MAX_ITERATIONS}
     assert imported == {k: v for k, (v, _) in THRESHOLDS.items()}
