@@ -141,12 +141,9 @@ def _standalone(workload, args):
 
 def _compiled_module(workload, args):
     """``grad_<fn>`` of the module compiled from the workload's own function (its source, with
-    ``@ad.grad(wrt=...)``), for shapes given as ``--shape``, in a temporary folder."""
-    import contextlib
-    import importlib.util
-    import inspect
-    import io
-    import os
+    ``@ad.grad(wrt=...)``), for shapes given as ``--shape``, in a temporary folder (removed
+    once the module is imported)."""
+    import shutil
     import tempfile
 
     import adcompiler
@@ -154,6 +151,20 @@ def _compiled_module(workload, args):
 
     fn = workload.fn
     folder = tempfile.mkdtemp(prefix="adcompiler_bench_")
+    try:
+        return _compile_in(folder, fn, workload, args, main, adcompiler.CompileError)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _compile_in(folder, fn, workload, args, main, refused):
+    """:func:`_compiled_module`'s work in ``folder``: the module written, compiled, imported."""
+    import contextlib
+    import importlib.util
+    import inspect
+    import io
+    import os
+
     path = os.path.join(folder, f"{fn.__name__}_module.py")
     with open(path, "w") as f:
         f.write("import math\n\nimport numpy as np\n\nimport adcompiler as ad\n\n\n"
@@ -168,7 +179,7 @@ def _compiled_module(workload, args):
     with contextlib.redirect_stderr(errors):
         code = main(["compile", path, "-o", os.path.join(folder, "compiled.py"), *shapes])
     if code != 0:
-        raise adcompiler.CompileError(errors.getvalue().strip() or f"exit status {code}")
+        raise refused(errors.getvalue().strip() or f"exit status {code}")
     spec = importlib.util.spec_from_file_location("compiled", os.path.join(folder, "compiled.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
