@@ -188,10 +188,12 @@ class ExpressionLowering:
                 f"in place of `{text}` (`{owner.__name__}(...)` itself where it computes the "
                 "same), or take second derivatives by finite differences of adcompiler.grad")
         if module.startswith(("numpy", "scipy")) or isinstance(func, np.ufunc):
+            rewrite = refusals.rewrite(func)
             return self.src.error(node.func, f"`{text}` has no derivative rule in adcompiler",
-                                  "write it with supported NumPy functions (np.exp, np.where, "
-                                  "np.sum, ...; the docs list them: docs/reference/numpy.md), "
-                                  "or give it a rule of your own: "
+                                  (f"instead of `{text}`: {rewrite}" if rewrite else
+                                   "write it with supported NumPy functions (np.exp, np.where, "
+                                   "np.sum, ...; the docs list them: docs/reference/numpy.md)")
+                                  + ", or give it a rule of your own: "
                                   "call it in a module-level function decorated with "
                                   "@adcompiler.custom_vjp, and give that function its "
                                   "backward with .defvjp(fwd, bwd)")
