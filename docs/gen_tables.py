@@ -258,8 +258,29 @@ def tape_functions_table() -> str:
     return "\n".join(rows)
 
 
-TABLES = {"tape_functions": tape_functions_table, "primitives": primitives_table, "functions": functions_table,
-          "methods": methods_table, "scipy": scipy_table}
+def refused_table() -> str:
+    """Every public function of ``np``, ``np.linalg`` and ``np.fft`` that does not compile, with
+    the reason and what to write instead (``frontend/library/refusals.py``); those marked
+    *runs while compiling* compute constants where their arguments are known then."""
+    from adcompiler.frontend.calls import FUNCTIONS
+    from adcompiler.frontend.library import refusals, static_numpy
+    compiled = {id(f) for f in FUNCTIONS}
+    rows = ["| function | why | instead | runs while compiling |", "| --- | --- | --- | --- |"]
+    for prefix, namespace in (("", np), ("linalg.", np.linalg), ("fft.", np.fft)):
+        for name in sorted(dir(namespace)):
+            fn = getattr(namespace, name)
+            found = refusals.decision(prefix + name)
+            if found is None or id(fn) in compiled:
+                continue
+            why, instead = (cell.replace("|", "\\|") for cell in found)
+            rows.append(f"| `np.{prefix}{name}` | {why} | {instead} | "
+                        f"{'yes' if static_numpy.foldable(fn) else 'no'} |")
+    return "\n".join(rows)
+
+
+TABLES = {"tape_functions": tape_functions_table, "primitives": primitives_table,
+          "functions": functions_table, "methods": methods_table, "scipy": scipy_table,
+          "refused": refused_table}
 
 
 if __name__ == "__main__":
