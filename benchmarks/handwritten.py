@@ -124,14 +124,13 @@ def heat(u0, kappa, obs):
     for t in range(T):
         laps[t] = _periodic_laplacian(us[t])
         us[t + 1] = us[t] + kappa * laps[t]
-    res = 2.0 * (us[1:] - obs)
     lam = np.zeros_like(u0)                   # d loss / d u, carried backwards
-    lams = np.empty_like(laps)
+    dkappa = np.zeros_like(kappa)
     for t in range(T - 1, -1, -1):
-        lam += res[t]
-        lams[t] = lam
+        lam += 2.0 * (us[t + 1] - obs[t])
+        dkappa += lam * laps[t]
         lam = lam + _periodic_laplacian(kappa * lam)   # the periodic Laplacian is symmetric
-    return lam, np.sum(lams * laps, axis=0)
+    return lam, dkappa
 
 
 def gp_nll(theta, X, y):
@@ -250,29 +249,32 @@ def transformer(Wq, Wk, Wv, Wo, W1, b1, W2, b2, x, y):
 def ode_rk4(W1, b1, W2, y0, obs):
     dt = 0.05
     T = obs.shape[0]
-    ys, acts = [y0], []          # the state before each step; the four stages' tanh per step
+    # each step's state and stage inputs, and the stages' tanh, in arrays made once (kept
+    # temporaries would each be a fresh mmap of 128 KB: page faults on every step)
+    ys = np.empty((T + 1, 4) + y0.shape)      # ys[t, 0]: the state before step t; 1-3: Y2-Y4
+    acts = np.empty((T, 4, y0.shape[0], W1.shape[1]))
+    ys[0, 0] = y0
     for t in range(T):
-        y = ys[-1]
-        a1 = np.tanh(y @ W1 + b1)
-        k1 = a1 @ W2
-        Y2 = y + (0.5 * dt) * k1
-        a2 = np.tanh(Y2 @ W1 + b1)
-        k2 = a2 @ W2
-        Y3 = y + (0.5 * dt) * k2
-        a3 = np.tanh(Y3 @ W1 + b1)
-        k3 = a3 @ W2
-        Y4 = y + dt * k3
-        a4 = np.tanh(Y4 @ W1 + b1)
-        ys.append(y + (dt / 6.0) * (k1 + 2.0 * (k2 + k3) + a4 @ W2))
-        acts.append((a1, a2, a3, a4, Y2, Y3, Y4))
+        y, Ys, a = ys[t, 0], ys[t], acts[t]
+        a[0] = np.tanh(y @ W1 + b1)
+        k1 = a[0] @ W2
+        Ys[1] = y + (0.5 * dt) * k1
+        a[1] = np.tanh(Ys[1] @ W1 + b1)
+        k2 = a[1] @ W2
+        Ys[2] = y + (0.5 * dt) * k2
+        a[2] = np.tanh(Ys[2] @ W1 + b1)
+        k3 = a[2] @ W2
+        Ys[3] = y + dt * k3
+        a[3] = np.tanh(Ys[3] @ W1 + b1)
+        ys[t + 1, 0] = y + (dt / 6.0) * (k1 + 2.0 * (k2 + k3) + a[3] @ W2)
     scale = 2.0 / obs[0].size / T
     dW1, db1, dW2 = np.zeros_like(W1), np.zeros_like(b1), np.zeros_like(W2)
     lam = np.zeros_like(y0)                   # d loss / d y, carried backwards
     W1T, W2T = W1.T, W2.T
     for t in range(T - 1, -1, -1):
-        lam += (ys[t + 1] - obs[t]) * scale
-        y = ys[t]
-        a1, a2, a3, a4, Y2, Y3, Y4 = acts[t]
+        lam += (ys[t + 1, 0] - obs[t]) * scale
+        y, Y2, Y3, Y4 = ys[t]
+        a1, a2, a3, a4 = acts[t]
         dk4 = (dt / 6.0) * lam
         d4 = (dk4 @ W2T) * (1.0 - a4 * a4)
         dY4 = d4 @ W1T
