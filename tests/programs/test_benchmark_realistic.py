@@ -83,17 +83,27 @@ def test_the_factorization_gathers_repeated_indices():
         assert iu.max() < len(U) and iv.max() < len(V)
 
 
-def test_torch_compile_is_a_system_with_its_first_call_reported():
-    """torch.compile is a column of the tables; the runner gives its workers (whose first step
-    compiles) a longer timeout, and says why when it cannot run."""
-    from benchmarks import run
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_torch_compile_reports_its_first_call_apart(monkeypatch, tmp_path):
+    """The torch.compile system compiles inside its first step, with inductor's cache in a
+    fresh folder, and the worker reports that first gradient apart from the warm median. (The
+    backend here is dynamo's eager one: inductor takes minutes, see above.)"""
+    import os
 
-    assert "torch_compile" in systems.ORDER
+    from benchmarks import run, worker
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    systems.import_system("torch_compile")
+    folder = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    assert os.path.isdir(folder) and not os.listdir(folder)
+    monkeypatch.setitem(systems._ADAPTERS, "torch_compile",
+                        lambda workload, args: systems._torch(workload, args, compile="eager"))
+    row = worker.measure("torch_compile", "small_mlp", target_s=0.02, min_repeats=3)
+    assert row["status"] == "ok", row
+    assert row["first_s"] > row["median_s"] > 0      # tracing is in the first call only
     assert systems.label("torch_compile") == "torch.compile (inductor)"
-    assert run.COMPILE_TIMEOUT_FACTOR > 1
-    reason = run.availability("torch_compile")
-    if importlib.util.find_spec("torch") is None:
-        assert reason == "torch is not installed"
+    assert run.availability("torch_compile") in (
+        None, "no C++ compiler on PATH: inductor writes and compiles C++ for the CPU")
 
 
 def test_the_realistic_workloads_are_held_to_the_best_peer_and_to_pytorchs_memory():
