@@ -1,11 +1,11 @@
 """Run the benchmark suite: every system on every workload, each in a fresh process; write reports.
 
-    python -m benchmarks.run [--quick] [--only NAME[,NAME...]] [--no-plots] [--out DIR]
-                             [--threads N] [--report-only]
+    python -m benchmarks.run [--quick] [--only NAME[,NAME...]] [--skip NAME[,NAME...]]
+                             [--no-plots] [--out DIR] [--threads N] [--report-only]
 
 A full run writes benchmarks/RESULTS.md, benchmarks/results.json and benchmarks/plots/*.png;
---quick and --only runs write to benchmarks/quick/ (unless --out says otherwise), so that a
-smoke run never overwrites the full figures.
+--quick, --only and --skip runs write to benchmarks/quick/ (unless --out says otherwise), so that
+a smoke or partial run never overwrites the full figures.
 """
 
 from __future__ import annotations
@@ -65,10 +65,14 @@ def _matches(name: str, tokens: list[str]) -> bool:
 def plan(opts) -> list[tuple[str, str]]:
     """The (workload, system) pairs to measure, workload by workload."""
     tokens = [t for t in (opts.only or "").split(",") if t]
+    skipped = [t for t in (getattr(opts, "skip", None) or "").split(",") if t]
     chosen_systems = [s for s in systems.ORDER if not tokens or s in tokens] or list(systems.ORDER)
+    chosen_systems = [s for s in chosen_systems if s not in skipped]
     workload_tokens = [t for t in tokens if t not in systems.ORDER]
+    skipped_workloads = [t for t in skipped if t not in systems.ORDER]
     names = [w.name for w in workloads.WORKLOADS
-             if _matches(w.name, workload_tokens) and not (w.sweep and opts.quick)]
+             if _matches(w.name, workload_tokens) and not (w.sweep and opts.quick)
+             and not (skipped_workloads and _matches(w.name, skipped_workloads))]
     if not names:
         sys.exit(f"--only {opts.only}: no workload matches; known: {', '.join(workloads.BY_NAME)}")
     if "hand" not in chosen_systems:
@@ -174,7 +178,8 @@ def tasks_of(opts) -> list[tuple[str, str, int | None]]:
 
 
 def out_folder(opts) -> str:
-    return opts.out or (HERE if not (opts.quick or opts.only) else os.path.join(HERE, "quick"))
+    partial = opts.quick or opts.only or getattr(opts, "skip", None)
+    return opts.out or (os.path.join(HERE, "quick") if partial else HERE)
 
 
 def save(rows, opts, began: float) -> dict:
@@ -231,6 +236,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small repeat counts (smoke run)")
     parser.add_argument("--only", metavar="NAME", help="workloads (name or prefix) and/or "
                         "systems, comma-separated: e.g. mlp or elementwise,torch")
+    parser.add_argument("--skip", metavar="NAME", help="workloads (name or prefix) and/or "
+                        "systems to leave out, comma-separated: e.g. torch_compile, whose cold "
+                        "compiles take minutes per workload")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--out", help="folder for RESULTS.md, results.json and plots/")
     parser.add_argument("--threads", type=int, help="one pass with OMP/OpenBLAS/MKL (and XLA, "

@@ -127,3 +127,20 @@ def test_the_realistic_workloads_are_held_to_the_best_peer_and_to_pytorchs_memor
         "met where measured; not measured: mlp (–)"
     # without a realistic workload in the run, no #33 rows
     assert not any(t.startswith("#33") for t, _ in targets.evaluate(Results(rows), ["mlp"]))
+
+
+def test_skip_leaves_out_systems_and_workloads_and_writes_a_partial_run_apart():
+    import argparse
+
+    from benchmarks import run
+
+    def opts(**kw):
+        return argparse.Namespace(**dict(dict(only=None, skip=None, quick=True, out=None), **kw))
+    pairs = run.plan(opts(only="heat,gru", skip="torch_compile"))
+    assert {w for w, _ in pairs} == {"heat", "gru"}
+    assert {s for _, s in pairs} == set(systems.ORDER) - {"torch_compile"}
+    pairs = run.plan(opts(skip="elementwise,torch,hand"))
+    assert not any(w.startswith("elementwise") for w, _ in pairs)
+    assert "torch" not in {s for _, s in pairs} and "hand" in {s for _, s in pairs}  # the floor
+    assert run.out_folder(opts(quick=False, skip="torch_compile")).endswith("quick")
+    assert not run.out_folder(opts(quick=False)).endswith("quick")
