@@ -255,11 +255,18 @@ def test_a_number_stored_into_a_shrinking_slice_compiles_under_a_mask():
     (back_subst, "`np.where(np.arange(u.shape[1]) >= i + 1, u[i], 0.0)`"),
     (tail_sums, "`np.where((np.arange(a.shape[0]) >= i)[:, None], a, 0.0)`")])
 def test_reading_a_shrinking_slice_hints_at_the_masked_whole_row(f, hint):
-    u = np.triu(rng.normal(size=(4, 4))) + 3 * np.eye(4)
-    args = (u, rng.normal(size=4)) if f is back_subst else (u,)
+    n = 1001   # past the unrolling limit, the loop is compiled: the refusal with its hint
+    u = np.triu(rng.normal(size=(n, n))) + 3 * np.eye(n)
+    args = (u, rng.normal(size=n)) if f is back_subst else (u,)
     with pytest.raises(ad.CompileError) as info:
         ad.grad(f)(*args)
     assert "length changes" in info.value.message and hint in info.value.hint
+
+
+def test_within_the_unrolling_limit_a_shrinking_read_compiles():
+    u = np.triu(rng.normal(size=(4, 4))) + 3 * np.eye(4)
+    check(back_subst, u, rng.normal(size=4))
+    check(tail_sums, u)
 
 
 def test_the_masked_rewrite_from_the_hint_compiles_and_matches():

@@ -115,7 +115,7 @@ def test_np_add_at_updates_the_array_and_differentiates():
 # ---- misuse -------------------------------------------------------------------------------------
 def appends_in_for(x):
     xs = []
-    for i in range(3):
+    for i in range(2000):   # past the unrolling limit: a compiled loop
         xs.append(x)
     return x
 
@@ -260,7 +260,7 @@ def calls_another_at(x):
 
 
 CASES = [
-    (appends_in_for, 3, "xs.append(x)", "top level of a while loop's body"),
+    (appends_in_for, 3, "xs.append(x)", "inside a traced `if` or a compiled loop"),
     (appends_in_branch, 5, "xs.append(s)", "must run once in every iteration"),
     (reads_while_building, 5, "xs", "is being built by the while loop"),
     (takes_len, 2, "len(xs)", "known only when it runs"),

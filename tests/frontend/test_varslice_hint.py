@@ -47,8 +47,9 @@ POS = np.array([[0.0, 0.0], [1.0, 0.1], [0.2, 1.3], [1.4, 1.2]]) + 0.5
 
 
 def test_the_hint_says_when_zeroing_entries_is_right():
+    many = np.random.default_rng(3).normal(size=(1002, 2))   # a compiled loop: the refusal
     with pytest.raises(ad.CompileError) as err:
-        ad.grad(pair_energy)(POS)
+        ad.grad(pair_energy)(many)
     hint = err.value.hint
     assert "`np.where((np.arange(pos.shape[0]) >= i + 1)[:, None], pos, 0.0)`" in hint
     assert "straight into a sum or a dot product" in hint
@@ -67,3 +68,8 @@ def test_zeroing_the_entries_of_a_dot_gives_the_original_gradient():
     gw, gx = ad.grad(tail_dot_masked, wrt=(0, 1))(w, x)
     np.testing.assert_allclose(gw, numerical_grad(tail_dot, [w, x], 0), rtol=1e-6)
     np.testing.assert_allclose(gx, numerical_grad(tail_dot, [w, x], 1), rtol=1e-6)
+
+
+def test_within_the_unrolling_limit_the_loop_compiles_as_written():
+    g = ad.grad(pair_energy)(POS)
+    np.testing.assert_allclose(g, numerical_grad(pair_energy, [POS], 0), rtol=1e-6)

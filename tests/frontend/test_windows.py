@@ -271,7 +271,8 @@ def while_counter(x):
 
 
 @pytest.mark.parametrize("f, arg, message, line", [
-    (grows, X, "this slice's length changes from one iteration to the next", "x[:t]"),
+    (grows, np.linspace(0.0, 1.0, 1002),   # past the unrolling limit (frontend/statements/unrolled.py)
+     "this slice's length changes from one iteration to the next", "x[:t]"),
     (wraps, X, "this window runs from -1 to 7 over the loop, outside the axis of length 8",
      "x[t - 1:t + 1]"),
     (runs_past_the_end, X, "runs from 0 to 9 over the loop, outside the axis of length 8",
@@ -286,3 +287,8 @@ def test_windows_that_cannot_compile_say_why(f, arg, message, line):
     text = str(err.value)
     assert message in text
     assert "test_windows.py" in text and line in text and "^" in text
+
+
+def test_a_growing_slice_within_the_unrolling_limit_compiles():
+    x = np.linspace(0.0, 1.0, 8)
+    np.testing.assert_allclose(ad.grad(grows)(x), np.arange(7.0, -1.0, -1.0) * (x > -1))

@@ -32,6 +32,22 @@ def is_append(stmt) -> bool:
             and call.func.attr == "append" and isinstance(call.func.value, ast.Name))
 
 
+def _append_to_python_list(lowering, stmt, held: list, arg):
+    """``out.append(v)`` to a Python list, where the code runs once as written (straight-line
+    code, an unrolled loop's iteration): the list itself grows, as in Python, so its aliases
+    see the item too. Not inside a traced ``if`` or a compiled loop, whose body is lowered once
+    for every path or iteration."""
+    if lowering.loop.own_blocks:
+        raise lowering.src.error(stmt, f"appending to the Python list "
+                                 f"`{lowering.src.text(stmt.value.func.value)}` inside a "
+                                 "traced `if` or a compiled loop is not supported: the code "
+                                 "there runs once for every path or iteration",
+                                 "append on both paths outside the `if` (np.where(c, a, b)), "
+                                 "or in a loop preallocate xs = np.zeros((n, ...)) and write "
+                                 "xs[i] = v")
+    held.append(lowering.expr(arg))
+
+
 def lower_append(lowering, stmt):
     """``xs.append(v)``: recorded for the loop's stack (see :func:`appending`)."""
     call = stmt.value
@@ -42,6 +58,8 @@ def lower_append(lowering, stmt):
         raise lowering.src.error(stmt, "a list of lists (what a while loop inside another "
                                  "loop keeps) cannot be differentiated yet",
                                  "keep one list per value, or restructure the nested loop")
+    if type(held) is list and len(call.args) == 1 and not call.keywords:
+        return _append_to_python_list(lowering, stmt, held, call.args[0])
     if not isinstance(held, Building):
         raise lowering.src.error(stmt, f"`{name}.append(...)` compiles only at the top level "
                                  f"of a while loop's body, to a list made empty before it",

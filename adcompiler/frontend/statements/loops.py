@@ -30,7 +30,7 @@ from .joins import aval_of, coerce, join, joinable
 from .lists import appending
 from .loop_updates import assigned, check_loop_aliases, check_row_updates, pass_back
 from .table import statement
-from .unrolled import lower_unrolled, unrolls
+from .unrolled import lower_unrolled, range_needs_unrolling, unrolls
 
 _MAX_AVAL_ROUNDS = 3
 _UNBOUND = object()
@@ -40,7 +40,8 @@ _UNBOUND = object()
 def lower_loop(lowering, stmt):
     """A ``for``/``while``, after rewriting break/continue and traced range bounds; a
     ``for`` over a Python sequence is unrolled (:mod:`.unrolled`)."""
-    if isinstance(stmt, ast.For) and unrolls(lowering, stmt.iter):
+    if isinstance(stmt, ast.For) and (unrolls(lowering, stmt.iter)
+                                      or range_needs_unrolling(lowering, stmt)):
         return lower_unrolled(lowering, stmt)
     if isinstance(stmt, ast.For) and reversed_range.is_reversed(stmt.iter):
         before, stmt = reversed_range.rewrite(lowering, stmt)

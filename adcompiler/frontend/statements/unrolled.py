@@ -17,8 +17,8 @@ one of them (``for v in (y, y): ...; y *= 2``) reaches them as it reaches every 
 array, and a view of an updated array goes stale (reading it is a located error), as everywhere.
 
 Invariant: no ``loop`` node is emitted; ``range(...)`` and an array's rows (alone, or in
-``enumerate``/``zip`` of those) are never unrolled here: they are compiled loops
-(:mod:`.loops`).
+``enumerate``/``zip`` of those) are compiled loops (:mod:`.loops`), except a ``range`` of known
+bounds whose body appends to a list or slices by the counter (:func:`range_needs_unrolling`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import ast
 
 from ...ir import Block, Value
 from ..desugaring import jumps
-from ..expressions.comprehensions import (LOOP, SEQUENCES, check_length, iteration_items,
-    iterator_builtin)
+from ..expressions.comprehensions import (LOOP, MAX_ITERATIONS, SEQUENCES, check_length,
+    iteration_items, iterator_builtin)
 from .blocks import run_statements
 
 
@@ -46,6 +46,55 @@ def unrolls(lowering, node) -> bool:
         return True
     seq = peek(lowering, node)
     return isinstance(seq, SEQUENCES) and not isinstance(seq, range)
+
+
+def range_needs_unrolling(lowering, stmt: ast.For) -> bool:
+    """Whether a ``for`` over ``range(...)`` of bounds known while compiling, at most
+    :data:`MAX_ITERATIONS` long, is unrolled rather than compiled to a loop, because its body
+    does what only written-out iterations can: appends to a list made before the loop
+    (``out = []`` ... ``out.append(v)``, then ``np.stack(out)``), or reads slices with a length
+    that follows the counter (``x[:i]``, ``x[i:]``: a new shape each iteration)."""
+    if iterator_builtin(lowering, stmt.iter) is not range or not isinstance(
+            stmt.target, ast.Name):
+        return False
+    bounds = peek(lowering, ast.Tuple(stmt.iter.args, ast.Load()))
+    if any(isinstance(b, Value) or not isinstance(b, int) for b in bounds):
+        return False
+    if len(range(*bounds)) > MAX_ITERATIONS:
+        return False   # (the compiled loop's own error says to preallocate)
+    return any(_appends_to_a_list(lowering, n) or _reads_by_counter(n, stmt.target.id)
+               for s in stmt.body for n in _walk_body(s))
+
+
+def _walk_body(stmt):
+    """The nodes of a loop body's statement, not those of functions it defines."""
+    pending = [stmt]
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _appends_to_a_list(lowering, node) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "append" and isinstance(node.func.value, ast.Name)
+            and type(lowering.scope.env.get(node.func.value.id)) is list)
+
+
+def _reads_by_counter(node, counter) -> bool:
+    """A read through a slice one of whose bounds (not both) reads the counter: its length
+    changes. (A write into one compiles in the loop, under a mask: :mod:`.setitem`.)"""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
+        return False
+    slices = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    for part in slices:
+        if isinstance(part, ast.Slice):
+            reads = [b is not None and any(isinstance(n, ast.Name) and n.id == counter
+                                           for n in ast.walk(b)) for b in (part.lower, part.upper)]
+            if reads[0] != reads[1]:
+                return True
+    return False
 
 
 def peek(lowering, node):
