@@ -7,9 +7,10 @@ with the rules of ``templates/factorizations.py``.
 Invariants: values are NumPy's, and so are its errors; what the compiler refuses with a located
 error (``svd(full_matrices=True)`` of a non-square matrix, ``hermitian=True``, ``qr`` of a wide
 matrix, ``lstsq``'s residuals and rank) raises a TypeError here where an input requires grad,
-and runs on the values otherwise. SciPy's ``solve_triangular``/``cho_solve`` are plain Python
-functions that tensors cannot reach (they do not dispatch): on the tape write the solve with
-``np.linalg.solve``.
+and runs on the values otherwise. SciPy's ``cholesky``/``solve_triangular``/``cho_factor``/
+``cho_solve`` are plain Python functions that tensors cannot reach (they do not dispatch):
+``dynamic_grad`` reads them as the tape's (:mod:`.scipy_functions`); called on tensors outside
+it, write the solve with ``np.linalg.solve``.
 """
 
 from __future__ import annotations

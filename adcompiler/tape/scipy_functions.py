@@ -1,6 +1,8 @@
 """SciPy's Python-level functions on tensors, as the compiler spells them: ``scipy.special``'s
 ``logsumexp``, ``softmax`` and ``log_softmax`` and ``scipy.stats.norm``'s densities and tails
-run :mod:`adcompiler.compositions.special` on the tape's ops, so the tape records the
+run :mod:`adcompiler.compositions.special` on the tape's ops, and ``scipy.linalg``'s
+``cholesky``, ``solve_triangular``, ``cho_factor`` and ``cho_solve`` the compiler's primitives
+and :mod:`adcompiler.compositions.factorizations`, so the tape records the
 primitives the compiler emits and its gradient is the compiler's. (SciPy's ufuncs, ``erf`` and
 the like, reach the tape through NumPy's ufunc protocol already.)
 
@@ -77,30 +79,74 @@ class _Module(types.ModuleType):
         return getattr(self._real, name)
 
 
-_HELD: dict = {}   # (scipy.special loaded, scipy.stats loaded) -> the replacements
+_HELD: dict = {}   # which of scipy.special, stats, linalg are loaded -> the replacements
 
 
 def replacements() -> dict:
     """``{id(SciPy's object): the tape's}``, for the SciPy modules imported so far."""
-    sp, stats = sys.modules.get("scipy.special"), sys.modules.get("scipy.stats")
-    loaded = (sp is not None, stats is not None)
+    loaded = tuple(name in sys.modules for name in ("scipy.special", "scipy.stats",
+                                                     "scipy.linalg"))
     if loaded not in _HELD:
-        _HELD[loaded] = _built(sp, stats) if sp is not None else {}
+        _HELD[loaded] = _built() if any(loaded) else {}
     return _HELD[loaded]
 
 
-def _built(sp, stats) -> dict:
-    functions = {n: _reduction(n, getattr(sp, n)) for n in ("logsumexp", "softmax",
-                                                           "log_softmax")}
-    out = {id(getattr(sp, n)): f for n, f in functions.items()}
-    special_module = _Module(sp, functions)
-    out[id(sp)] = special_module
-    replaced_package = {"special": special_module}
+def _linalg_functions(real) -> dict:
+    """``scipy.linalg``'s ``cholesky``, ``solve_triangular``, ``cho_factor`` and ``cho_solve``
+    on tensors: the primitives and compositions the compiler records for them."""
+    from adcompiler.compositions import factorizations as fz
+
+    from .compositions import OPS
+    from .factorizations import cholesky as np_cholesky
+    from .record import apply
+
+    def cholesky(a, lower=False, **kwargs):
+        if not isinstance(a, Tensor):
+            return real.cholesky(a, lower=lower, **kwargs)
+        return np_cholesky(a, upper=not lower)
+
+    def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, **kwargs):
+        if _tensor_among([a, b]) is None:
+            return real.solve_triangular(a, b, trans=trans, lower=lower,
+                                         unit_diagonal=unit_diagonal, **kwargs)
+        params = {"lower": bool(lower), "trans": {0: 0, 1: 1, 2: 1, "N": 0, "T": 1,
+                                                  "C": 1}[trans],
+                  "unit_diagonal": bool(unit_diagonal)}
+        return apply("solve_triangular", (tensor_of(a), tensor_of(b)), params)
+
+    def cho_factor(a, lower=False, **kwargs):
+        if not isinstance(a, Tensor):
+            return real.cho_factor(a, lower=lower, **kwargs)
+        return fz.cho_factor(OPS, a, bool(lower)), bool(lower)
+
+    def cho_solve(c_and_lower, b, **kwargs):
+        c, lower = c_and_lower
+        if _tensor_among([c, b]) is None:
+            return real.cho_solve(c_and_lower, b, **kwargs)
+        return fz.cho_solve(OPS, tensor_of(c), bool(lower), tensor_of(b))
+
+    return {"cholesky": cholesky, "solve_triangular": solve_triangular,
+            "cho_factor": cho_factor, "cho_solve": cho_solve}
+
+
+def _built() -> dict:
+    out, package = {}, {}
+    sp = sys.modules.get("scipy.special")
+    if sp is not None:
+        functions = {n: _reduction(n, getattr(sp, n)) for n in ("logsumexp", "softmax",
+                                                               "log_softmax")}
+        out.update({id(getattr(sp, n)): f for n, f in functions.items()})
+        out[id(sp)] = package["special"] = _Module(sp, functions)
+    stats = sys.modules.get("scipy.stats")
     if stats is not None:
         norm = _Norm(stats.norm)
         out[id(stats.norm)] = norm
         out.update({id(getattr(stats.norm, n)): getattr(norm, n) for n in special.NORM})
-        stats_module = _Module(stats, {"norm": norm})
-        out[id(stats)] = replaced_package["stats"] = stats_module
-    out[id(sys.modules["scipy"])] = _Module(sys.modules["scipy"], replaced_package)
+        out[id(stats)] = package["stats"] = _Module(stats, {"norm": norm})
+    linalg = sys.modules.get("scipy.linalg")
+    if linalg is not None:
+        functions = _linalg_functions(linalg)
+        out.update({id(getattr(linalg, n)): f for n, f in functions.items()})
+        out[id(linalg)] = package["linalg"] = _Module(linalg, functions)
+    out[id(sys.modules["scipy"])] = _Module(sys.modules["scipy"], package)
     return out

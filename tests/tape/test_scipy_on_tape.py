@@ -47,3 +47,23 @@ def test_without_tensors_scipy_answers():
     assert replaced[id(sp.logsumexp)](X, axis=1).tolist() == sp.logsumexp(X, axis=1).tolist()
     assert replaced[id(norm)](0.0, 2.0).logpdf(1.0) == norm(0.0, 2.0).logpdf(1.0)
     assert sp.logsumexp is logsumexp                  # SciPy's own module is untouched
+
+
+import scipy.linalg  # noqa: E402
+from scipy.linalg import cho_factor, cho_solve, solve_triangular  # noqa: E402
+
+
+def gp_with_scipy(log_sn2, K0, y):
+    K = K0 + np.exp(log_sn2) * np.eye(K0.shape[0])
+    L = scipy.linalg.cholesky(K, lower=True)
+    alpha = solve_triangular(L.T, solve_triangular(L, y, lower=True), lower=False)
+    beta = cho_solve(cho_factor(K), y)
+    return 0.5 * y @ alpha + np.sum(np.log(np.diag(L))) + 0.1 * np.sum(beta ** 2)
+
+
+def test_scipy_linalg_on_the_tape_is_the_compilers():
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(5, 5))
+    K0, y = A @ A.T + np.eye(5), rng.normal(size=5)
+    np.testing.assert_allclose(tape.dynamic_grad(gp_with_scipy)(-1.0, K0, y),
+                               ad.grad(gp_with_scipy)(-1.0, K0, y), rtol=1e-10)
