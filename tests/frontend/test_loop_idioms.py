@@ -73,3 +73,29 @@ def test_an_append_under_a_traced_if_is_located():
         ad.grad(append_in_a_branch)(X)
     assert "inside a traced `if`" in info.value.message
     assert info.value.lineno == append_in_a_branch.__code__.co_firstlineno + 4
+
+
+def returns_early(x):
+    for i in range(6):
+        if x[i] > 0.5:
+            return x[i] ** 2
+    return np.sum(x)
+
+
+def returns_early_rewritten(x):      # the hint's rewrite
+    found = False
+    result = 0.0
+    for i in range(6):
+        if not found and x[i] > 0.5:
+            result, found = x[i] ** 2, True
+    return np.where(found, result, np.sum(x))
+
+
+def test_a_return_inside_a_loop_says_how_to_keep_the_result():
+    with pytest.raises(ad.CompileError) as info:
+        ad.grad(returns_early)(X)
+    assert "a `return` inside a loop is not supported yet" in info.value.message
+    assert "return np.where(found, result, <the other result>)" in info.value.hint
+    assert returns_early_rewritten(X) == returns_early(X)
+    np.testing.assert_allclose(ad.grad(returns_early_rewritten)(X),
+                               numerical_grad(returns_early, [X], 0), atol=1e-8)

@@ -57,8 +57,13 @@ def run_statements(lowering, stmts):
     src = lowering.src
     for stmt in stmts:
         if isinstance(stmt, ast.Return):
-            raise src.error(stmt, "an early `return` is not supported yet",
-                            "assign the result to a variable and return it at the end")
+            raise src.error(stmt, "a `return` inside a loop is not supported yet: a compiled "
+                            "loop runs all its iterations, and what follows it must see "
+                            "which one returned",
+                            "keep the result and a flag, and return after the loop: "
+                            "`found = False; result = 0.0` before it, `if not found and "
+                            "<condition>: result, found = <value>, True` inside it, then "
+                            "`return np.where(found, result, <the other result>)`")
         if isinstance(stmt, (ast.Break, ast.Continue)):
             raise src.error(stmt, f"`{type(stmt).__name__.lower()}` is not supported yet",
                             "express the exit condition with np.where")
