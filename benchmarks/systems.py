@@ -280,7 +280,8 @@ def _torch(workload, args, compile=None):
 
 
 _ADAPTERS = {"hand": _hand, "compiled": _compiled, "generated": _generated, "tape": _tape,
-             "standalone": _standalone, "numba": _numba, "jax": _jax, "autograd": _autograd, "torch": _torch,
+             "standalone": _standalone, "numba": _numba, "jax": _jax, "autograd": _autograd,
+             "torch": _torch,
              "torch_compile": lambda workload, args: _torch(workload, args, compile="inductor")}
 
 

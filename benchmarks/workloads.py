@@ -65,7 +65,8 @@ def gmm(mu, log_sigma, logit_w, X):
     diff = X[:, None, :] - mu[None, :, :]
     sq = np.sum(diff * diff, axis=2)
     log_w = logit_w - np.log(np.sum(np.exp(logit_w)))
-    comp = log_w - d * log_sigma - 0.5 * sq * np.exp(-2.0 * log_sigma) - 0.5 * d * 1.8378770664093453
+    log_2pi = 1.8378770664093453
+    comp = log_w - d * log_sigma - 0.5 * sq * np.exp(-2.0 * log_sigma) - 0.5 * d * log_2pi
     m = np.max(comp, axis=1, keepdims=True)
     ll = m + np.log(np.sum(np.exp(comp - m), axis=1, keepdims=True))
     return -np.mean(ll)
@@ -87,7 +88,8 @@ def gp_nll(theta, X, y):
     n = X.shape[0]
     sq = np.sum(X * X, axis=1)
     d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
-    K = np.exp(2.0 * theta[1] - 0.5 * d2 * np.exp(-2.0 * theta[0])) + np.exp(2.0 * theta[2]) * np.eye(n)
+    K = np.exp(2.0 * theta[1] - 0.5 * d2 * np.exp(-2.0 * theta[0]))
+    K = K + np.exp(2.0 * theta[2]) * np.eye(n)
     L = np.linalg.cholesky(K)
     alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
     return 0.5 * (y @ alpha) + np.sum(np.log(np.diag(L))) + 0.5 * n * 1.8378770664093453
