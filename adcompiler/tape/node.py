@@ -164,6 +164,17 @@ class PrimNode(Node):
             saved.free()
 
 
+class ZeroGradNode(Node):
+    """The node of a piecewise-constant elementwise function (``floor``, ``ceil``, ``trunc``,
+    ``rint``, ``sign``): its gradient is 0 (PyTorch's ``FloorBackward0`` and the like), so a
+    result made of one alone still backpropagates, as in PyTorch and as the compiler
+    differentiates it; exactly 0, also where ``g`` is infinite or NaN."""
+
+    def apply(self, g, ops, as_tensor, wanted):
+        zero = ops.multiply(ops.where(ops.isfinite(g), g, 0.0), 0.0)
+        return [zero if want else None for want in wanted]
+
+
 class AccumulateGrad(Node):
     """The sink of a leaf that requires grad: runs the leaf's hooks, adds into ``.grad``."""
 

@@ -22,7 +22,7 @@ from adcompiler.templates import has_jvp, tangent
 
 from . import mode
 from .names import node_name
-from .saved import prim_node
+from .saved import prim_node, zero_node
 from .tensor import Tensor
 from .xp import array_module, array_ops, common_module, compute, is_device_array, shares
 
@@ -37,6 +37,10 @@ def apply(prim: str, args, params=None, name=None):
     out = Tensor._make(_forward(prim, data, params, where is None))
     spec = PRIMS[prim]
     if not spec.differentiable or out._data.dtype.kind not in "fc":
+        if prim in PIECEWISE_CONSTANT and requires and mode._GRAD_ENABLED.get() and \
+                out._data.dtype.kind in "fc":
+            out._fn = zero_node(name or node_name(prim, args, params), args)
+            out._needs_grad = True
         return out
     if requires and mode._GRAD_ENABLED.get():
         out._fn = prim_node(name or node_name(prim, args, params), prim, params, args, out)
@@ -47,6 +51,8 @@ def apply(prim: str, args, params=None, name=None):
     return out
 
 
+# elementwise functions constant between their jumps: a zero-gradient node, as PyTorch records
+PIECEWISE_CONSTANT = frozenset({"floor", "ceil", "trunc", "rint", "sign"})
 _TENSOR_ON_DEVICE, _CONSTANT_ON_DEVICE = "tensor", "constant"
 _HOST_SCALARS = (float, int, bool, np.generic)
 

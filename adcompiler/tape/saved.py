@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import anomaly, mode
-from .node import Placeholder, PrimNode, _dtype, _shape, node_class, tensor_type_name
+from .node import (Placeholder, PrimNode, ZeroGradNode, _dtype, _shape, node_class,
+                   tensor_type_name)
 from .tensor import Tensor
 from .xp import device_of
 
@@ -96,6 +97,13 @@ class SavedValue:
                 f"inplace operation: {head} is at version {self.counter.value}; expected version "
                 f"{self.version} instead. "
                 f"{HINT_IN_ANOMALY_MODE if anomaly.is_anomaly_enabled() else HINT}")
+
+
+def zero_node(name, args):
+    """The zero-gradient node of a piecewise-constant function of ``args``."""
+    edges = [a._edge() if isinstance(a, Tensor) and a._requires_grad else None for a in args]
+    meta = [(_shape(a), _dtype(a)) for a in args]
+    return node_class(ZeroGradNode, name)(edges, meta)
 
 
 def prim_node(name, prim, params, args, out):

@@ -89,3 +89,16 @@ def test_outside_dynamic_grad_np_zeros_is_numpys():
     x = tape.tensor(np.ones(2), requires_grad=True)
     with pytest.raises(RuntimeError, match="Can't convert a Tensor that requires grad"):
         np.array([x[0], x[1]])                     # plain NumPy code, outside: as before
+
+
+def stepped(x):
+    return np.sum(np.floor(x) + np.ceil(x) * x + np.sign(x) + np.round(x) + np.trunc(x))
+
+
+def test_piecewise_constant_results_backpropagate_zero_as_pytorch_and_the_compiler():
+    x = np.array([1.5, -0.3, 2.7])
+    t = tape.tensor(x, requires_grad=True)
+    np.floor(t).sum().backward()                          # alone: a node, as in PyTorch
+    np.testing.assert_array_equal(t.grad._data, np.zeros(3))
+    assert type(np.floor(t).grad_fn).__name__ == "FloorBackward0"
+    np.testing.assert_array_equal(tape.dynamic_grad(stepped)(x), ad.grad(stepped)(x))
