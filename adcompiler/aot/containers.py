@@ -104,8 +104,11 @@ def _checks(structure, expr) -> list:
         out = [f"type({expr}) is dict", f"tuple({expr}) == {tuple(structure[1])!r}"]
     elif kind in ("list", "tuple"):
         out = [f"type({expr}) is {kind}", f"len({expr}) == {len(structure[-1])}"]
-    else:
-        out = [f"type({expr}) is {structure[1].__name__}"]
+    else:   # the user's class or the module's copy: one of that name with those fields
+        fields = structure[1]._fields if kind == "namedtuple" else tuple(structure[2])
+        spelled = "_fields" if kind == "namedtuple" else "__dataclass_fields__"
+        out = [f"type({expr}).__name__ == {structure[1].__name__!r}",
+               f"tuple(getattr(type({expr}), {spelled!r}, ())) == {fields!r}"]
     for step, s in zip(_steps(structure), structure[-1]):
         out += _checks(s, label_of((step,), expr))
     return out
@@ -142,7 +145,8 @@ def returns(fn, containers, wrt):
     index, parts = first, []
     for w, n in zip(wrt, counts):
         items = iter(f"out[{k}]" for k in range(index, index + n))
-        parts.append(pack(containers[w].structure, items) if w in containers else next(items))
+        parts.append(pack(containers[w].structure, items, w) if w in containers
+                     else next(items))
         index += n
     grads = parts[0] if single else "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
     result = f"out[0], {grads}" if first else grads
@@ -152,15 +156,18 @@ def returns(fn, containers, wrt):
     return lines
 
 
-def pack(structure, items) -> str:
+def pack(structure, items, expr) -> str:
     """Python source building ``structure`` with the expressions ``items`` at its leaves
-    (its static entries as they are: a gradient's, as adcompiler.grad's)."""
+    (its static entries as they are: a gradient's, as adcompiler.grad's); a NamedTuple or
+    dataclass by the class of the argument ``expr`` it is the gradient of (the caller's own,
+    as jax.grad gives)."""
     kind = structure[0]
     if kind == "leaf":
         return next(items)
     if kind == "static":
         return repr(structure[1])
-    kids = [pack(s, items) for s in structure[-1]]
+    kids = [pack(s, items, label_of((step,), expr))
+            for step, s in zip(_steps(structure), structure[-1])]
     if kind == "dict":
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(structure[1], kids)) + "}"
     if kind == "list":
@@ -168,7 +175,7 @@ def pack(structure, items) -> str:
     if kind == "tuple":
         return "(" + ", ".join(kids) + ("," if len(kids) == 1 else "") + ")"
     names = structure[1]._fields if kind == "namedtuple" else structure[2]
-    return f"{structure[1].__name__}(" + ", ".join(f"{n}={v}" for n, v in zip(names, kids)) + ")"
+    return f"type({expr})(" + ", ".join(f"{n}={v}" for n, v in zip(names, kids)) + ")"
 
 
 def classes(module, containers, fname) -> list:

@@ -38,8 +38,11 @@ def primal_section(module, roots, header_imports) -> str:
     out = f"# ---- from {os.path.basename(module.path)}, as written (decorators removed) ----"
     previous = None
     for stmt in sorted(stmts.values(), key=lambda s: s.lineno):
-        is_def = isinstance(stmt, ast.FunctionDef)
-        if is_def:
+        is_def = isinstance(stmt, (ast.FunctionDef, ast.ClassDef))
+        if isinstance(stmt, ast.ClassDef):   # a record class, its @dataclass kept
+            first = min([stmt.lineno] + [d.lineno for d in stmt.decorator_list])
+            piece = "".join(module.lines[first - 1:stmt.end_lineno]).rstrip()
+        elif is_def:
             piece = "".join(module.lines[stmt.lineno - 1:stmt.end_lineno]).rstrip()
         else:
             piece = ast.get_source_segment(text, stmt)

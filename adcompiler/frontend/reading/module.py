@@ -32,8 +32,10 @@ from .parameters import resolve_wrt
 from .module_writes import find_changes
 from .public import PUBLIC
 from . import depth
+from .records import record_class
 
-RESOLVABLE = ("numpy", "math", "adcompiler", "cupy", "scipy")
+RESOLVABLE = ("numpy", "math", "adcompiler", "cupy", "scipy",
+              "typing", "dataclasses")   # (NamedTuple, dataclass: the record classes)
 _ARRAY_BUILDERS = {"array", "asarray", "arange", "linspace", "eye", "ones", "zeros", "full"}
 _TRANSFORMS = ("grad", "value_and_grad", "vjp", "jvp")    # what the command line compiles
 _OTHERS = ("hessian", "jacobian", "custom_vjp")             # adcompiler's, but not compiled
@@ -114,6 +116,10 @@ def load_module(path: str) -> StaticModule:
             _bind_constant(module, stmt)
         elif isinstance(stmt, ast.FunctionDef):
             _define(module, stmt)
+        elif isinstance(stmt, ast.ClassDef) and (record := record_class(
+                stmt, lambda node: _static_value(module.namespace, node), _UNKNOWN)):
+            record.__module__ = os.path.splitext(os.path.basename(path))[0]
+            _bind(module, stmt.name, record, stmt)   # class Layer(NamedTuple): W: ...
         else:
             _forget(module, stmt, _bound_names(stmt), "a statement adcompiler does not run")
     module.changed = find_changes(module, tree)
