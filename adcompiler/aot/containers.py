@@ -7,9 +7,8 @@ into the same container (``{'W1': out[0], 'b1': out[1]}``).
 Invariants: every example of a function has the same structure for each container (the
 dispatcher unpacks one structure; another is a located refusal); a NamedTuple or dataclass is
 rebuilt by its class, which must be a top-level definition of the user's module (the module
-copies it, as it copies every definition the code needs); a container's arrays keep the
-example's sizes (:mod:`adcompiler.aot.polymorphic` generalises the top-level arrays' only: no
-size rule is known for a leaf).
+copies it, as it copies every definition the code needs); a container's arrays take every size
+as the top-level arrays do (:mod:`adcompiler.aot.polymorphic` varies the leaves too).
 """
 
 from __future__ import annotations
@@ -112,6 +111,12 @@ def _checks(structure, expr) -> list:
     for step, s in zip(_steps(structure), structure[-1]):
         out += _checks(s, label_of((step,), expr))
     return out
+
+
+def leaf_labels(name, tree) -> dict:
+    """``{leaf parameter: how the user writes it}``: ``{"params_W1": "params['W1']"}``."""
+    return {leaf: label_of(path, name)
+            for leaf, path in zip(tree.names, _leaf_paths(tree.structure))}
 
 
 def _leaf_paths(structure, path=()) -> list:

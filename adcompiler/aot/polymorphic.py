@@ -37,13 +37,14 @@ import dataclasses
 import numpy as np
 
 from . import antiunify, small_bodies
+from .containers import leaf_labels
 from ..errors import COMPUTING_ERRORS, CompileError
 from ..frontend.lower import lower_function
 from ..ir import Aval
 from ..pipeline import compile_gradient
 from ..runtime.cache import constants_of
 from ..api.signature import bind_arguments, classify_arguments
-from ..frontend.bindings.trees import parameter_names
+from ..frontend.bindings.trees import Tree, parameter_names
 from .sizedeps import least_sizes, size_decision
 from .user_code import rename
 
@@ -102,7 +103,10 @@ class _Job:
         self.gradient, self.spec, self.least = gradient, spec, least   # a sizedeps.Least
         self.arguments = bind_arguments(gradient.primal, args, {})
         self.avals = classify_arguments(self.arguments, gradient.wrt)   # containers: Trees
-        self.slots = [(n, axis) for n, a in self.avals.items() if _is_array(a)
+        self.flat = _flat(self.avals)   # the body's array parameters: a container's leaves too
+        self.labels = {leaf: label for n, a in self.avals.items() if isinstance(a, Tree)
+                       for leaf, label in leaf_labels(n, a).items()}
+        self.slots = [(n, axis) for n, a in self.flat.items()
                       for axis, d in enumerate(a.shape) if d >= 2]
         self.skeleton = antiunify.scan(spec.compiled.source)[0]
         self.fixed = []   # why each size that cannot vary stays the example's
@@ -127,7 +131,7 @@ class _Job:
             raise _NotGeneric(merged)
         pattern = self._pattern(groups, symbols, variants)
         reads = {s: self.slots[g[0]] for s, g in zip(symbols, groups)}
-        ranks = {n: len(a.shape) for n, a in self.avals.items() if _is_array(a)}
+        ranks = {n: len(a.shape) for n, a in self.flat.items()}
         text = _with_sizes(merged, self.spec.compiled.fname, reads, ranks)
         return dataclasses.replace(self.spec, signature=pattern, fixed=self.fixed,
                                    least=self._minimums(groups, symbols, ranks),
@@ -137,7 +141,7 @@ class _Job:
     @property
     def groups(self):
         """The slots grouped by the example's sizes: equal sizes start tied."""
-        sizes = [self.avals[n].shape[axis] for n, axis in self.slots]
+        sizes = [self.flat[n].shape[axis] for n, axis in self.slots]
         return [[i for i, s in enumerate(sizes) if s == v] for v in dict.fromkeys(sizes)]
 
     def _minimums(self, groups, symbols, ranks) -> dict:
@@ -148,7 +152,7 @@ class _Job:
 
     def _size(self, group):
         param, axis = self.slots[group[0]]
-        return self.avals[param].shape[axis]
+        return self.flat[param].shape[axis]
 
     # ---- variants ----------------------------------------------------------------------------
     def _fresh(self, near, taken):
@@ -183,13 +187,14 @@ class _Job:
         return variant
 
     def _compile(self, sizes, groups, names):
-        avals = dict(self.avals)
+        flat = dict(self.flat)
         for name, group in zip(names, groups):
             for i in group:
                 param, axis = self.slots[i]
-                shape = list(avals[param].shape)
+                shape = list(flat[param].shape)
                 shape[axis] = sizes[name]
-                avals[param] = Aval("array", avals[param].dtype, tuple(shape))
+                flat[param] = Aval("array", flat[param].dtype, tuple(shape))
+        avals = _with_leaves(self.avals, flat)
         g = self.gradient
         try:
             cotangent = lower_function(g.primal, avals).outputs[0].aval if g.mode == "vjp" \
@@ -231,9 +236,9 @@ class _Job:
 
     def _where(self, group) -> str:
         """``x.shape[0]``, ``len(b)``: the slots of a group, as a call's error names them."""
-        return " and ".join(f"len({p})" if len(self.avals[p].shape) == 1 else
-                            f"{p}.shape[{axis}]" for p, axis in map(self.slots.__getitem__,
-                                                                    group))
+        return " and ".join(f"len({self.labels.get(p, p)})" if len(self.flat[p].shape) == 1
+                            else f"{self.labels.get(p, p)}.shape[{axis}]"
+                            for p, axis in map(self.slots.__getitem__, group))
 
     def _untie(self, groups):
         """Split the example's equal sizes where the code compiled with them apart is the same:
@@ -258,7 +263,7 @@ class _Job:
     def _pattern(self, groups, symbols, variants):
         """The example's signature with each grouped size replaced by its symbol."""
         where = {self.slots[i]: s for s, g in zip(symbols, groups) for i in g}
-        params = parameter_names(self.avals)   # a container's leaves keep their sizes
+        params = parameter_names(self.avals)   # a container's leaves by their names
         out = []
         for k, entry in enumerate(self.spec.signature):
             if k < len(params):
@@ -389,6 +394,23 @@ def _symbols(count, source) -> list:
         if not taken & set(names):
             return names
     raise _NotGeneric("every name for the sizes is taken")
+
+
+def _flat(avals) -> dict:
+    """``{the body's parameter: its Aval}`` of the arrays: a top-level one by its name, a
+    container's leaves by theirs (``params_W1``), as the body takes them."""
+    out = {}
+    for name, a in avals.items():
+        pairs = a.leaves if isinstance(a, Tree) else [(name, a)]
+        out.update((n, leaf) for n, leaf in pairs if _is_array(leaf))
+    return out
+
+
+def _with_leaves(avals, flat) -> dict:
+    """``avals`` with the arrays of ``flat`` in place, a container's leaves among them."""
+    return {name: dataclasses.replace(a, leaves=tuple((n, flat.get(n, leaf))
+                                                      for n, leaf in a.leaves))
+            if isinstance(a, Tree) else flat.get(name, a) for name, a in avals.items()}
 
 
 def _is_array(aval) -> bool:
