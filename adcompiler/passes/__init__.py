@@ -16,6 +16,7 @@ from .factorizations import merge_factorizations
 from .fuse import fuse_elementwise
 from .hoist import hoist_loop_invariant_rows
 from .inverses import reuse_inverses
+from .triangular_solves import solve_with_factors
 from .scales import hoist_scales
 from .simplify import simplify
 from .traces import sum_diagonals
@@ -43,6 +44,8 @@ PIPELINE = (
     eliminate_dead_code,              # the passes above leave unused nodes behind
     merge_factorizations,             # after DCE: only the results still read share a call
     reuse_inverses,                   # after CSE and DCE: one inv(K) and the solves it replaces
+    solve_with_factors,               # after reuse_inverses (which takes solves with K.T):
+                                      # the solves with a Cholesky factor left, triangular
     sum_diagonals,                    # after DCE (true reader counts), before fusion (which
                                       # would take the product into a chain)
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
@@ -63,7 +66,8 @@ def optimize(graph, plain=False):
     for run_pass in PIPELINE:
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
                                   hoist_loop_invariant_rows, copy_updated_carries,
-                                  merge_factorizations, reuse_inverses, sum_diagonals):
+                                  merge_factorizations, reuse_inverses, sum_diagonals,
+                                  solve_with_factors):
             continue
         graph = run_pass(graph)
     return graph
