@@ -412,7 +412,6 @@ Jacobian; a cotangent of the wrong shape is an error saying what was expected.
 """
 
 
-
 class TangentFunction(GradientFunction):
     """Forward mode of ``primal``, called with the keyword ``tangents=`` (one per wrt
     parameter, shaped like it): ``jvp`` gives ``(value, tangent)``, ``hvp`` gives

@@ -361,13 +361,13 @@ def lower_subscript(lowering, node):
         for item in index if isinstance(index, tuple) else (index,):
             if isinstance(item, MovingSlice):
                 raise lowering.refuse_moving(item)
-        if isinstance(base, dict):   # params["W"]: a container's entry (.containers)
-            return dict_item(lowering, node, base, index)
         if isinstance(base, concatenators.CONCATENATORS) and contains_value(index):
             try:   # np.r_[x, 0.0, y], np.c_[a, b]
                 return concatenators.concatenate(lowering.b, base, index)
             except CallError as exc:
                 raise lowering.src.error(node, str(exc), exc.hint) from None
+        if isinstance(base, dict):   # params["W"]: a container's entry (.containers)
+            return dict_item(lowering, node, base, index)
         if isinstance(index, Value) or isinstance(base, (int, float)):
             raise lowering.src.error(node, f"{_describe(base)} cannot be indexed here",
                                      "index arrays, or tuples and shapes with Python ints")
