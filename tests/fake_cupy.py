@@ -223,7 +223,10 @@ def make_modules():
     cupyx = types.ModuleType("cupyx")
     cupyx.scatter_add, cupyx.scatter_max = scatter_add, scatter_max
     cupyx.scipy = types.ModuleType("cupyx.scipy")
-    cupyx.scipy.special = _special_module()
+    try:   # (SciPy is optional: without it the stand-in has no cupyx.scipy.special)
+        cupyx.scipy.special = _special_module()
+    except ImportError:
+        pass
     return cupy, cupyx
 
 

@@ -23,11 +23,13 @@ import types
 
 import numpy as np
 import pytest
-import scipy.special as sp
-from scipy.special import log_softmax, logsumexp, softmax
-from scipy.stats import norm
 
-import adcompiler as ad
+pytest.importorskip("scipy")   # (SciPy is optional; the test extra does not install it)
+import scipy.special as sp  # noqa: E402
+from scipy.special import log_softmax, logsumexp, softmax  # noqa: E402
+from scipy.stats import norm  # noqa: E402
+
+import adcompiler as ad  # noqa: E402
 from adcompiler import tape
 from adcompiler.backends.check_modes import unoptimised
 from tests import cupy_helpers
