@@ -236,9 +236,11 @@ def install():
     adcompiler's cached probe of CuPy is reset on entry and exit."""
     from adcompiler.runtime.compile import cupy_modules
     cupy, cupyx = make_modules()
-    names = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special")
-    saved = {n: sys.modules.get(n) for n in names}
-    sys.modules.update(zip(names, (cupy, cupyx, cupyx.scipy, cupyx.scipy.special)))
+    modules = {"cupy": cupy, "cupyx": cupyx, "cupyx.scipy": cupyx.scipy,
+               "cupyx.scipy.special": getattr(cupyx.scipy, "special", None)}
+    modules = {n: m for n, m in modules.items() if m is not None}   # (no SciPy: no special)
+    saved = {n: sys.modules.get(n) for n in modules}
+    sys.modules.update(modules)
     cupy_modules.cache_clear()
     try:
         yield cupy
