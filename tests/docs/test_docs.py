@@ -1,5 +1,5 @@
-"""The documentation site: every code block of docs/*.md runs, its shown output is compared, and
-the site builds with warnings as errors.
+"""The documentation site and the README: every code block of docs/*.md and of README.md runs,
+its shown output is compared, and the site builds with warnings as errors.
 
 Conventions (docs/CONTRIBUTING.md): a ```python block is executed in its page's namespace (the
 blocks of one page run in order, sharing names, in a fresh temporary directory); lines starting
@@ -82,9 +82,9 @@ def _teardown(namespace):
     namespace["_docs_tmp"].cleanup()
 
 
-SYBIL = Sybil(parsers=[PythonCodeBlockParser(doctest_optionflags=FLAGS), ConsoleParser(),
-                       SkipParser()],
-              path=str(DOCS), patterns=["*.md", "**/*.md"])
+PARSERS = [PythonCodeBlockParser(doctest_optionflags=FLAGS), ConsoleParser(), SkipParser()]
+SYBIL = Sybil(parsers=PARSERS, path=str(DOCS), patterns=["*.md", "**/*.md"])
+README_SYBIL = Sybil(parsers=PARSERS, path=str(ROOT), patterns=["README.md"])
 
 PAGES = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
 
@@ -96,7 +96,17 @@ def test_pages_found():
 @pytest.mark.parametrize("page", PAGES)
 def test_page(page):
     """Run every block of one page in order; a failing block names its line."""
-    document = SYBIL.parse(DOCS / page)
+    _run(SYBIL.parse(DOCS / page))
+
+
+def test_readme():
+    """The README's blocks run as a docs page's do (its example and the source it shows)."""
+    ran = _run(README_SYBIL.parse(ROOT / "README.md"))
+    assert ran >= 2
+
+
+def _run(document) -> int:
+    """Evaluate a document's examples in order, in a fresh temporary directory; the count run."""
     examples = list(document.examples())
     ran = skipped = 0
     _setup(document.namespace)
@@ -111,6 +121,7 @@ def test_page(page):
     finally:
         _teardown(document.namespace)
     assert ran + skipped == len(examples)
+    return ran
 
 
 def test_mkdocs_build_strict(tmp_path):
