@@ -85,6 +85,13 @@ _REPLACED = {id(getattr(np, n)): getattr(TAPE_NUMPY, n) for n in vars(TAPE_NUMPY
              if not n.startswith("_") and hasattr(np, n)}
 
 
+def _from_scipy(value) -> bool:
+    """Whether ``value`` is one of SciPy's modules, functions or objects (``norm``)."""
+    where = value.__name__ if isinstance(value, types.ModuleType) else \
+        getattr(value, "__module__", None) or type(value).__module__
+    return isinstance(where, str) and where.startswith("scipy")
+
+
 class _Scope(dict):
     """A module's globals read through: numpy (and its constructors imported by name) as the
     tape's, the module's functions as their copies in this scope, the rest as they are."""
@@ -99,11 +106,10 @@ class _Scope(dict):
             return TAPE_NUMPY
         if id(value) in _REPLACED:
             return _REPLACED[id(value)]
-        scipy = scipy_functions.replacements()
-        if id(value) in scipy:
-            return scipy[id(value)]
         if isinstance(value, types.FunctionType) and value.__globals__ is self.real:
             return self.copy(value)
+        if _from_scipy(value):   # (asked only of SciPy's objects: every name read comes here)
+            return scipy_functions.replacements().get(id(value), value)
         return value
 
     def __contains__(self, name):
