@@ -18,3 +18,15 @@ def test_the_docstring_examples_run(obj):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert runner.failures == 0, f"{runner.failures} of {obj.__name__}'s examples failed"
+
+
+def test_how_it_works_shows_the_irs_grammar_as_the_package_docstring_has_it():
+    import re
+    import textwrap
+    from pathlib import Path
+    import adcompiler.ir
+    doc = adcompiler.ir.__doc__
+    grammar = textwrap.dedent(doc[doc.index("    graph   ::="):doc.index("Invariants")])
+    page = (Path(__file__).resolve().parents[2] / "docs" / "how-it-works.md").read_text()
+    shown = re.search(r"## The IR's text form.*?```text\n(.*?)```", page, re.S).group(1)
+    assert shown.strip("\n") == grammar.strip("\n")
