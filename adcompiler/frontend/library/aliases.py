@@ -48,10 +48,6 @@ def handlers(functions: dict, attributes: dict, methods: dict) -> dict:
 
     out = {np.radians: renamed(np.deg2rad), np.degrees: renamed(np.rad2deg),
            np.fix: renamed(np.trunc), np.positive: renamed(np.copy),
-           np.linalg.matmul: renamed(np.matmul), np.linalg.outer: renamed(np.outer),
-           np.linalg.tensordot: renamed(np.tensordot),
-           np.linalg.trace: last_two(np.trace, ("x", "offset", "dtype")),
-           np.linalg.diagonal: last_two(np.diagonal, ("x", "offset")),
            np.shape: attribute("shape"), np.ndim: attribute("ndim"), np.size: attribute("size"),
            np.ptp: lambda b, args, kwargs: _ptp(f, b, args, kwargs),
            np.select: lambda b, args, kwargs: _select(f, b, args, kwargs),
@@ -60,6 +56,11 @@ def handlers(functions: dict, attributes: dict, methods: dict) -> dict:
                b, [f[np.not_equal](b, [x, 0], {}) for x in positional(args, 2)], kwargs),
            np.cov: lambda b, args, kwargs: _cov(f, b, args, kwargs),
            np.corrcoef: lambda b, args, kwargs: _corrcoef(f, b, args, kwargs)}
+    linalg = {"matmul": renamed(np.matmul), "outer": renamed(np.outer),   # NumPy 2's
+              "tensordot": renamed(np.tensordot),
+              "trace": last_two(np.trace, ("x", "offset", "dtype")),
+              "diagonal": last_two(np.diagonal, ("x", "offset"))}
+    out.update({getattr(np.linalg, n): h for n, h in linalg.items() if hasattr(np.linalg, n)})
     out.update(_numpy2(f, methods))
     return out
 
