@@ -191,7 +191,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.bind_slots(slots, [(body, 1)], carried, body.outputs)
         for s in stacked:  # a pooled stack is filled row by row before any row is read
             alloc = (ast.Name(self.pool.take(s.aval, s), ast.Load()) if s in self.stacks
-                     else _empty(s, self.xp, self.plain))
+                     else self.new_stack(s))
             target = self.name(s, pos, path, counted | set(slots))
             lines.append(_render(ast.Assign([_store(target)], alloc)))
         k = body.params[0]
@@ -235,6 +235,10 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
             head = ["while True:"] + indent(check + [f"if not {pred}:", "    break"])
             return lines + head + indent(inner)
         return lines + [f"while {pred}:"] + indent(inner or ["pass"])
+
+    def new_stack(self, s):
+        """The empty stack a loop fills row by row (``np.empty((n, ...))``, ``[]``)."""
+        return _empty(s, self.xp, self.plain)
 
     def _inline_test(self, test) -> bool:
         """Write a while test made of single-use temporaries as one expression."""

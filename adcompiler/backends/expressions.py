@@ -7,6 +7,7 @@ with the array module bound to the name ``xp_name`` (``np`` for NumPy, ``cp`` fo
 from __future__ import annotations
 
 import ast
+import functools
 
 import astor
 import numpy as np
@@ -34,14 +35,25 @@ def _name(n):
 
 def _attr(dotted: str, xp_name: str):
     parts = dotted.split(".")
-    if parts[0] == "np":
-        parts[0] = xp_name
+    if parts[0] == "np":   # Dask code: NumPy's name where dask.array has none (np.float64)
+        parts[0] = xp_name if xp_name != "da" or _in_dask(tuple(parts[1:])) else "np"
     elif parts[0] == "scipy" and xp_name == "cp":   # CuPy's SciPy: cupyx.scipy.special.erf
         parts.insert(0, "cupyx")
     node = _name(parts[0])
     for p in parts[1:]:
         node = ast.Attribute(node, p, ast.Load())
     return node
+
+
+@functools.lru_cache(maxsize=None)
+def _in_dask(path: tuple) -> bool:
+    """Whether ``dask.array`` has the attribute ``path`` (``("linalg", "solve")``), a function
+    (dtypes stay NumPy's: ``np.float64``)."""
+    import dask.array as da
+    obj = da
+    for name in path:
+        obj = getattr(obj, name, None)
+    return callable(obj) and not isinstance(obj, type)
 
 
 def ufunc_callee(name: str, xp_name: str):

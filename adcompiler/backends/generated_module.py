@@ -1,6 +1,6 @@
 """The generated module of one gradient: its imports, the constants comment, the helpers and
 buffers the body needs, then ``def fname(...)``, written by the NumPy emitter or, for
-``xp_name="cp"``, the CuPy one.
+``xp_name="cp"``, the CuPy one (``"da"``: the Dask one).
 
 Invariants: the module imports only what its code uses (numexpr, the thread helper, the poison
 helper, the array module); the source is byte-identical for identical graphs.
@@ -36,6 +36,9 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     if xp_name == "cp":   # loaded for CuPy code only (its kernels' tables cost import time)
         from .cupy_emit import CupyEmitter
         em = CupyEmitter(graph, xp_name, plain, fname)
+    elif xp_name == "da":
+        from .dask_emit import DaskEmitter
+        em = DaskEmitter(graph, xp_name, plain)
     else:
         em = Emitter(graph, xp_name, plain)
     em.reserve(f"_{fname}_buffers", f"_new_{fname}_buffers")  # the pool's module-level names
@@ -45,7 +48,8 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
         em.name_global(v)
     lines = em.body()
     module, take, give = em.pool_prologue(fname)
-    guard = [] if plain else distinct_guard(graph, xp_name)  # f(a, a) writing into a
+    # f(a, a) writing into a (Dask code writes into no argument)
+    guard = [] if plain or xp_name == "da" else distinct_guard(graph, xp_name)
     lines = guard + take + lines[:-1] + give + lines[-1:]  # the last line is the return
     if graph.errstate and xp_name == "np":  # the user's np.errstate, over the whole body
         lines = [f"with np.errstate({_keywords(graph.errstate)}):"] + indent(lines)

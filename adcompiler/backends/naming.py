@@ -25,10 +25,13 @@ from ..ir import Value
 RESERVED = {"np", "ne", "_threaded", "_poison", "cp", "cupyx", "math", "float", "_sum_to",
             "_last_writes"}
 _CUPY = {"cp", "cupyx"}   # read only by CuPy code: free names in NumPy code (a heat capacity cp)
+_DASK = {"da", "_add_at"}  # read only by Dask code (backends.dask_emit)
 
 
 def reserved(xp_name: str) -> set:
-    """The module-level names code for ``xp_name`` ("np" or "cp") reads."""
+    """The module-level names code for ``xp_name`` ("np", "cp" or "da") reads."""
+    if xp_name == "da":
+        return (RESERVED - _CUPY) | _DASK
     return RESERVED if xp_name == "cp" else RESERVED - _CUPY
 BUILTINS = {"int", "range", "reversed", "slice"}  # called by the code: no local shadows them
 

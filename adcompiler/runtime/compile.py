@@ -22,29 +22,34 @@ from functools import lru_cache
 
 import numpy as np
 
+from .namespaces import dask_array
+
 @dataclass
 class Compiled:
     graph: object          # the optimised graph (forward and adjoint)
     source: str            # the generated function's source
     function: object       # the loaded function
     fname: str
-    backend: str = "numpy"   # "numpy", "cupy" or "numba" (NumPy code where no loop plan fits)
+    backend: str = "numpy"   # "numpy", "cupy", "dask" or "numba" (NumPy code where no loop
+                             # plan fits)
     kernels: tuple = ()      # the CuPy backend's ElementwiseKernels (backends.cuda_kernels)
     constants: dict = field(default_factory=dict)  # what the source reads, as given (host)
 
 
-BACKENDS = ("numpy", "cupy", "numba")
+BACKENDS = ("numpy", "cupy", "dask", "numba")
 # how the generated source spells the array module (numba's Python wrapper is NumPy code)
-XP_NAMES = {"numpy": "np", "cupy": "cp", "numba": "np"}
+XP_NAMES = {"numpy": "np", "cupy": "cp", "dask": "da", "numba": "np"}
 INSTALL_HINT = 'pip install "adcompiler[cuda12]" (or [cuda13]: the cupy-cuda12x/13x wheels)'
 
 
 def check_backend(backend) -> str:
     if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r}: use 'numpy', 'cupy' or 'numba'")
+        raise ValueError(f"backend={backend!r}: use 'numpy', 'cupy', 'dask' or 'numba'")
     if backend == "numba" and importlib.util.find_spec("numba") is None:
         raise ImportError("backend='numba' needs numba, which is not installed: "
                           'pip install "adcompiler[numba]"')
+    if backend == "dask":
+        dask_array()   # an ImportError saying how to install it
     return backend
 
 
@@ -66,7 +71,9 @@ def load_function(source: str, fname: str, constants: dict, xp=np, extra=None):
 def load_backend(source: str, fname: str, constants: dict, backend="numpy"):
     """:func:`load_function` for ``backend``: CuPy code gets ``cp``, ``cupyx``, and device
     copies of its array constants (or the stand-in, where CuPy cannot run)."""
-    if check_backend(backend) != "cupy":   # numba code imports numba itself
+    if check_backend(backend) == "dask":   # Dask code reads `da` (and NumPy's `np`)
+        return load_function(source, fname, constants, extra={"da": dask_array()})
+    if backend != "cupy":   # numba code imports numba itself
         return load_function(source, fname, constants)
     cp, cupyx = cupy_modules()
     if not isinstance(cp, CuPyUnavailable):

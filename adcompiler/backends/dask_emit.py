@@ -1,0 +1,172 @@
+"""The Dask spelling of the emitter: ``da.`` calls on chunked arrays, every value a new lazy
+array, so the gradient is one Dask graph.
+
+Invariants: no ``out=`` buffers, pooled stacks, numexpr or in-place updates (a Dask array is a
+graph, not memory to reuse: ``acc[idx] = v`` is written on a copy, ``np.add.at`` as
+``_add_at``, one ``da.bincount`` over the scattered values' chunks); a ``for`` loop's
+residuals go into a list, stacked by ``da.stack`` after the loop; reductions are Dask's own
+(chunk-wise tree reductions, never the data axis materialised); nothing is computed except a
+predicate that Python control flow needs (an ``if`` or ``while`` on an array), each computed
+once where it is tested, with a ``# computes the predicate: ...`` comment. Names dask.array
+lacks (dtypes, ``np.errstate``) stay NumPy's.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..ir import Value
+from .emit import Emitter
+from .expressions import (_adds_once, const, dtype_expr, index_expr, read_names)
+from .loop_exit import early_exit
+
+_ADD_AT = '''\
+def _add_at(t, index, g):
+    """`np.add.at(t, index, g)` as a new Dask array: each value of `g` counted into its
+    element of `t` by one bincount over `g`'s chunks (a tree reduction)."""
+    t = da.asarray(t)
+    if any(isinstance(i, da.Array) for i in (index if isinstance(index, tuple) else (index,))):
+        index = tuple(da.compute(*index)) if isinstance(index, tuple) else index.compute()
+    where = np.arange(t.size).reshape(t.shape)[index]
+    g = da.broadcast_to(g, where.shape)
+    where = da.from_array(where, chunks=g.chunks).ravel()
+    counts = da.bincount(where, weights=g.ravel(), minlength=t.size)
+    return t + counts.reshape(t.shape).astype(t.dtype)'''
+
+
+class DaskEmitter(Emitter):
+    """:class:`~adcompiler.backends.emit.Emitter` writing dask.array code (module name ``da``)."""
+
+    def __init__(self, graph, xp_name="da", plain=False):
+        super().__init__(graph, xp_name, plain)
+        self.planned, self.chains, self.stacks = set(), set(), set()
+        self.listed: dict = {}   # a for loop's residual stack -> filled as a list
+        self.uses_add_at = False
+        self.computed: set = set()   # predicates already computed into Python bools
+
+    def owned(self, acc, at, path, result) -> bool:
+        return False   # never in place: an update is a new array (a new graph layer)
+
+    def update(self, node, args, at, path):
+        """``t = x.copy(); t[idx] = v`` for a setitem; ``t = _add_at(x, idx, g)`` for an
+        accumulation whose indices may repeat (``t[idx] += g`` on a copy where none does)."""
+        target = self.name(node.outputs[0], at, path, read_names(args[1:]))
+        x, spec = self.render(ast.Expr(args[0])), node.params["index"]
+        if node.prim == "index_add" and not _adds_once(spec, node.inputs[2:], self.plain):
+            return [self._add_at(target, args[0], index_expr(spec, args[2:], in_call=True),
+                                 args[1])]
+        sub = ast.Subscript(ast.Name(target, ast.Store()), index_expr(spec, args[2:]),
+                            ast.Store())
+        write = (ast.Assign([sub], args[1]) if node.prim == "setitem"
+                 else ast.AugAssign(sub, ast.Add(), args[1]))
+        return [f"{target} = da.asarray({x}).copy()", self.render(write)]
+
+    def statement(self, node, args):
+        if node.prim == "scatter_add":
+            return self.scatter(node, args)
+        if node.prim == "to_float" and node.inputs[0].aval.kind == "array":
+            target = self.name(node.outputs[0], self.live.pos[node], self.live.path[node])
+            x = self.render(ast.Expr(args[0]))   # float() would compute it: kept lazy
+            return [f"{target} = da.asarray({x}).astype(np.float64)"]
+        return super().statement(node, args)
+
+    def scatter(self, node, args):
+        """``scatter_add``: zeros of the shape, then ``t[idx] = g`` where no index repeats,
+        else ``_add_at`` of the zeros."""
+        p = node.params
+        target = self.name(node.out, self.live.pos[node], self.live.path[node],
+                           read_names(args))
+        zeros = ast.Call(ast.Attribute(ast.Name("da", ast.Load()), "zeros", ast.Load()),
+                         [const(p["shape"])],
+                         [ast.keyword("dtype", dtype_expr(node.out.aval.dtype, "da"))])
+        if not _adds_once(p["index"], node.inputs[1:], self.plain):
+            return [self._add_at(target, zeros, index_expr(p["index"], args[1:], in_call=True),
+                                 args[0])]
+        sub = ast.Subscript(ast.Name(target, ast.Store()), index_expr(p["index"], args[1:]),
+                            ast.Store())
+        return [self.render(ast.Assign([ast.Name(target, ast.Store())], zeros)),
+                self.render(ast.Assign([sub], args[0]))]
+
+    def _add_at(self, target, t, index, g):
+        self.uses_add_at = True
+        call = ast.Call(ast.Name("_add_at", ast.Load()), [t, index, g], [])
+        return self.render(ast.Assign([ast.Name(target, ast.Store())], call))
+
+    # ---- control flow -------------------------------------------------------------------------
+    def cond(self, node, args):
+        """``if p:`` on a predicate computed here, once: ``p = bool(p)`` under a comment saying
+        so (a later ``if`` on it, the adjoint's, reads the Python bool)."""
+        lines = super().cond(node, args)
+        pred = node.inputs[0]
+        if not (lines and lines[0].startswith("if ") and isinstance(pred, Value)):
+            return lines
+        test = lines[0][3:-1]
+        if pred in self.computed:
+            return lines
+        comment = f"# computes the predicate {_shown(node, test)} (once, here)"
+        if isinstance(args[0], ast.Name):   # its name holds the Python bool from now on
+            self.computed.add(pred)
+            return [comment, f"{test} = bool({test})"] + lines
+        return [comment, f"if bool({test}):"] + lines[1:]
+
+    def while_loop(self, node, args):
+        """A ``while`` whose test is computed once per iteration, said by a comment."""
+        lines = super().while_loop(node, args)
+        for i, line in enumerate(lines):
+            if line.startswith("while ") and line != "while True:":
+                test = line[6:-1]
+                lines[i:i + 1] = [f"# computes the predicate each iteration: {test}",
+                                  f"while bool({test}):"]
+                break
+            if line.startswith("    if not ") and line.endswith(":") and i and \
+                    lines[i - 1].startswith("    ") and "while True:" in lines[:i]:
+                test = line[len("    if not "):-1]
+                lines[i:i + 1] = [f"    # computes the predicate each iteration: {test}",
+                                  f"    if not bool({test}):"]
+                break
+        return lines
+
+    def loop(self, node, args):
+        """A ``for`` loop whose residuals go into lists, each stacked by ``da.stack`` after."""
+        self._loop = node
+        lines = super().loop(node, args)
+        (body,) = node.regions
+        m = node.params.get("stacked", 0)
+        for s in node.outputs[len(node.outputs) - m:]:
+            if self.listed.get(s) is node:
+                name = self.names[s]
+                rows = f"{name}[::-1]" if node.params.get("reverse") else name
+                lines.append(f"{name} = da.stack({rows})")
+        return lines
+
+    def new_stack(self, s):
+        node = getattr(self, "_loop", None)
+        if s.aval.kind == "list" or node is None or early_exit(node, self.plain):
+            return super().new_stack(s)
+        self.listed[s] = node
+        return ast.List([], ast.Load())
+
+    def stack_stores(self, body, stacked, first, top):
+        stores = super().stack_stores(body, stacked, first, top)
+        k = self.names[body.params[0]] if body.params else None
+        out = []
+        for line in stores:
+            for s in stacked:   # `S[k] = v` of a listed stack: `S.append(v)`
+                prefix = f"{self.names.get(s)}[{k}] = "
+                if s in self.listed and line.startswith(prefix):
+                    line = f"{self.names[s]}.append({line[len(prefix):]})"
+            out.append(line)
+        return out
+
+    def helpers(self):
+        return super().helpers() + ([_ADD_AT] if self.uses_add_at else [])
+
+
+def _shown(node, test: str) -> str:
+    """The test of the user's ``if`` the branch came from (``np.sum(x) > 0``), else as
+    written."""
+    source = (getattr(node, "source", None) or "").strip()
+    for keyword in ("if ", "elif "):
+        if source.startswith(keyword) and source.endswith(":"):
+            return source[len(keyword):-1].strip()
+    return test
