@@ -4,7 +4,10 @@ a fresh tape on every call, so Python control flow and in-place updates inside `
 Invariants: a gradient has its input's type, shape and dtype (a Python float for a Python float,
 an array for an array); ``f`` receives tensors that it may update in place without touching the
 caller's data; a tensor argument that itself requires grad gets a differentiable gradient, so
-``dynamic_grad(dynamic_grad(f))`` gives second derivatives.
+``dynamic_grad(dynamic_grad(f))`` gives second derivatives. On Dask arrays (the tape's
+:mod:`.lazy`), lazy in, lazy out: a Dask input's gradient is a lazy Dask array; the gradients of
+NumPy and float inputs, and the value where no input is lazy, are computed by one
+``dask.compute`` of them all, so the work they share is done once.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from adcompiler.frontend.bindings.trees import is_container, rebuild, split
 
 from . import mode
 from .engine import grad
+from .lazy import is_dask_array
 from .numpy_scope import in_tape_scope
 from .record import apply
 from .tensor import Tensor, tensor
@@ -56,8 +60,9 @@ class DynamicGradient:
             grads = self._gradients(out, bases, originals)
         finally:
             mode._GRAD_ENABLED.reset(grad_token)
-        grads = iter(_like(g, x) for g, x in zip(grads, (x for p in parts
-                                                          for _, x in p.leaves)))
+        leaves = [x for p in parts for _, x in p.leaves]
+        out, grads = _computed(out, grads, leaves, self.with_value)
+        grads = iter(_like(g, x) for g, x in zip(grads, leaves))
         results = tuple(p.rebuild(grads) for p in parts)
         result = results[0] if self._single else results
         return (_value(out, originals), result) if self.with_value else result
@@ -150,6 +155,23 @@ def _device(values):
     return None
 
 
+def _computed(out, grads, leaves, with_value):
+    """``(out, grads)`` with every Dask gradient of a NumPy or float input, and the Dask value
+    where no input is a Dask array, computed together by one ``dask.compute``."""
+    lazy_in = any(is_dask_array(x) for x in leaves)
+    wanted = [i for i, (g, x) in enumerate(zip(grads, leaves))
+              if g is not None and is_dask_array(g._data) and not is_dask_array(x)]
+    value = with_value and not lazy_in and isinstance(out, Tensor) and is_dask_array(out._data)
+    if not wanted and not value:
+        return out, grads
+    import dask
+    done = dask.compute(*[grads[i]._data for i in wanted], *([out._data] if value else []))
+    grads = list(grads)
+    for i, data in zip(wanted, done):
+        grads[i] = Tensor._make(np.asarray(data))
+    return (Tensor._make(np.asarray(done[-1])) if value else out), grads
+
+
 def _input_tensor(value, name, device=None):
     """The tensor to differentiate with respect to: a fresh leaf, or (for a tensor that needs
     grad) a recorded copy that keeps it on the outer graph. Anything else is refused with the
@@ -161,6 +183,11 @@ def _input_tensor(value, name, device=None):
                             f"{value.dtype}")
         return apply("copy", (value,)) if value._requires_grad else \
             Tensor(value, requires_grad=True)
+    if is_dask_array(value):
+        if value.dtype.kind not in "fc":
+            raise TypeError(f"cannot differentiate with respect to {name!r}: it is a Dask array "
+                            f"of dtype {value.dtype}")
+        return Tensor(value, requires_grad=True)
     classify(value, name, True)
     if isinstance(value, float):
         return tensor(np.float64(value), requires_grad=True, device=device)

@@ -2,7 +2,8 @@
 records its backward node and pushes forward-mode tangents through it.
 
 Invariants: the value is ``adcompiler.ir.primitives.evaluate`` on the arrays (the tape and the
-compiler compute the same thing), or its CuPy spelling on CuPy arrays (:func:`.xp.compute`);
+compiler compute the same thing), or its CuPy or Dask spelling on CuPy or Dask arrays
+(:func:`.xp.compute`);
 a result never shares storage with an input (views are made by :mod:`.views`); a result
 requires grad iff grad mode is on, the primitive is differentiable, the result is floating and
 some input requires grad.
@@ -24,7 +25,8 @@ from . import mode
 from .names import node_name
 from .saved import prim_node, zero_node
 from .tensor import Tensor
-from .xp import array_module, array_ops, common_module, compute, is_device_array, shares
+from .xp import (array_module, array_ops, common_module, compute, is_device_array,
+                 is_foreign_array, shares)
 
 
 def apply(prim: str, args, params=None, name=None):
@@ -59,8 +61,8 @@ _HOST_SCALARS = (float, int, bool, np.generic)
 
 def _arguments(args):
     """One pass over the arguments (``apply`` runs for every operation): the arguments (lists
-    made arrays), their arrays, whether one requires grad, and where a CuPy array is (None:
-    nowhere, all on the host; else whether a tensor or a constant holds it)."""
+    made arrays), their arrays, whether one requires grad, and where a CuPy or Dask array is
+    (None: nowhere, all NumPy; else whether a tensor or a constant holds it)."""
     values, data, requires, where = [], [], False, None
     for a in args:
         if isinstance(a, Tensor):
@@ -72,7 +74,7 @@ def _arguments(args):
         else:
             a = d = _constant(a)
             if where is None and type(d) is not np.ndarray and \
-                    not isinstance(d, _HOST_SCALARS) and is_device_array(d):
+                    not isinstance(d, _HOST_SCALARS) and is_foreign_array(d):
                 where = _CONSTANT_ON_DEVICE
         values.append(a)
         data.append(d)
@@ -89,7 +91,10 @@ def _constant(value):
 def beside_device(prim, args):
     """The arguments of an operation on CuPy tensors: a 0-d NumPy constant is a scalar (CuPy
     takes those); a tensor on the host is refused, as PyTorch refuses a CPU tensor (this tape
-    does not copy gradients back to the host: move it with ``tape.tensor(x, device="cuda")``)."""
+    does not copy gradients back to the host: move it with ``tape.tensor(x, device="cuda")``).
+    Beside Dask tensors, NumPy tensors are Dask's operands as they are."""
+    if not any(isinstance(a, Tensor) and is_device_array(a._data) for a in args):
+        return args
     for a in args:
         if isinstance(a, Tensor) and isinstance(a._data, np.ndarray):
             devices = {a.device for a in args if isinstance(a, Tensor)}

@@ -1,8 +1,8 @@
 """``Tensor``: an array with PyTorch's autograd state (``grad``, ``grad_fn``, ``requires_grad``,
 ``_version``, hooks) whose operations record the dynamic tape.
 
-Invariants: ``_data`` is an array of NumPy or CuPy (a 0-d array for a scalar) and is only ever
-changed in place through :mod:`.inplace`, which bumps ``_version``; ``is_leaf`` is exactly
+Invariants: ``_data`` is an array of NumPy, CuPy or Dask (a 0-d array for a scalar) and is only
+ever changed in place through :mod:`.inplace`, which bumps ``_version``; ``is_leaf`` is exactly
 ``grad_fn is None``; only floating tensors require grad; ``data`` shares storage with a fresh
 version counter and ``detach()`` shares both, as in PyTorch; a view (:mod:`.views`) shares both
 with its base, and its graph state (``_grad_fn``, ``_requires_grad``, ``_tangents``) is read
@@ -30,7 +30,7 @@ import numpy as np
 from . import mode
 from .format import tensor_repr
 from .node import AccumulateGrad
-from .xp import array_module, device_of, is_device_array, on_device, to_numpy
+from .xp import array_module, device_of, is_foreign_array, on_device, to_numpy
 
 _FLOAT_ONLY = "Only Tensors of floating point and complex dtype can require gradients"
 _MATH = ("{what} of a tensor that requires grad would drop its gradient silently (math.exp and "
@@ -73,7 +73,7 @@ def fresh_array(data, dtype=None):
     """A new array holding ``data`` (copied, as ``torch.tensor`` copies)."""
     if isinstance(data, Tensor):
         data = data._data
-    if is_device_array(data):
+    if is_foreign_array(data):
         return array_module(data).array(data, dtype=dtype, copy=True)
     return np.array(data, dtype=dtype, copy=True)
 
@@ -280,7 +280,7 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
-        return self._data.item()
+        return to_numpy(self._data).item()   # a Dask array computes its one value
 
     def tolist(self):
         return self._data.tolist()
@@ -310,7 +310,7 @@ class Tensor:
             raise RuntimeError(_MATH.format(what=what))
         if self._data.size != 1:
             raise TypeError("only one element tensors can be converted to Python scalars")
-        return kind(self._data.reshape(()).item())
+        return kind(to_numpy(self._data).reshape(()).item())
 
     def __float__(self):
         return self._scalar(float, "float()")
@@ -330,7 +330,7 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self._data.reshape(()).item())
+        return bool(to_numpy(self._data).reshape(()).item())   # Dask: computes it
 
     def __len__(self):
         if self._data.ndim == 0:

@@ -1,10 +1,12 @@
-"""The array-module seam: NumPy by default, CuPy only for CuPy data (never imported otherwise).
+"""The array-module seam: NumPy by default, CuPy only for CuPy data, Dask only for Dask arrays
+(neither imported otherwise; Dask's spelling is :mod:`.lazy`).
 
 Invariants: every array the tape stores is an ``xp.ndarray`` of the module returned by
 :func:`array_module` for it (0-d arrays, never NumPy scalars), so rules run with
 ``ArrayOps(xp)`` on the device where the data already lives; :func:`compute` runs a primitive
 with the module of its arrays, chosen here (NumPy's functions are never handed CuPy arrays in
-the hope that they dispatch), and refuses NumPy arrays mixed with CuPy ones (no implicit copy).
+the hope that they dispatch), and refuses NumPy arrays mixed with CuPy ones (no implicit copy);
+NumPy arrays mixed with Dask ones are Dask's operands as they are (it chunks them itself).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from adcompiler.ir.primitives import (ELEMENTWISE, PRIMS, build_index, evaluate,
                                      store)
 from adcompiler.templates.ops import ArrayOps
 
+from .lazy import DaskOps, dask_module, is_dask_array, missing
+
 _OPS: dict = {}
 
 
@@ -23,12 +27,20 @@ def is_device_array(value) -> bool:
     return type(value).__module__.startswith("cupy") and hasattr(value, "shape")
 
 
+def is_foreign_array(value) -> bool:
+    """True for an array of another module than NumPy's: CuPy's or Dask's."""
+    return type(value).__module__.startswith(("cupy", "dask.")) and hasattr(value, "shape")
+
+
 def array_module(*values):
-    """``cupy`` when any value is a CuPy array, else ``numpy``."""
+    """``cupy`` when any value is a CuPy array, the tape's ``dask.array`` when one is a Dask
+    array, else ``numpy``."""
     for value in values:
         if is_device_array(value):
             import cupy
             return cupy
+        if is_dask_array(value):
+            return dask_module()
     return numpy
 
 
@@ -36,7 +48,7 @@ def array_ops(xp):
     """The (cached) :class:`templates.ops.ArrayOps` namespace over ``xp``."""
     ops = _OPS.get(xp)
     if ops is None:
-        ops = _OPS[xp] = ArrayOps(xp)
+        ops = _OPS[xp] = DaskOps(xp) if xp is dask_module() else ArrayOps(xp)
     return ops
 
 
@@ -52,7 +64,7 @@ def to_numpy(array):
     """A NumPy array with ``array``'s values (copied from the device for CuPy)."""
     if is_device_array(array):
         return array.get()
-    return numpy.asarray(array)
+    return numpy.asarray(array)   # a Dask array computes
 
 
 def device_of(array) -> str:
@@ -97,6 +109,8 @@ def compute(prim: str, data, params: dict):
     xp = common_module(data, prim)
     if xp is numpy:
         return evaluate(prim, data, params)
+    if type(xp) is not type(numpy):
+        return _on_dask(xp, prim, data, params)
     data = [d[()] if isinstance(d, numpy.ndarray) else d for d in data]   # 0-d: a scalar
     kw = {k: v for k, v in params.items() if k != "py"}
     special = _ON_DEVICE.get(prim)
@@ -113,12 +127,17 @@ def compute(prim: str, data, params: dict):
 
 
 def common_module(values, what="an operation"):
-    """``cupy`` if any value is a CuPy array, else ``numpy``; a NumPy array of one or more
-    dimensions among CuPy arrays raises PyTorch's error (0-d ones count as scalars)."""
+    """``cupy`` if any value is a CuPy array, else the tape's ``dask.array`` if one is a Dask
+    array, else ``numpy``; a NumPy array of one or more dimensions among CuPy arrays raises
+    PyTorch's error (0-d ones count as scalars)."""
     device = next((v for v in values if type(v) is not numpy.ndarray and is_device_array(v)),
                   None)
     if device is None:
-        return numpy
+        lazy = any(type(v) is not numpy.ndarray and is_dask_array(v) for v in values)
+        return dask_module() if lazy else numpy
+    if any(is_dask_array(v) for v in values):
+        raise TypeError(f"{what} was given a CuPy array and a Dask array: the tape runs on one "
+                        "array module at a time")
     for v in values:
         if isinstance(v, numpy.ndarray) and v.ndim:
             raise RuntimeError(
@@ -127,6 +146,24 @@ def common_module(values, what="an operation"):
                 f"NumPy array of shape {v.shape}: nothing is copied implicitly; move it with "
                 f"tape.tensor(x, device='cuda') or cupy.asarray(x))")
     return array_module(device)
+
+
+def _on_dask(xp, prim, data, params):
+    """``prim[params](*data)`` on Dask arrays (lazily): NumPy's spelling in ``dask.array``,
+    the templates' (:class:`.lazy.DaskOps`) where it differs; what Dask lacks, a TypeError."""
+    kw = {k: v for k, v in params.items() if k != "py"}
+    ops = array_ops(xp)
+    try:
+        if prim in _DASK_OPS:
+            return getattr(ops, _DASK_OPS[prim])(*data, **kw)
+        if prim in ("index_add", "setitem", "last_writes", "scatter_add", "getitem", "full"):
+            return _DASK_SPECIAL[prim](ops, *data, **kw)
+        if prim not in _MODULE_FREE and PRIMS[prim].family in (
+                "elementwise", "reduction", "linalg", "shape", "creation"):
+            return getattr(ops, prim)(*data, **kw)
+        return evaluate(prim, data, params)     # to_float, to_int (compute), custom
+    except (AttributeError, NotImplementedError) as error:
+        raise missing(f"{PRIMS[prim].spell} ({error})") from None
 
 
 def _scatter(xp, out, index, g):
@@ -165,4 +202,19 @@ _ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **p
     **{p: lambda xp, *data, _p=p, **params: getattr(array_ops(xp), _p)(*data, **params)
        for p in ("cholesky", "solve_triangular", "eigh_values", "eigh_vectors", "eigvalsh",
                  "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv", "lstsq_x")},
+}
+_DASK_OPS = {p: p for p in ("solve", "inv", "det", "slogdet_sign", "logabsdet", "cholesky",
+                             "solve_triangular", "eigh_values", "eigh_vectors", "eigvalsh",
+                             "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv",
+                             "lstsq_x", "sum_to", "einsum", "concatenate", "stack", "astype",
+                             "reshape")}
+_DASK_SPECIAL = {   # the templates' ops take the index as (arrays, spec)
+    "getitem": lambda ops, x, *arrays, index: ops.getitem(x, arrays, index),
+    "setitem": lambda ops, x, v, *arrays, index: ops.setitem(x, v, arrays, index),
+    "last_writes": lambda ops, x, *arrays, index: ops.last_writes(x, arrays, index),
+    "scatter_add": lambda ops, g, *arrays, shape, index: ops.scatter_add(g, arrays, shape,
+                                                                         index),
+    "index_add": lambda ops, acc, g, *arrays, index: acc + ops.scatter_add(
+        g, arrays, ops.shape(acc), index),
+    "full": lambda ops, fill, shape, dtype=None: ops.xp.full(shape, fill, dtype=dtype),
 }

@@ -1,0 +1,121 @@
+"""The dynamic tape on Dask arrays (#32): gradients of the benchmark workloads with chunked inputs
+of uneven chunk sizes equal the tape's on NumPy arrays and the compiled gradient to 1e-12; a
+Dask input's gradient is lazy and chunked, NumPy inputs get NumPy gradients; what Dask lacks is
+a clear TypeError. Run on Dask's threaded scheduler (tests/dask/test_cluster.py runs the same on
+worker processes)."""
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler import tape
+from benchmarks import workloads as W
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+
+@pytest.fixture(autouse=True)
+def threads():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+def branch(w, X):
+    z = X @ w
+    if np.sum(z) > 0:
+        return np.sum(np.tanh(z) ** 2)
+    return np.mean(np.exp(-z))
+
+
+def _cases():
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-2.0, 2.0, 1000)
+    w, X = rng.standard_normal(5), rng.standard_normal((900, 5))
+    rows = ((400, 300, 200), (5,))
+    return {   # name: (fn, wrt, arguments, chunks of each (None: NumPy))
+        "elementwise": (W.elementwise, ("x",), (x,), [(317, 400, 283)]),
+        "rosenbrock": (W.rosenbrock, ("x",), (x,), [(317, 400, 283)]),
+        "logistic": (W.logistic, ("w",), W.make_logistic(1000, 7),
+                     [None, ((300, 500, 200), (7,)), ((300, 500, 200),)]),
+        "mlp": (W.mlp, ("W1", "b1", "W2", "b2"),
+                W.make_mlp(batch=50, d_in=12, hidden=9, classes=4),
+                [None] * 4 + [((17, 20, 13), (12,)), ((17, 20, 13), (4,))]),
+        "branch+": (branch, ("w",), (w, X), [None, rows]),
+        "branch-": (branch, ("w",), (-w, X), [None, rows]),
+        "branch wrt data": (branch, ("w", "X"), (w, X), [None, rows]),
+    }
+
+
+CASES = _cases()
+
+
+def _chunked(args, chunks):
+    return [a if c is None else da.from_array(a, chunks=c) for a, c in zip(args, chunks)]
+
+
+def close(got, want):
+    for g, r in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), r, rtol=1e-12,
+                                   atol=1e-12 * max(1.0, np.max(np.abs(r))))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tape_on_dask_equals_numpy_and_the_compiled_gradient(name):
+    fn, wrt, args, chunks = CASES[name]
+    want = tape.dynamic_grad(fn, wrt=wrt)(*args)
+    got = tape.dynamic_grad(fn, wrt=wrt)(*_chunked(args, chunks))
+    close(got, want)
+    if name != "branch wrt data":   # the compiled gradient takes the branch's predicate too
+        close(got, ad.grad(fn, wrt=wrt)(*args))
+    for g, a, c in zip(got, (args[fn.__code__.co_varnames.index(n)] for n in wrt),
+                       (chunks[fn.__code__.co_varnames.index(n)] for n in wrt)):
+        assert isinstance(g, da.Array) == (c is not None)   # lazy in, lazy out
+        assert g.shape == a.shape and g.dtype == a.dtype
+
+
+def test_a_dask_gradient_keeps_its_chunks_bounded():
+    x = np.random.default_rng(1).uniform(-2.0, 2.0, 1000)
+    for fn in (W.elementwise, W.rosenbrock):
+        g = tape.dynamic_grad(fn)(da.from_array(x, chunks=(317, 400, 283)))
+        assert isinstance(g, da.Array) and max(g.chunks[0]) <= 400   # never one big chunk
+        close([g], [tape.dynamic_grad(fn)(x)])
+
+
+def test_value_and_grad_computes_numpy_results_together():
+    w, X, y = W.make_logistic(600, 4)
+    Xd, yd = da.from_array(X, chunks=(250, 4)), da.from_array(y, chunks=250)
+    value, g = tape.dynamic_value_and_grad(W.logistic)(w, Xd, yd)
+    want_value, want = tape.dynamic_value_and_grad(W.logistic)(w, X, y)
+    assert isinstance(g, np.ndarray) and not isinstance(value, da.Array)
+    assert abs(float(value) - float(want_value)) <= 1e-12 * abs(float(want_value))
+    close([g], [want])
+
+
+def test_backward_on_a_dask_tensor_is_lazy():
+    x = np.linspace(-1.0, 1.0, 10)
+    t = tape.tensor(da.from_array(x, chunks=3), requires_grad=True)
+    (np.exp(t) * t).sum().backward()
+    assert isinstance(t.grad._data, da.Array)
+    close([t.grad._data.compute()], [np.exp(x) * (1.0 + x)])
+
+
+def test_gather_with_repeated_indices_on_dask():
+    x = np.random.default_rng(2).standard_normal(40)
+    idx = np.array([3, 3, 7, 0, 3, 39])
+
+    def f(x):
+        return np.sum(np.sin(x[idx]) * x[idx])
+
+    g = tape.dynamic_grad(f)(da.from_array(x, chunks=(13, 27)))
+    close([g.compute()], [tape.dynamic_grad(f)(x)])
+
+
+def test_an_operation_dask_lacks_is_a_clear_error():
+    a = np.random.default_rng(3).standard_normal((4, 4)) + 4 * np.eye(4)
+
+    def f(a):
+        return np.linalg.det(a)
+
+    with pytest.raises(TypeError, match="cannot run on Dask arrays.*compute"):
+        tape.dynamic_grad(f)(da.from_array(a, chunks=2))
