@@ -5,9 +5,10 @@ Invariants: a gradient has its input's type, shape and dtype (a Python float for
 an array for an array); ``f`` receives tensors that it may update in place without touching the
 caller's data; a tensor argument that itself requires grad gets a differentiable gradient, so
 ``dynamic_grad(dynamic_grad(f))`` gives second derivatives. On Dask arrays (the tape's
-:mod:`.lazy`), lazy in, lazy out: a Dask input's gradient is a lazy Dask array; the gradients of
-NumPy and float inputs, and the value where no input is lazy, are computed by one
-``dask.compute`` of them all, so the work they share is done once.
+:mod:`.lazy`), ``backend="dask"``'s policy (runtime/dask_results.py): where no differentiated
+argument is a Dask array (NumPy parameters, chunked data), the gradients and the value are
+computed by one ``dask.compute`` of them all, so the work they share is done once; where one is,
+every result stays lazy.
 """
 
 from __future__ import annotations
@@ -156,12 +157,12 @@ def _device(values):
 
 
 def _computed(out, grads, leaves, with_value):
-    """``(out, grads)`` with every Dask gradient of a NumPy or float input, and the Dask value
-    where no input is a Dask array, computed together by one ``dask.compute``."""
-    lazy_in = any(is_dask_array(x) for x in leaves)
-    wanted = [i for i, (g, x) in enumerate(zip(grads, leaves))
-              if g is not None and is_dask_array(g._data) and not is_dask_array(x)]
-    value = with_value and not lazy_in and isinstance(out, Tensor) and is_dask_array(out._data)
+    """``(out, grads)`` with their Dask arrays computed by one ``dask.compute`` where no
+    differentiated argument is a Dask array, else as they are (all lazy)."""
+    if any(is_dask_array(x) for x in leaves):
+        return out, grads
+    wanted = [i for i, g in enumerate(grads) if g is not None and is_dask_array(g._data)]
+    value = with_value and isinstance(out, Tensor) and is_dask_array(out._data)
     if not wanted and not value:
         return out, grads
     import dask
