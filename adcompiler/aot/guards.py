@@ -103,6 +103,8 @@ class _Guard:
         # for GPU code, NumPy data never reaches cp.ndarray: _dispatch names the mistake first
         kind = f"type({p}) is not np.ndarray and type({p}) is cp.ndarray" if self.device \
             else f"type({p}) is np.ndarray"
+        if self.device == "dask":   # Dask code takes NumPy and Dask arrays
+            kind = f"(type({p}) is np.ndarray or type({p}) is da.Array)"
         tests = [kind, f"{p}.dtype is {dtype_constant(dtype)}"]
         if all(isinstance(d, int) for d in dims):
             return tests + [f"{p}.shape == {tuple(dims)!r}"]

@@ -1,9 +1,9 @@
 """Build the standalone gradient module of a user's module (what ``adcompiler compile`` writes).
 
 Invariants: the output imports only numpy, math and ``__future__`` (and cupy, cupyx for the CuPy
-backend), never adcompiler, and is byte-identical for identical inputs. It holds the user's
-needed top-level statements verbatim (:mod:`adcompiler.aot.user_code`), then for each marked
-function its compiled bodies and a dispatcher ``<mode>_<name>`` with the decorator's parameters,
+backend; dask.array for the Dask one), never adcompiler, and is byte-identical for identical
+inputs. It holds the user's needed top-level statements verbatim
+(:mod:`adcompiler.aot.user_code`), then for each marked function its compiled bodies and a dispatcher ``<mode>_<name>`` with the decorator's parameters,
 keyword and results; the dispatcher runs the body whose guard takes the call (generated inline,
 :mod:`adcompiler.aot.guards`: ``type(x) is np.ndarray and x.dtype is _FLOAT64 ...``), else
 ``_dispatch`` classifies the arguments, runs the body that fits or raises a TypeError naming the
@@ -46,12 +46,13 @@ from .specialisations import (MarkedFunction, Specialisation, _params, describe,
     shape_polymorphic, signature_of, specialise, tangent_names)
 from ..custom.vjp import stop_gradient
 from ..errors import CompileError
-from ..runtime import dispatch
+from ..runtime import dask_results, dispatch
 from ..runtime.cache import constants_of
 from ..api.signature import resolve_wrt
 
 RUNTIME = "\n\n\n".join(inspect.getsource(f).rstrip() for f in dispatch.HELPERS)
 RUNTIME_JVP = "\n\n\n".join(inspect.getsource(f).rstrip() for f in dispatch.JVP_HELPERS)
+RUNTIME_DASK = "\n\n\n".join(inspect.getsource(f).rstrip() for f in dask_results.HELPERS)
 _RUNTIME_NAMES = tuple(f.__name__ for f in dispatch.HELPERS + dispatch.JVP_HELPERS) + ("_HINT",)
 _describe = dispatch._describe
 
@@ -77,8 +78,8 @@ def is_generated(text: str) -> bool:
 def build_module(module, functions: list, backend: str = "numpy", command: str = "") -> str:
     """The standalone module's source for these marked functions of a StaticModule, whose
     specialisations were compiled for ``backend``."""
-    if backend not in ("numpy", "cupy"):
-        raise ValueError(f"backend={backend!r}: use 'numpy' or 'cupy'")
+    if backend not in ("numpy", "cupy", "dask"):
+        raise ValueError(f"backend={backend!r}: use 'numpy', 'cupy' or 'dask'")
     writer = _Writer(module, backend)
     for fn in functions:
         writer.add(fn)
@@ -225,10 +226,13 @@ class _Writer:
             single = fn.wrt is None or not isinstance(fn.wrt, (tuple, list))
             lines.append(f"    {_tuple(flat[len(names):])} = "
                          f"_tangents(tangents, {_tuple(wrt)}, {single})")
+        if self.backend == "dask":   # computed, or lazy, as adcompiler's default says
+            returns = _finished(returns, aot_containers.flat_params(wrt, containers))
         guards, dtypes = standalone_guards.render(
             flat, [(s.signature, b) for s, b in zip(fn.specialisations, bodies)], _least(fn),
-            self.backend == "cupy", returns, f"_dispatch({table}, {_tuple(flat)})",
-            {extra or "", table, "np", "cp", "_dispatch", "_tangents"})
+            "dask" if self.backend == "dask" else self.backend == "cupy", returns,
+            f"_dispatch({table}, {_tuple(flat)})",
+            {extra or "", table, "np", "cp", "da", "_dispatch", "_tangents", "_finish"})
         self.dtypes += [d for d in dtypes if d not in self.dtypes]
         return "\n".join(lines + guards) + "\n"
 
@@ -241,12 +245,14 @@ class _Writer:
                          self.backend, cupyx, self.per_shape, sorted(self.imports))
         primal = user.primal_section(self.module, self.needed, header.split("\n"))
         dtypes = {standalone_guards.dtype_constant(d): d for d in self.dtypes}
-        ours = [*self.helpers, *self.literals, *_RUNTIME_NAMES, *dtypes, *self.defined]
+        ours = [*self.helpers, *self.literals, *_RUNTIME_NAMES, *dtypes, *self.defined] + (
+            ["_finish"] if self.backend == "dask" else [])
         user.check_collisions(self.module, primal, ours, self.backend)
         name = os.path.basename(self.module.path)
         parts = [_with_fixed(header, self.fixed), primal, MARKER,
                  _string_constant("_HINT", _hint(name, command)), RUNTIME,
                  RUNTIME_JVP if "_tangents" in "".join(self.blocks) else "",
+                 RUNTIME_DASK if self.backend == "dask" else "",
                  *self.helpers.values(),
                  "\n".join(f"{k} = {v}" for k, v in self.literals.items()),
                  _dtype_constants(dtypes), *self.blocks]
@@ -295,6 +301,12 @@ def _returns(fn):
     if fn.mode in ("grad", "vjp") and not single and len(fn.wrt) == 1:
         return lambda call: [f"return ({call},)"]
     return lambda call: [f"return {call}"]
+
+
+def _finished(returns, differentiated):
+    """``returns`` with the body's results through ``_finish``: computed where no
+    differentiated argument is a Dask array (:mod:`adcompiler.runtime.dask_results`)."""
+    return lambda call: returns(f"_finish({call}, {_tuple(differentiated)})")
 
 
 def _with_fixed(header, fixed) -> str:
@@ -351,6 +363,10 @@ def _header(name, command, uses_math, backend="numpy", cupyx=False, per_shape=()
             code_imports=()):
     needs = "Needs NumPy and CuPy, and runs on the GPU: pass CuPy arrays." if backend == "cupy" \
         else "Needs only NumPy."
+    if backend == "dask":
+        needs = ("Needs NumPy and Dask (dask.array): pass NumPy or Dask arrays; gradients are "
+                 "computed by one dask.compute unless a differentiated argument is a Dask array "
+                 "(then they are lazy).")
     if any("scipy" in i for i in code_imports):
         needs = needs.replace("Needs only NumPy", "Needs NumPy and SciPy").replace(
             "and CuPy", "and CuPy (with cupyx.scipy)")
@@ -370,4 +386,6 @@ def _header(name, command, uses_math, backend="numpy", cupyx=False, per_shape=()
     imports.append("import numpy as np")
     if backend == "cupy":
         imports += ["import cupy as cp"] + (["import cupyx"] if cupyx else [])
+    if backend == "dask":
+        imports += ["import dask.array as da"]
     return doc + "\n\n" + "\n".join(imports + list(code_imports))

@@ -102,6 +102,7 @@ def check_collisions(module, primal, ours, backend="numpy"):
                            f"rename `{name}`")
     wanted = [("np", "numpy"), ("math", "math")]
     wanted += [("cp", "cupy"), ("cupyx", "cupyx")] if backend == "cupy" else []
+    wanted += [("da", "dask.array")] if backend == "dask" else []
     for name, want in wanted:
         bound = getattr(module.namespace.get(name), "__name__", None)
         if name in defined and bound != want:

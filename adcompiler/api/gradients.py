@@ -20,10 +20,14 @@ from .function_keys import FunctionKey
 from ..errors import ArgumentError, CompileError, as_user_error
 from ..pipeline import Compiled, compile_gradient
 from ..runtime import cache as disk_cache
+from ..runtime import dask_results
 from ..runtime.compile import check_backend
-from .signature import (array_module, bind_arguments, check_backend_arguments,
+from ..runtime.dask_results import check_compute
+from ..runtime.namespaces import backend_for
+from .signature import (_entries, array_module, bind_arguments, check_backend_arguments,
     check_transformable, classify, classify_arguments, input_types, is_device_array, key_of,
     resolve_wrt)
+from ..runtime.namespaces import is_dask_array
 from ..frontend.bindings.trees import (flat_values, is_container, is_dataclass_instance,
     regroup, tangent_leaves, wrt_leaves)
 
@@ -31,16 +35,19 @@ from ..frontend.bindings.trees import (flat_values, is_container, is_dataclass_i
 class GradientFunction:
     """A compiled gradient of ``primal``; ``.source`` and ``.ir`` show the latest compilation.
     ``backend="cupy"`` compiles CuPy code, called with CuPy arrays (the docs' Backends in
-    detail, docs/reference/backends.md); ``backend="numba"`` compiles numba loops where it can
+    detail, docs/reference/backends.md); ``backend="dask"`` dask.array code, whose results
+    ``compute=`` computes or leaves lazy; ``backend="numba"`` compiles numba loops where it can
     (the same page)."""
 
     bound_attributes = ("specialize",)  # called with the instance first through one (bound.py)
 
-    def __init__(self, fn, wrt, mode, backend="numpy"):
+    def __init__(self, fn, wrt, mode, backend="numpy", compute=None):
         check_transformable(fn, mode)  # a def, a custom_vjp function or grad(f)
         self.primal = fn
         self.mode = mode
-        self.backend = check_backend(backend)
+        self.backend = backend if backend == "auto" else check_backend(backend)
+        self.compute = check_compute(compute, backend)   # Dask code's results (dask_results)
+        self._by_backend: dict = {}   # backend="auto": the transform of each backend picked
         self._wrt_given = wrt
         self.wrt = resolve_wrt(fn, 0 if wrt is None else wrt)
         self._single = wrt is None or not isinstance(wrt, (tuple, list))
@@ -76,6 +83,8 @@ class GradientFunction:
 
     def specialize(self, *args, **kwargs) -> Compiled:
         """Compile (or fetch) the specialisation for these arguments, without running it."""
+        if self.backend == "auto":
+            return self._picked(args, kwargs).specialize(*args, **kwargs)
         arguments, cotangent = self._bind(args, kwargs)
         return self._compiled(arguments, cotangent)[0]
 
@@ -127,6 +136,8 @@ class GradientFunction:
 
     def _call(self, args, kwargs):
         """The full path: classify the arguments, compile if needed, run (and remember)."""
+        if self.backend == "auto":
+            return self._picked(args, kwargs)(*args, **kwargs)
         key = None
         if not kwargs:  # a dict lookup for the signatures the guard chain does not hold
             key = _fast_key(args)
@@ -149,19 +160,45 @@ class GradientFunction:
             {"cotangent": cotangent}, {"cotangent": classify(cotangent, "cotangent", True)}
         ).values()) if is_container(cotangent) else (cotangent,)
         try:
-            result = compiled.function(*arguments.values(), *extra)
+            result = self._finish(compiled.function(*arguments.values(), *extra), arguments,
+                                  avals)
         except poles.PYTHON_RAISES:
             return self._package(poles.at_a_pole(compiled.function, self.primal, arguments,
                                                  extra, (args, kwargs),
                                                  wrt_leaves(self.wrt, avals), self.mode),
                                  arguments, avals)
-        if not kwargs and len(args) == len(self._signature.parameters) and not self._variadic:
+        if not kwargs and len(args) == len(self._signature.parameters) and not \
+                self._variadic and self.backend != "dask":   # (Dask's results: _finish)
             if arguments.keys() == avals.keys():   # no containers
                 if key is not None:
                     self._remember(key, compiled)
             elif self.backend != "cupy" and tree_keys.key(args) is not None:
                 self._trees[tree_keys.key(args)] = (compiled, avals)
         return self._package(result, arguments, avals)
+
+    def _finish(self, result, arguments, avals):
+        """Dask code's results computed by one ``dask.compute``, or left lazy, as
+        ``compute=`` says (:mod:`adcompiler.runtime.dask_results`); others' as they are."""
+        if self.backend != "dask":
+            return result
+        differentiated = [arguments[w] for w in wrt_leaves(self.wrt, avals)]
+        return dask_results.finish(result, dask_results.wants_compute(self.compute,
+                                                                      differentiated))
+
+    def _picked(self, args, kwargs):
+        """``backend="auto"``: this transform for the backend of the call's arrays (Dask where
+        any is a Dask array, CuPy where any is a CuPy array, else NumPy), made once each."""
+        arguments, _ = self._bind(args, dict(kwargs))
+        backend = backend_for(_entries(arguments))
+        picked = self._by_backend.get(backend)
+        if picked is None:
+            picked = type(self).__bases__[0] if type(self).__dict__.get("_fast_class") \
+                else type(self)
+            picked = picked(self.primal, self._wrt_given, self.mode, backend,
+                            self.compute if backend == "dask" else None)
+            self._by_backend[backend] = picked
+        self._last_picked = picked
+        return picked
 
     def _run_containers(self, compiled, avals, args):
         """``(result,)`` of a call whose containers' structure and leaves' avals were seen
@@ -257,6 +294,8 @@ class GradientFunction:
 
     # ---- inspection ---------------------------------------------------------------------------
     def _latest(self) -> Compiled:
+        if self._last is None and self._by_backend:   # backend="auto": the latest picked's
+            return self._last_picked._latest()
         if self._last is None:
             raise AttributeError(
                 f"{self.primal.__name__} has not been compiled yet: call it once, or use "
@@ -340,10 +379,10 @@ def _fast_key(args):
 
 
 def _transform(mode):
-    def transform(f=None, *, wrt=None, backend="numpy"):
+    def transform(f=None, *, wrt=None, backend="numpy", compute=None):
         if f is None:
-            return lambda fn: GradientFunction(fn, wrt, mode, backend)
-        return GradientFunction(f, wrt, mode, backend)
+            return lambda fn: GradientFunction(fn, wrt, mode, backend, compute)
+        return GradientFunction(f, wrt, mode, backend, compute)
     transform.__name__ = mode
     return transform
 
@@ -359,8 +398,13 @@ grad.__doc__ = """The gradient of ``f``'s scalar result, compiled ahead of time 
     A parameter may hold floats, float arrays, or a container of them (dict, list, tuple,
     NamedTuple, dataclass): its gradient is the same container.
 :param backend: ``"numpy"`` (the default); ``"cupy"`` compiles CuPy code, called with CuPy
-    arrays; ``"numba"`` (opt-in, needs numba) compiles elementwise gradients of float64 arrays
-    into numba loops, and NumPy code otherwise.
+    arrays; ``"dask"`` (needs dask) compiles dask.array code, called with Dask arrays (NumPy
+    arrays too), whose result is one Dask graph; ``"auto"`` picks Dask, CuPy or NumPy code by
+    the arrays of each call; ``"numba"`` (opt-in, needs numba) compiles elementwise gradients
+    of float64 arrays into numba loops, and NumPy code otherwise.
+:param compute: Dask code only: ``None`` (the default) computes the results, all with one
+    ``dask.compute``, where no differentiated argument is a Dask array, and returns them lazy
+    where one is; ``True`` always computes, ``False`` never does (docs/reference/backends.md).
 :returns: a :class:`GradientFunction`, called as ``f`` is. Each gradient has its input's shape
     and dtype (a float for a float). It compiles once per input signature (shapes, dtypes,
     the values of int, str and other static arguments) and reuses the code after that;
@@ -422,6 +466,8 @@ class TangentFunction(GradientFunction):
         return super().specialize(*args, **kwargs)
 
     def __call__(self, *args, tangents=None, **kwargs):
+        if self.backend == "auto":
+            return self._picked(args, kwargs)(*args, tangents=tangents, **kwargs)
         arguments, _ = self._bind(args, kwargs)
         given = tangents if isinstance(tangents, (tuple, list)) and not self._single else \
             (tangents,)
@@ -430,7 +476,8 @@ class TangentFunction(GradientFunction):
         wrt = wrt_leaves(self.wrt, avals)   # a container's leaves (.trees)
         dots = self._tangents(tangents, arguments, avals)
         try:
-            result = compiled.function(*arguments.values(), *dots)
+            result = self._finish(compiled.function(*arguments.values(), *dots), arguments,
+                                  avals)
         except poles.PYTHON_RAISES:   # at a pole of Python-float code (adcompiler.api.poles)
             result = poles.at_a_pole(compiled.function, self.primal, arguments, tuple(dots),
                                      (args, kwargs), wrt, self.mode)
@@ -465,14 +512,17 @@ class TangentFunction(GradientFunction):
 def _like(t, x, name):
     if isinstance(x, float):
         return float(t)
-    t = array_module(x).asarray(t, dtype=x.dtype)
+    if is_dask_array(t) or is_dask_array(x):   # kept lazy (np.asarray would compute it)
+        t = t.astype(x.dtype) if hasattr(t, "astype") else np.asarray(t, dtype=x.dtype)
+    else:
+        t = array_module(x).asarray(t, dtype=x.dtype)
     if t.shape != x.shape:   # not np.shape: NumPy functions are not for CuPy arrays
         raise ValueError(f"the tangent for {name!r} has shape {t.shape}, but {name} has shape "
                          f"{x.shape}")
     return t
 
 
-def jvp(f=None, *, wrt=None, backend="numpy"):
+def jvp(f=None, *, wrt=None, backend="numpy", compute=None):
     """The Jacobian-vector product of ``f``, computed in forward mode, ahead of time.
 
     ``jvp(f, wrt=...)(*args, tangents=t)`` returns ``(f(*args), J @ t)``: ``t`` is one tangent
@@ -480,8 +530,8 @@ def jvp(f=None, *, wrt=None, backend="numpy"):
     (``.source``) computes each value's tangent right after the value, named ``<name>_dot``.
     """
     if f is None:
-        return lambda fn: TangentFunction(fn, wrt, "jvp", backend)
-    return TangentFunction(f, wrt, "jvp", backend)
+        return lambda fn: TangentFunction(fn, wrt, "jvp", backend, compute)
+    return TangentFunction(f, wrt, "jvp", backend, compute)
 
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "GradientFunction", "TangentFunction",

@@ -53,14 +53,15 @@ class Jacobian(_Method):
     transform_name = "jacobian"
     bound_attributes = ("specialize", "forward", "reverse")
 
-    def __init__(self, fn, wrt=None, mode="auto"):
+    def __init__(self, fn, wrt=None, mode="auto", backend="numpy"):
         check_transformable(fn, "jacobian")
         if mode not in ("auto", FORWARD, REVERSE):
             raise ValueError(f"mode must be 'auto', 'fwd' or 'rev', not {mode!r}")
         self.primal, self.mode, self._wrt = fn, mode, wrt
         functools.update_wrapper(self, fn, updated=())
-        self.forward = TangentFunction(fn, wrt, "jvp")
-        self.reverse = GradientFunction(fn, wrt, "vjp")
+        computed = True if backend in ("dask", "auto") else None   # rows of NumPy arrays
+        self.forward = TangentFunction(fn, wrt, "jvp", backend, computed)
+        self.reverse = GradientFunction(fn, wrt, "vjp", backend, computed)
         self.wrt, self._single = self.forward.wrt, self.forward._single
         self.last_mode = None
         self._out_avals: dict = {}
@@ -215,17 +216,19 @@ def choose_mode(inputs, out_aval: Aval) -> str:
     return FORWARD if n_in < n_out else REVERSE
 
 
-def jacobian(f=None, *, wrt=None, mode="auto"):
+def jacobian(f=None, *, wrt=None, mode="auto", backend="numpy"):
     """The Jacobian of ``f`` with respect to ``wrt``, as an array of shape
     ``out.shape + in.shape`` (a tuple of them for a tuple ``wrt``).
 
     ``mode="fwd"`` runs one compiled jvp per input entry (a column each), ``mode="rev"`` one
     compiled vjp per output entry (a row each); ``"auto"`` (the default) picks forward mode when
-    the inputs have fewer entries than the output, reverse mode otherwise.
+    the inputs have fewer entries than the output, reverse mode otherwise. ``backend`` is
+    :func:`grad`'s (``"dask"``: each row or column one Dask graph, computed; the Jacobian is
+    a NumPy array).
     """
     if f is None:
-        return lambda fn: Jacobian(fn, wrt, mode)
-    return Jacobian(f, wrt, mode)
+        return lambda fn: Jacobian(fn, wrt, mode, backend)
+    return Jacobian(f, wrt, mode, backend)
 
 
 # ---- Hessians --------------------------------------------------------------------------------
@@ -246,9 +249,10 @@ class HessianVectorProduct:
     transform_name = "hvp"
     bound_attributes = ("specialize",)
 
-    def __init__(self, fn, wrt=None):
+    def __init__(self, fn, wrt=None, backend="numpy"):
         self.primal, self._wrt = fn, wrt
-        self.fused = TangentFunction(fn, wrt, "hvp")
+        computed = True if backend in ("dask", "auto") else None   # columns of NumPy arrays
+        self.fused = TangentFunction(fn, wrt, "hvp", backend, computed)
         self.wrt, self._single = self.fused.wrt, self.fused._single
         self.parts = None      # the jvps of the gradient's source, once the fused one is refused
         self.rows = None       # the reverse Jacobians of that source, once the jvps are refused
@@ -356,10 +360,10 @@ class Hessian(_Method):
     transform_name = "hessian"
     bound_attributes = ("specialize", "hvp")
 
-    def __init__(self, fn, wrt=None):
+    def __init__(self, fn, wrt=None, backend="numpy"):
         check_transformable(fn, "hessian")
         self.primal = fn
-        self.hvp = HessianVectorProduct(fn, wrt)
+        self.hvp = HessianVectorProduct(fn, wrt, backend)
         self.wrt, self._single = self.hvp.wrt, self.hvp._single
         functools.update_wrapper(self, fn, updated=())
 
@@ -438,7 +442,7 @@ class Leaves:
         return self.grouped(out)
 
 
-def hessian(f=None, *, wrt=None):
+def hessian(f=None, *, wrt=None, backend="numpy"):
     """The Hessian of ``f``'s scalar result with respect to ``wrt``, forward over reverse: one
     compiled Hessian-vector product per input entry. For a single ``wrt`` of shape ``S`` it has
     shape ``S + S``; for a tuple, ``H[i][j]`` has shape ``in_i.shape + in_j.shape``.
@@ -449,10 +453,12 @@ def hessian(f=None, *, wrt=None):
     (:class:`HessianVectorProduct`); where the gradient needs the custom function's value, the
     Hessian is the reverse-mode Jacobian of that source, one vjp per entry of each input.
     Where ``fwd`` or ``bwd`` cannot be read (a black-box call), that raises the located error
-    of the call it cannot compile."""
+    of the call it cannot compile. ``backend`` is :func:`grad`'s (``"dask"``: each
+    Hessian-vector product one Dask graph, computed; the Hessian is a NumPy array; the
+    fallbacks through a custom_vjp function run NumPy code)."""
     if f is None:
-        return lambda fn: Hessian(fn, wrt)
-    return Hessian(f, wrt)
+        return lambda fn: Hessian(fn, wrt, backend)
+    return Hessian(f, wrt, backend)
 
 
 __all__ = ["jacobian", "hessian", "Jacobian", "Hessian", "HessianVectorProduct",

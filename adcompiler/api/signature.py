@@ -23,6 +23,7 @@ from ..frontend.reading.parameters import (  # noqa: F401 (the api's names)
 from .bound import BoundTransform
 from .function_keys import static_key
 from ..ir import Aval
+from ..runtime.namespaces import backend_of, is_dask_array
 
 _STATIC_TYPES = (bool, int, str, type(None), tuple, np.dtype, type)
 
@@ -47,7 +48,8 @@ def classify(value, name, differentiate: bool):
     if isinstance(value, float):
         return Aval("float", "float64")
     if isinstance(value, complex) or (
-            isinstance(value, (np.ndarray, np.generic)) or is_device_array(value)) and \
+            isinstance(value, (np.ndarray, np.generic)) or is_device_array(value)
+            or is_dask_array(value)) and \
             np.dtype(value.dtype).kind == "c":
         raise TypeError(f"{name!r} is complex ({type(value).__name__}"
                         f"{'' if isinstance(value, complex) else ' of dtype ' + str(value.dtype)}"
@@ -55,7 +57,12 @@ def classify(value, name, differentiate: bool):
                         f"and imaginary parts as two float arrays ({name}.real, {name}.imag)")
     if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
         _check_subclass(value, name)
-    if isinstance(value, (np.ndarray, np.generic)) or is_device_array(value):
+    if isinstance(value, (np.ndarray, np.generic)) or is_device_array(value) or \
+            is_dask_array(value):
+        if any(d != d for d in value.shape):   # NaN: a Dask array's unknown chunk sizes
+            raise TypeError(f"{name!r} is a Dask array of unknown shape {value.shape} (chunks "
+                            "of unknown sizes, from a boolean mask or an unknown-length "
+                            f"read): call {name}.compute_chunk_sizes() first")
         aval = Aval("array", np.dtype(value.dtype).name, tuple(value.shape))
         if differentiate and not aval.is_float:
             raise TypeError(f"cannot differentiate with respect to {name!r}: it is an array of "
@@ -108,7 +115,7 @@ def _tree(value, name, differentiate) -> trees.Tree:
         if trees.is_static_entry(x):   # None, a string, a flag: static, its gradient itself
             return ("static", x)
         if differentiate or isinstance(x, (float, np.ndarray, np.generic)) or \
-                is_device_array(x):
+                is_device_array(x) or is_dask_array(x):
             aval = classify(x, where, differentiate)
             leaves.append((trees.ident_of(name, path), aval))
             return trees.LEAF
@@ -178,10 +185,24 @@ def array_module(value):
 
 
 def check_backend_arguments(arguments: dict, backend: str, what: str):
-    """A TypeError where a NumPy array (or scalar, or list) meets CuPy code, or a CuPy array meets
-    NumPy code. Python floats and static arguments suit both; a container's arrays are
+    """A TypeError where a NumPy array (or scalar, or list) meets CuPy code, a CuPy array meets
+    NumPy or Dask code, a Dask array code for another backend, or an array of a library no
+    backend is for (:func:`~adcompiler.runtime.namespaces.backend_of`). Python floats and
+    static arguments suit all; NumPy arrays suit Dask code too; a container's arrays are
     checked one by one (named ``params['W']``)."""
     for name, value in _entries(arguments):
+        kind = backend_of(value, name)   # a TypeError for an array of another library
+        if kind == "dask" and backend != "dask":
+            raise TypeError(
+                f"{what} was compiled for {backend!r} arrays, but {name!r} is a Dask array: "
+                f"compile it with backend='dask' (or backend='auto'), or pass "
+                f"{name}.compute()")
+        if backend == "dask":
+            if kind == "cupy":
+                raise TypeError(f"{what} was compiled for Dask (backend='dask'), but {name!r} "
+                                f"is a CuPy array: pass dask.array.from_array({name}.get()), "
+                                "or compile it with backend='cupy'")
+            continue   # NumPy arrays and floats are read as dask.array reads them
         if backend == "cupy" and (isinstance(value, (np.ndarray, np.generic, list))
                                   and not isinstance(value, float)):
             kind = "list" if isinstance(value, list) else f"NumPy {type(value).__name__}"

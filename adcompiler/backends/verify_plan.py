@@ -46,7 +46,7 @@ import re
 
 import numpy as np
 
-_MODULES = {"np", "math", "ne", "cp", "cupyx", "numba", "scipy"}
+_MODULES = {"np", "math", "ne", "cp", "cupyx", "numba", "scipy", "da"}  # da: dask.array
 # every function of theirs returns a new value (scipy.special.erf, scipy.linalg's without out=)
 _FRESH_MODULES = {"math", "ne", "numba", "scipy"}
 _FRESH_NP = {

@@ -232,7 +232,7 @@ def _takes(spec, signature) -> bool:
 def _write(module, path, out, functions, args, errors):
     command = " ".join(["adcompiler compile", os.path.basename(path)] +
                        [f"--shape {s}" for s in args.shape] +
-                       (["--backend cupy"] if args.backend == "cupy" else []) +
+                       ([f"--backend {args.backend}"] if args.backend != "numpy" else []) +
                        (["--mode forward"] if args.mode == "forward" else []))
     with explained(module):
         text = standalone.build_module(module, functions, args.backend, command)

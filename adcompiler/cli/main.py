@@ -122,9 +122,10 @@ def _options(p, wrt=True, backend=True):
                    type=cli_inputs.shape,
                    help="an example input shape (see below); repeat for each parameter")
     if backend:
-        p.add_argument("--backend", choices=("numpy", "cupy"), default="numpy",
+        p.add_argument("--backend", choices=("numpy", "cupy", "dask"), default="numpy",
                        help="the array module the generated code uses (default numpy; cupy "
-                            "needs no GPU to compile, only to run)")
+                            "needs no GPU to compile, only to run; dask writes dask.array "
+                            "code, called with NumPy or Dask arrays)")
 
 
 # ---- show, graph -------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ def _signature(value):
         return ("float",)
     if isinstance(value, list):
         value = np.asarray(value)
-    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__"):
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__cuda_array_interface__") \
+            or hasattr(value, "__dask_graph__"):   # a CuPy array, a Dask array
         return ("array", value.dtype.name, tuple(value.shape))
     return ("static", type(value).__name__, value)
 

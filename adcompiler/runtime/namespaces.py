@@ -1,5 +1,5 @@
-"""Which backend an array belongs to: read from the array's own ``__array_namespace__`` through
-``array-api-compat``, so NumPy, CuPy and Dask arrays come in one way.
+"""Which backend an array belongs to: NumPy, CuPy and Dask arrays told by their types, any other
+array by its namespace as ``array-api-compat`` reads it, so every array comes in one way.
 
 Invariants: nothing here imports Dask, CuPy or ``array-api-compat`` until an array that is
 neither a NumPy array nor a Python number is met (an array of that library exists, so its
@@ -28,7 +28,11 @@ def backend_of(value, name="x"):
     number, a list or a static value; a TypeError for another library's array."""
     if isinstance(value, (np.ndarray, np.generic)):
         return "numpy"
-    if not hasattr(value, "__array_namespace__") and not is_dask_array(value):
+    if type(value).__module__.split(".")[0] == "cupy" and hasattr(value, "shape"):
+        return "cupy"   # (told by the module: array-api-compat would import cupy's wrapper)
+    if is_dask_array(value):
+        return "dask"
+    if not (hasattr(value, "__array_namespace__") or _compat_array(value)):
         return None
     namespace = _namespace_name(value)
     if namespace in _BY_NAMESPACE:
@@ -40,6 +44,16 @@ def backend_of(value, name="x"):
                     f"(np.asarray({name})), or one of those libraries' arrays")
 
 
+def _compat_array(value) -> bool:
+    """An array array-api-compat knows without its own ``__array_namespace__`` (a PyTorch
+    tensor); False where array-api-compat is not installed, or for a Python number."""
+    if isinstance(value, (int, float, complex, str, bytes, type(None))) or \
+            importlib.util.find_spec("array_api_compat") is None:
+        return False
+    import array_api_compat
+    return array_api_compat.is_array_api_obj(value)
+
+
 def _namespace_name(value) -> str:
     """The short name of ``value``'s array namespace (``"dask.array"``, ``"cupy"``...), from
     array-api-compat where it is installed, else from the array's own ``__array_namespace__``."""
@@ -47,7 +61,7 @@ def _namespace_name(value) -> str:
         import array_api_compat
         try:
             module = array_api_compat.array_namespace(value).__name__
-        except TypeError:
+        except Exception:  # noqa: BLE001 - not an array it knows, or its wrapper fails to load
             module = type(value).__module__
         return module.removeprefix("array_api_compat.")
     if is_dask_array(value):
