@@ -16,7 +16,8 @@ example's sizes, because ``adcompiler compile`` compiles inside
 :func:`adcompiler.ir.sizing.symbolic`, where every choice the passes and the planner make by
 size (fusion, buffers, the cost models) is the one for large inputs, at every size, and numexpr
 is off (a second body for small inputs makes the other choice: :mod:`.small_bodies`); CuPy
-modules keep the per-size choice (a kernel's C text holds the sizes). A size the
+kernels take their literals as arguments then, so the sizes' numbers are in the Python text
+(:func:`adcompiler.backends.cuda_kernels.lift_literals`). A size the
 code fixes (a reshape to a constant, a product with a constant array) stays a number, and why is
 kept (``Specialisation.fixed``) for the module's header and the body's comment.
 

@@ -349,7 +349,39 @@ def _quote(text: str) -> str:
     return f'"{text}"'
 
 
-def kernel_signature(block, root: K):
-    """``(in_params, out_params, operation)`` of ``block`` lowered to ``root``."""
-    ins = ", ".join(f"{_dtype_of(p.aval)} x{k}" for k, p in enumerate(block.params))
+def kernel_signature(block, root: K, lifted=()):
+    """``(in_params, out_params, operation)`` of ``block`` lowered to ``root``; ``lifted``: the
+    dtypes of the literals :func:`lift_literals` made parameters, after the block's own."""
+    dtypes = [_dtype_of(p.aval) for p in block.params] + [d for d, _ in lifted]
+    ins = ", ".join(f"{d} x{k}" for k, d in enumerate(dtypes))
     return ins, f"{root.dtype} out", c_code(root)
+
+
+# ---- literals as parameters (ahead of time) ---------------------------------------------------
+KEPT = (0, 1, -1)   # literals no size of 2 or more gives, kept in the C text
+
+
+def lift_literals(root: K, first: int):
+    """``root`` with each numeric literal but :data:`KEPT` read from a parameter ``x<first>``,
+    ``x<first+1>``... (equal literals share one), and ``[(dtype, value)]`` of those parameters.
+
+    Ahead of time one body serves every size (:mod:`adcompiler.aot.polymorphic`), and a number
+    that changes with the sizes (a mean's ``1 / n``) must be in the Python text, where the merge
+    reads it, not in a kernel's C text. A literal keeps its dtype (it was converted where the
+    tree was built), so the kernel computes what it did; the values pass as the call's last
+    arguments."""
+    lifted, memo = {}, {}
+
+    def rebuilt(k):
+        if id(k) in memo:
+            return memo[id(k)]
+        if k.op == "lit" and k.dtype != "bool" and k.value not in KEPT:
+            key = (k.dtype, k.value)
+            out = K("param", k.dtype, value=first + lifted.setdefault(key, len(lifted)))
+        else:
+            out = K(k.op, k.dtype, tuple(rebuilt(a) for a in k.args), k.value) if k.args else k
+        memo[id(k)] = out
+        return out
+
+    new = rebuilt(root)
+    return new, sorted(lifted, key=lifted.get)

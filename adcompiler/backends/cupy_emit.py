@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import ast
 
-from ..ir import Value, walk
+from ..ir import Value, sizing, walk
 from ..ir.primitives import writes_once
-from .cuda_kernels import Kernel, kernel_signature, lower_block
+from .cuda_kernels import Kernel, kernel_signature, lift_literals, lower_block
 from .emit import Emitter
 from .expressions import const, index_expr
 
@@ -59,33 +59,41 @@ class CupyEmitter(Emitter):
     def fused(self, node, args, at, path):
         """``target = _kN(args)`` under a comment showing the chain as NumPy-style code."""
         (block,) = node.regions
-        kernel = self.kernel(block)
-        if kernel is None:
+        found = self.kernel(block)
+        if found is None:
             return super().fused(node, args, at, path)  # one expression of CuPy ufuncs
+        kernel, lifted = found
         shown = self.render(ast.Expr(self.chain_expression(block, dict(zip(block.params,
                                                                              args)))))
         target = self.name(node.outputs[0], at, path)
-        call = ast.Call(ast.Name(kernel.name, ast.Load()), list(args), [])
+        values = [ast.Constant(v) for _, v in lifted]
+        call = ast.Call(ast.Name(kernel.name, ast.Load()), list(args) + values, [])
         return [f"# {target} = {shown}",
                 self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
 
     def kernel(self, block):
-        """The kernel computing ``block`` (shared with an identical one), or None. A block
-        without an array parameter stays ufunc calls: CuPy sizes a kernel's loop from its array
-        arguments, and refuses a call with scalars only ("Loop size is undecided")."""
+        """``(kernel, lifted)``: the kernel computing ``block`` (shared with an identical one)
+        and the literals it takes as its last arguments, or None. A block without an array
+        parameter stays ufunc calls: CuPy sizes a kernel's loop from its array arguments, and
+        refuses a call with scalars only ("Loop size is undecided"). Ahead of time the literals
+        are arguments (:func:`.cuda_kernels.lift_literals`), so that numbers made of sizes
+        stay in the Python text."""
         if not any(p.aval.kind == "array" for p in block.params):
             return None
         root = lower_block(block)
         if root is None:
             return None
-        signature = kernel_signature(block, root)
+        lifted = ()
+        if sizing.is_symbolic():
+            root, lifted = lift_literals(root, len(block.params))
+        signature = kernel_signature(block, root, lifted)
         kernel = self._by_code.get(signature)
         if kernel is None:
             k = len(self.kernels)
             kernel = Kernel(f"_k{k}", f"{self.fname}_k{k}", *signature, root)
             self._by_code[signature] = kernel
             self.kernels.append(kernel)
-        return kernel
+        return kernel, lifted
 
     def update(self, node, args, at, path):
         """``acc[idx] = v`` as the emitter writes it, with ``v`` through ``_last_values`` where

@@ -46,10 +46,10 @@ def run(args) -> int:
         if len(paths) > 1:
             print(f"[{i}/{len(paths)}] {path}", file=sys.stderr, flush=True)
         try:
-            # the modules written need NumPy only, and their bodies serve every size (not
-            # CuPy's: a fused kernel's C text holds the sizes' numbers, which the merge of
-            # the code compiled for several sizes cannot read, so it fuses large sizes only)
-            with numexpr_chains.disabled(), sizing.symbolic(args.backend != "cupy"):
+            # the modules written need NumPy (or CuPy) only, and their bodies serve every
+            # size: every choice made by size is the one for large inputs (a CuPy kernel's
+            # literals are its arguments then, where the merge reads the sizes' numbers)
+            with numexpr_chains.disabled(), sizing.symbolic():
                 done = _compile_one(path, args, path in args.paths, paths)
         except CompileError as exc:
             print(exc, file=sys.stderr)

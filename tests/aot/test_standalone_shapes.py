@@ -422,3 +422,67 @@ def test_cupy_modules_hold_for_other_sizes_too(tmp_path, monkeypatch):
                                             r"cupy.asarray\(b\)"):
             module.grad_bias(cp.asarray(np.ones((4, 3))), np.ones(3), cp.asarray(np.ones((8, 4))))
         assert slow == ["grad_bias", "grad_bias"]
+
+
+def test_cupy_modules_fuse_at_every_size_with_literals_as_kernel_arguments(tmp_path, monkeypatch):
+    """A softmax cross-entropy fuses at large sizes and not at the example's 256 x 10 (under
+    the fusion threshold): CuPy modules were compiled per shape. Ahead of time every size now
+    counts as large, and a kernel's numbers (the mean's 1/n) are its call's last arguments, so
+    one body serves every size; run on the NumPy-backed stand-in for CuPy, which reads the C."""
+    from adcompiler import cli
+    from tests import fake_cupy
+    write(tmp_path, "ce.py", '''
+        import numpy as np
+        import adcompiler as ad
+
+
+        @ad.grad(wrt=("W",))
+        def ce(W, x, onehot, scale=3.0):
+            z = x @ W * scale
+            z = z - np.max(z, axis=1, keepdims=True)
+            lse = np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+            return -np.mean(np.sum(onehot * (z - lse), axis=1))
+
+
+        def example_ce():
+            rng = np.random.default_rng(0)
+            return (rng.normal(size=(100, 10)), rng.normal(size=(256, 100)),
+                    np.eye(10)[rng.integers(0, 10, 256)])
+        ''')
+    assert cli.main(["compile", str(tmp_path / "ce.py"), "--backend", "cupy", "-o",
+                     str(tmp_path / "ce_gpu.py")]) == 0
+    text = (tmp_path / "ce_gpu.py").read_text()
+    assert "per shape" not in text and "ElementwiseKernel" in text
+    monkeypatch.syspath_prepend(str(tmp_path))
+    user = import_path(tmp_path / "ce.py")
+    with fake_cupy.install() as cp:
+        module = import_path(tmp_path / "ce_gpu.py")
+        slow, dispatch = [], module._dispatch
+        module._dispatch = lambda table, args: slow.append(table.name) or dispatch(table, args)
+        rng = np.random.default_rng(1)
+        for d, c, n in ((100, 10, 256), (7, 3, 5), (30, 12, 4097), (2, 2, 2)):
+            args = (rng.normal(size=(d, c)), rng.normal(size=(n, d)),
+                    np.eye(c)[rng.integers(0, c, n)])
+            (got,), (want,) = module.grad_ce(*(cp.asarray(a) for a in args)), user.ce(*args)
+            np.testing.assert_allclose(got.get(), want, rtol=1e-12, atol=1e-14)
+        assert slow == []
+
+
+def test_lifted_literals_compute_what_the_inline_literals_did():
+    """Every literal but 0, 1 and -1 becomes a parameter with the literal's own dtype (float32
+    stays float32, comparisons stay weak-scalar ones), and the kernel's value is unchanged."""
+    from adcompiler.backends.cuda_kernels import c_code, evaluate, lift_literals, lower_block
+    from tests.cupy_helpers import one_node_block
+    x = np.linspace(-3, 3, 11).astype(np.float32)
+    for prim, inputs, dtype in (("multiply", (x, 0.1), "float32"), ("greater", (x, 2.5), "bool"),
+                                ("power", (x, 3.0), "float32"), ("add", (x, 1.0), "float32"),
+                                ("subtract", (x.astype(float), -0.25), "float64")):
+        root = lower_block(one_node_block(prim, inputs, dtype))
+        lifted_root, lifted = lift_literals(root, 1)
+        want = evaluate(root, [x if prim != "subtract" else x.astype(float)])
+        got = evaluate(lifted_root, [inputs[0]] + [v for _, v in lifted])
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+        assert [d for d, _ in lifted] == ([] if prim == "add" else [dtype if dtype != "bool"
+                                                                      else "float32"])
+        assert ("x1" in c_code(lifted_root)) == bool(lifted)

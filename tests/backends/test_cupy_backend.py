@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -331,8 +332,12 @@ def test_command_line_writes_a_cupy_module(tmp_path):
     text = out.read_text()
     assert "import cupy as cp" in text and "--backend cupy" in text and "device=True" in text
     assert "dw3 = (1 / (d1 * d2)) * float(cp.sum(l2 * l1))" in text   # 1/size, on the float
-    namespace = {}   # run where CuPy is missing: the dispatcher refuses NumPy data first
-    exec(compile(text.replace("import cupy as cp", "cp = None"), str(out), "exec"), namespace)
+    assert "_k0 = cp.ElementwiseKernel(" in text   # fused at every size, ahead of time
+    # run with a CuPy that has no device: the dispatcher refuses NumPy data first
+    namespace = {"_NoDevice": types.SimpleNamespace(ElementwiseKernel=lambda *a: None,
+                                                     ndarray=type("ndarray", (), {}))}
+    exec(compile(text.replace("import cupy as cp", "cp = _NoDevice"), str(out), "exec"),
+         namespace)
     with pytest.raises(TypeError, match=r"runs on the GPU, but inp is a ndarray: pass "
                                         r"cupy.asarray\(inp\)"):
         namespace["grad_loss"](2.0, 3.0, 4.0, np.ones((2, 2)))
