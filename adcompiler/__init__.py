@@ -13,6 +13,7 @@ if _os.path.isfile(_os.path.join(_checkout, "templates", "elementwise.py")):
 from .api.gradients import GradientFunction, grad, jvp, value_and_grad, vjp  # noqa: E402
 from .checking.check_grad import GradientCheckError, check_grad  # noqa: E402
 from .custom.vjp import custom_vjp, stop_gradient  # noqa: E402
+from .transforms.checkpointing import Checkpoint  # noqa: E402
 from .errors import AssertionFailed, CompileError  # noqa: E402
 from .api.higher import hessian, jacobian  # noqa: E402
 from .checking.symbolic import symbolic  # noqa: E402
@@ -26,7 +27,7 @@ from .frontend.reading.public import PUBLIC as _PUBLIC  # noqa: E402
 
 __all__ = ["grad", "value_and_grad", "vjp", "CompileError", "AssertionFailed", "GradientFunction",
            "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",
-           "GradientCheckError", "symbolic"]
+           "GradientCheckError", "symbolic", "Checkpoint"]
 
 # The module reader (adcompiler compile, check) finds the decorators a user's module names here.
 _PUBLIC.update({name: globals()[name] for name in __all__}, adcompiler=_sys.modules[__name__])

@@ -30,6 +30,7 @@ from .passes import optimize
 from .runtime import numba_cache
 from .runtime.compile import XP_NAMES, Compiled, load_backend
 from .transforms.branch_values import bind_on_every_path
+from .transforms.checkpointing import checkpoint_loops
 from .transforms.forward import add_tangents
 from .transforms.reverse import add_adjoint
 
@@ -39,7 +40,7 @@ FORWARD_MODES = ("jvp", "hvp")  # compiled by compile_jvp
 
 @with_room
 def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
-                     plain=None, backend="numpy") -> Compiled:
+                     plain=None, backend="numpy", checkpoint=None) -> Compiled:
     """Compile ``mode`` of ``fn`` for these arguments (Avals for traced ones).
 
     ``plain`` emits source meant to be read by the compiler again (grad of grad): no fused
@@ -47,11 +48,14 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     ``"cupy"`` writes CuPy code (see :func:`adcompiler.runtime.compile.load_backend` for how it
     loads where CuPy cannot run). ``plain=None`` is plain inside
     :func:`adcompiler.backends.check_modes.unoptimised` (the tests' reference), else not.
+    ``checkpoint`` (a :class:`~adcompiler.transforms.checkpointing.Checkpoint`) bounds what
+    reverse mode keeps of ``for`` loops.
     """
     plain = check_modes.is_unoptimised() if plain is None else plain
     if mode in FORWARD_MODES:
         return compile_jvp(fn, arguments, wrt, mode, plain, backend)
-    graph, arg_names = gradient_graph(fn, arguments, wrt, mode, cotangent, plain, backend)
+    graph, arg_names = gradient_graph(fn, arguments, wrt, mode, cotangent, plain, backend,
+                                      checkpoint)
     if plain:  # source the frontend reads again: a branch's values bound on both paths
         graph = bind_on_every_path(graph)
     verify(graph)
@@ -60,12 +64,13 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
 
 
 def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, plain=False,
-                   backend="numpy"):
+                   backend="numpy", checkpoint=None):
     """``(graph, the names of its parameters)``: the optimised graph of ``mode`` ("grad",
     "value_and_grad" or "vjp"), emitted by :func:`compile_gradient` and read by the symbolic
     mode (:mod:`adcompiler.checking.symbolic`)."""
     if mode == "vjp" and isinstance(cotangent, Tree):   # a container returned: one seed a leaf
         graph, seeds = seeded_graph(fn, arguments, cotangent, backend)
+        checkpoint_loops(graph, checkpoint)  # segments replayed in the adjoint
         grads = add_adjoint(graph, _wrt_values(graph, wrt_leaves(wrt, arguments)), 1.0)
         graph.outputs = grads
         return optimize(graph, plain), parameter_names(arguments) + [s.name for s in seeds]
@@ -76,6 +81,7 @@ def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, p
         graph.params.append(seed)
     else:
         seed = 1.0
+    checkpoint_loops(graph, checkpoint)  # loops in segments, replayed in the adjoint
     grads = add_adjoint(graph, _wrt_values(graph, wrt_leaves(wrt, arguments)), seed)
     graph.outputs = ([out] if mode == "value_and_grad" else []) + grads       # reverse mode
     # the seed's own name: `cotangent_1` where a local of the user's holds `cotangent` (it is

@@ -23,6 +23,7 @@ from ..runtime import cache as disk_cache
 from ..runtime import dask_results
 from ..runtime.compile import check_backend
 from ..runtime.dask_results import check_compute
+from ..transforms.checkpointing import as_checkpoint
 from ..runtime.namespaces import backend_for
 from .signature import (_entries, array_module, bind_arguments, check_backend_arguments,
     check_transformable, classify, classify_arguments, input_types, is_device_array, key_of,
@@ -41,8 +42,9 @@ class GradientFunction:
 
     bound_attributes = ("specialize",)  # called with the instance first through one (bound.py)
 
-    def __init__(self, fn, wrt, mode, backend="numpy", compute=None):
+    def __init__(self, fn, wrt, mode, backend="numpy", compute=None, checkpoint=None):
         check_transformable(fn, mode)  # a def, a custom_vjp function or grad(f)
+        self.checkpoint = as_checkpoint(checkpoint)   # snapshots of for loops (checkpointing)
         self.primal = fn
         self.mode = mode
         self.backend = backend if backend == "auto" else check_backend(backend)
@@ -126,10 +128,10 @@ class GradientFunction:
     def _build(self, key, avals, ct_aval) -> Compiled:
         """Compile, or fetch from the disk cache (NumPy code only: adcompiler.runtime.cache)."""
         return disk_cache.fetch(
-            disk_cache.key_for(self.primal, self.mode, self.wrt, key)
+            disk_cache.key_for(self.primal, self.mode, self.wrt, key + (self.checkpoint,))
             if self.backend == "numpy" else None,
             lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval,
-                                     backend=self.backend))
+                                     backend=self.backend, checkpoint=self.checkpoint))
 
     def __call__(self, *args, **kwargs):
         return self._call(args, kwargs)
@@ -195,7 +197,7 @@ class GradientFunction:
             picked = type(self).__bases__[0] if type(self).__dict__.get("_fast_class") \
                 else type(self)
             picked = picked(self.primal, self._wrt_given, self.mode, backend,
-                            self.compute if backend == "dask" else None)
+                            self.compute if backend == "dask" else None, self.checkpoint)
             self._by_backend[backend] = picked
         self._last_picked = picked
         return picked
@@ -379,10 +381,10 @@ def _fast_key(args):
 
 
 def _transform(mode):
-    def transform(f=None, *, wrt=None, backend="numpy", compute=None):
+    def transform(f=None, *, wrt=None, backend="numpy", compute=None, checkpoint=None):
         if f is None:
-            return lambda fn: GradientFunction(fn, wrt, mode, backend, compute)
-        return GradientFunction(f, wrt, mode, backend, compute)
+            return lambda fn: GradientFunction(fn, wrt, mode, backend, compute, checkpoint)
+        return GradientFunction(f, wrt, mode, backend, compute, checkpoint)
     transform.__name__ = mode
     return transform
 

@@ -124,10 +124,11 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
             return raise_lines(node, args)
         if node.prim == "cond":
             return self.cond(node, args)
+        note = [f"# {node.params['note']}"] if node.params.get("note") else []  # checkpointing's
         if node.prim == "loop":
-            return self.loop(node, args)
+            return note + self.loop(node, args)
         if node.prim == "while":
-            return self.while_loop(node, args)
+            return note + self.while_loop(node, args)
         if node.prim == "fused":
             return self.fused(node, args, *where)
         if node in self.planned:

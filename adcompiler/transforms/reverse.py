@@ -16,6 +16,7 @@ from ..ir.primitives import PRIMS
 from ..templates import cotangent, has_rule
 
 from . import control
+from .checkpointing import replay
 from .cotangents import accumulate, name_cotangent, typed_number
 
 
@@ -98,8 +99,9 @@ def backprop(b: Builder, nodes, ct: dict, after_node=None):
             b.source = node.source
             if node.prim == "cond":
                 control.backprop_cond(b, node, ct, backprop)
-            elif node.prim in ("loop", "while"):
-                control.backprop_loop(b, node, ct, backprop)
+            elif node.prim in ("loop", "while"):  # a checkpointed segment: run again here
+                twin = replay(b, node, ct) if node.params.get("remat") else node
+                control.backprop_loop(b, twin, ct, backprop)
             else:
                 _backprop_node(b, node, ct[node.outputs[0]], ct)
         if after_node is not None:

@@ -1,0 +1,226 @@
+"""Checkpointed loops: a ``for`` loop's forward keeps snapshots of its carried values only, and
+its reverse sweep runs each segment between two snapshots forward again before reversing it.
+
+The rewrite (before reverse mode) turns ``for k in range(T): body`` into segments of ``L``
+iterations: an outer loop of ``T // L`` segments, each an inner loop over its ``L`` iterations
+(``k = j * L + i``), then one inner loop over the ``T % L`` left. Each inner loop is marked
+``remat``: reverse mode does not differentiate it where it runs but :func:`replay`\\s it (a
+copy, run again from the same carried values) in the adjoint, and differentiates the copy. So
+the outer forward loop stacks only its carried values (the snapshots, ``T // L`` of them) and
+each reverse step stacks one segment's residuals (``L`` iterations) while it runs: two-level
+checkpointing, ``2 sqrt(T)`` stored states for ``L = sqrt(T)``, each iteration run twice
+forward. Invariant: the same operations on the same values in the same order (the gradient is
+bitwise the unbounded one's); loops with a ``break`` and loops inside loops are left as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ir import Aval, Block, Literal, Node, Value
+from ..ir.builder import Builder
+from .loop_exit import exit_guard
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A memory budget for reverse mode through ``for`` loops (``grad(f, checkpoint=...)``).
+
+    ``snapshots``: how many carried states a loop's forward keeps (``None``: ``ceil(sqrt(T))``
+    for a loop of ``T`` iterations). The reverse sweep then keeps one segment's residuals,
+    ``ceil(T / snapshots)`` iterations of them, at a time. ``every``: a ``while`` loop, whose
+    trip count ``T`` is known only once it has run, keeps a snapshot every ``every``
+    iterations (``T / every`` of them, and ``every`` iterations' residuals in the reverse
+    sweep); ``None`` leaves while loops unbounded.
+    """
+
+    snapshots: int | None = None
+    every: int | None = None
+
+    def __post_init__(self):
+        for name in ("snapshots", "every"):
+            n = getattr(self, name)
+            if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+                raise TypeError(f"Checkpoint({name}=...) takes an int >= 1 or None, not {n!r}")
+
+    def segment(self, trips: int) -> int | None:
+        """Iterations per segment for a loop of ``trips`` iterations; None where the budget
+        holds every iteration (nothing to gain)."""
+        if trips <= 1:
+            return None
+        keep = self.snapshots or math.isqrt(trips - 1) + 1   # ceil(sqrt(trips))
+        if keep >= trips:
+            return None
+        return -(-trips // keep)
+
+
+def as_checkpoint(checkpoint) -> Checkpoint | None:
+    """``checkpoint=`` as given to grad: None, a number of snapshots, ``"sqrt"``, or a
+    :class:`Checkpoint`; else a TypeError saying what is accepted."""
+    if checkpoint is None or isinstance(checkpoint, Checkpoint):
+        return checkpoint
+    if checkpoint == "sqrt":
+        return Checkpoint()
+    if isinstance(checkpoint, int) and not isinstance(checkpoint, bool) and checkpoint >= 1:
+        return Checkpoint(snapshots=checkpoint)
+    raise TypeError(f"checkpoint= takes None, a number of snapshots (an int >= 1), \"sqrt\" or "
+                    f"adcompiler.Checkpoint(snapshots=...), not {checkpoint!r}")
+
+
+def checkpoint_loops(graph, policy: Checkpoint | None):
+    """Split every outermost counted loop of ``graph`` (in its top level or its ifs) into
+    checkpointed segments, as ``policy`` says; the graph, changed in place."""
+    if policy is not None:
+        _rewrite(graph, graph.nodes, policy)
+    return graph
+
+
+def _rewrite(graph, nodes, policy):
+    for i in range(len(nodes) - 1, -1, -1):
+        node = nodes[i]
+        if node.prim == "cond":
+            for block in node.regions:
+                _rewrite(graph, block.nodes, policy)
+        elif node.prim == "loop" and _eligible(node):
+            length = policy.segment(node.inputs[0].value)
+            if length is not None:
+                nodes[i:i + 1] = _segments(graph, node, length)
+        elif node.prim == "while" and policy.every and not node.params.get("stacked"):
+            nodes[i] = _while_segments(graph, node, policy.every)
+
+
+def _eligible(node) -> bool:
+    return (isinstance(node.inputs[0], Literal) and not node.params.get("stacked")
+            and not node.params.get("reverse") and exit_guard(node) is None)
+
+
+def _segments(graph, node, length):
+    """The nodes standing for ``node``: an outer loop over its full segments of ``length``
+    iterations, then one over the rest (where there is a rest)."""
+    trips = node.inputs[0].value
+    full, rest = divmod(trips, length)
+    inits = list(node.inputs[1:])
+    b = Builder(graph)
+    b.source = node.source
+    outer = _outer(b, node, full, length, inits, rest == 0)
+    if not rest:
+        return [outer]
+    tail = _segment(b, node, rest, Literal(full * length), list(outer.outputs), node.outputs)
+    return [outer, tail]
+
+
+def _outer(b, node, full, length, inits, last):
+    (body,) = node.regions
+    j = b.graph.name_value(Value(body.params[0].aval), "segment")
+    carried = [_fresh(b.graph, p, {}) for p in body.params[1:]]
+    block = Block(params=[j, *carried])
+    with b, b.into(block):
+        start = b.emit("multiply", (j, Literal(length)), name="first")
+    outs = node.outputs if last else tuple(_fresh(b.graph, v, {}) for v in node.outputs)
+    inner = _segment(b, node, length, start, carried,
+                     tuple(_fresh(b.graph, v, {}) for v in node.outputs))
+    block.nodes.append(inner)
+    block.outputs = list(inner.outputs)
+    names = ", ".join(p.name or "?" for p in body.params[1:])
+    note = (f"checkpointed: {full} snapshots of {names}, one per {length} steps, run again "
+            "in the reverse sweep")
+    return Node("loop", (Literal(full), *inits), {"stacked": 0, "note": note}, tuple(outs),
+                node.source, "forward", (block,))
+
+
+def _segment(b, node, trips, start, inits, outs):
+    """A copy of ``node`` over ``trips`` iterations from iteration ``start``, marked remat."""
+    (body,) = node.regions
+    k = body.params[0]
+    i = b.graph.name_value(Value(k.aval), "step")
+    subst = {}
+    copy = clone_block(b.graph, body, subst)
+    copy.params[0] = i
+    if isinstance(start, Literal) and start.value == 0:
+        counter = i
+    else:
+        with b, b.into(Block()) as top:
+            counter = b.emit("add", (start, i), name=k.name)
+        copy.nodes[:0] = top.nodes
+    _substitute(copy, {subst[k]: counter})
+    return Node("loop", (Literal(trips), *inits), {"stacked": 0, "remat": True}, tuple(outs), node.source,
+                "forward", (copy,))
+
+
+def _while_segments(graph, node, every):
+    """``while test: body`` as ``while test: (while test and i < every: body; i += 1)``, the
+    inner loop marked remat: the outer loop's per-iteration residuals are the snapshots."""
+    test, body = node.regions
+    outer_test = clone_block(graph, test, {})
+    carried = [_fresh(graph, p, {}) for p in body.params]
+    inner_test, inner_body = clone_block(graph, test, {}), clone_block(graph, body, {})
+    count = [graph.name_value(Value(Aval("int", "int64")), "steps") for _ in range(3)]
+    b = Builder(graph)
+    b.source = node.source
+    with b, b.into(inner_test):
+        more = b.emit("less", (count[0], Literal(every)))
+        inner_test.outputs = [b.emit("logical_and", (inner_test.outputs[0], more))]
+    with b, b.into(inner_body):
+        inner_body.outputs.append(b.emit("add", (count[1], Literal(1)), name="steps"))
+    inner_test.params.append(count[0])
+    inner_body.params.append(count[1])
+    outs = tuple(_fresh(graph, v, {}) for v in node.outputs) + (count[2],)
+    inner = Node("while", (*carried, Literal(0)), {"stacked": 0, "remat": True}, outs,
+                 node.source, "forward", (inner_test, inner_body))
+    note = (f"checkpointed: a snapshot every {every} iterations, each segment run again in "
+            "the reverse sweep")
+    return Node("while", node.inputs, {"stacked": 0, "note": note}, node.outputs, node.source,
+                "forward", (outer_test, Block(carried, [inner], list(outs[:-1]))))
+
+
+# ---- copies ---------------------------------------------------------------------------------
+def replay(b, node, ct: dict):
+    """Run the remat loop ``node`` again where the adjoint is being emitted: a copy of it (its
+    values fresh, active where the originals are), whose outputs take over their cotangents;
+    reverse mode differentiates the copy, so its residuals live only in this sweep."""
+    subst = {}
+    params = {k: v for k, v in node.params.items() if k != "remat"}
+    params["note"] = "a checkpointed segment run again, its residuals kept for it only"
+    twin = clone_node(b.graph, node, subst, params)
+    b.active.update(new for old, new in subst.items() if old in b.active)
+    for old, new in zip(node.outputs, twin.outputs):
+        if ct.get(old) is not None:
+            ct[new] = ct[old]
+    b.target.append(twin)
+    return twin
+
+
+def clone_node(graph, node, subst: dict, params=None) -> Node:
+    """A copy of ``node`` (and its blocks) defining fresh values, recorded in ``subst``."""
+    inputs = tuple(_read(subst, x) for x in node.inputs)
+    regions = tuple(clone_block(graph, block, subst) for block in node.regions)
+    outputs = tuple(_fresh(graph, v, subst) for v in node.outputs)
+    return Node(node.prim, inputs, dict(node.params) if params is None else params, outputs,
+                node.source, node.phase, regions)
+
+
+def clone_block(graph, block, subst: dict) -> Block:
+    params = [_fresh(graph, p, subst) for p in block.params]
+    nodes = [clone_node(graph, n, subst) for n in block.nodes]
+    return Block(params, nodes, [_read(subst, x) for x in block.outputs])
+
+
+def _fresh(graph, v: Value, subst: dict) -> Value:
+    new = Value(v.aval, origin=v.origin)
+    if v.name:
+        graph.name_value(new, v.name)
+    subst[v] = new
+    return new
+
+
+def _read(subst, x):
+    return subst.get(x, x) if isinstance(x, Value) else x
+
+
+def _substitute(block, subst):
+    for n in block.nodes:
+        n.inputs = tuple(_read(subst, x) for x in n.inputs)
+        for region in n.regions:
+            _substitute(region, subst)
+    block.outputs = [_read(subst, x) for x in block.outputs]
