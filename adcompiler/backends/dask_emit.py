@@ -110,21 +110,29 @@ class DaskEmitter(Emitter):
         return [comment, f"if bool({test}):"] + lines[1:]
 
     def while_loop(self, node, args):
-        """A ``while`` whose test is computed once per iteration, said by a comment."""
+        """A ``while`` whose test is computed once per iteration, said by a comment, on values
+        persisted before each test (else each test would compute every iteration before it)."""
         lines = super().while_loop(node, args)
+        m = node.params.get("stacked", 0)
+        carried = [self.names[v] for v in node.outputs[:len(node.outputs) - m]
+                   if v.aval.kind == "array" and v in self.names]
+        persist = [f"{name} = da.asarray({name}).persist()" for name in dict.fromkeys(carried)]
         for i, line in enumerate(lines):
-            if line.startswith("while ") and line != "while True:":
-                test = line[6:-1]
-                lines[i:i + 1] = [f"# computes the predicate each iteration: {test}",
-                                  f"while bool({test}):"]
+            if line.startswith("while "):
                 break
-            if line.startswith("    if not ") and line.endswith(":") and i and \
-                    lines[i - 1].startswith("    ") and "while True:" in lines[:i]:
-                test = line[len("    if not "):-1]
-                lines[i:i + 1] = [f"    # computes the predicate each iteration: {test}",
-                                  f"    if not bool({test}):"]
-                break
-        return lines
+        else:
+            return lines
+        if line != "while True:":
+            test = line[6:-1]
+            lines[i] = f"while bool({test}):"
+        else:
+            j = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("    if not "))
+            test = lines[j][len("    if not "):-1]
+            lines[j] = f"    if not bool({test}):"
+        comment = [f"# computes the predicate each iteration: {test}"] + (
+            ["# (on the loop's values persisted: each test computes one iteration)"]
+            if persist else [])
+        return lines[:i] + comment + persist + lines[i:] + ["    " + p for p in persist]
 
     def loop(self, node, args):
         """A ``for`` loop whose residuals go into lists, each stacked by ``da.stack`` after."""

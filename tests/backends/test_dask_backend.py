@@ -256,9 +256,32 @@ def test_predicates_are_computed_once_and_said_so():
     t = ad.grad(tolerance, backend="dask")
     t(chunked(np.ones(N)))
     assert "# computes the predicate each iteration" in t.source
+    assert "y = da.asarray(y).persist()" in t.source
     with Computes() as computes:
         ad.grad(branch, backend="dask", compute=False)(chunked(np.ones(N)), 0.5)
     assert computes.count == 1   # the predicate; the gradient stays lazy
+
+
+def test_a_while_test_computes_one_iteration_each():
+    """The loop's values are persisted before each test: a run of n iterations computes
+    2 n + 2 graphs (the first persist, n + 1 tests, n persists; the gradient stays lazy),
+    each of one step's tasks, not of the loop from its start."""
+    x = np.random.default_rng(6).normal(size=N)
+    y, n = x, 0
+    while np.max(np.abs(y)) > 0.01:
+        y, n = 0.5 * y + 0.1 * np.tanh(y), n + 1
+    sizes = []
+
+    class Tasks(Computes):
+        def _start(self, dsk):
+            super()._start(dsk)
+            sizes.append(len(dsk))
+
+    with Tasks() as computes:
+        got = ad.grad(tolerance, backend="dask")(chunked(x))
+    assert n > 5 and computes.count == 2 * n + 2
+    assert max(sizes) < 12 * len(CHUNKS) < n * len(CHUNKS) * 3   # one step: a few per chunk
+    close(got.compute(), ad.grad(tolerance)(x))
 
 
 def test_residuals_are_stacked_lists_and_scatters_bincounts():
