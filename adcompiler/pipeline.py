@@ -231,6 +231,7 @@ def lower(fn, arguments: dict):
 
 _READS = {"np": "NumPy's module name `np`", "ne": "numexpr's module name `ne`",
           "cp": "CuPy's module name `cp`", "cupyx": "the module `cupyx`",
+          "da": "dask.array's module name `da`",
           "math": "the module `math`", "float": "the builtin `float`"}
 
 
