@@ -3,13 +3,13 @@ its reverse sweep runs each segment between two snapshots forward again before r
 
 The rewrite (before reverse mode) turns ``for k in range(T): body`` into segments of ``L``
 iterations: an outer loop of ``T // L`` segments, each an inner loop over its ``L`` iterations
-(``k = j * L + i``), then one inner loop over the ``T % L`` left. Each inner loop is marked
-``remat``: reverse mode does not differentiate it where it runs but :func:`replay`\\s it (a
+(``k = j * L + i``), then a plain loop over the ``T % L`` left (stacking its residuals as any
+loop does: fewer than a segment's). Each inner loop is marked ``remat``: reverse mode does not differentiate it where it runs but :func:`replay`\\s it (a
 copy, run again from the same carried values) in the adjoint, and differentiates the copy. So
 the outer forward loop stacks only its carried values (the snapshots, ``T // L`` of them) and
 each reverse step stacks one segment's residuals (``L`` iterations) while it runs: two-level
-checkpointing, ``2 sqrt(T)`` stored states for ``L = sqrt(T)``, each iteration run twice
-forward. Invariant: the same operations on the same values in the same order (the gradient is
+checkpointing, ``2 sqrt(T)`` stored states for ``L = sqrt(T)``, each iteration of the full
+segments run twice forward (``T + L * (T // L)`` steps in all). Invariant: the same operations on the same values in the same order (the gradient is
 bitwise the unbounded one's); loops with a ``break`` and loops inside loops are left as they are.
 """
 
@@ -106,7 +106,9 @@ def _segments(graph, node, length):
     outer = _outer(b, node, full, length, inits, rest == 0)
     if not rest:
         return [outer]
+    # the rest's residuals (fewer than a segment's) are stacked as it runs: no replay
     tail = _segment(b, node, rest, Literal(full * length), list(outer.outputs), node.outputs)
+    del tail.params["remat"]
     return [outer, tail]
 
 
@@ -123,8 +125,8 @@ def _outer(b, node, full, length, inits, last):
     block.nodes.append(inner)
     block.outputs = list(inner.outputs)
     names = ", ".join(p.name or "?" for p in body.params[1:])
-    note = (f"checkpointed: {full} snapshots of {names}, one per {length} steps, run again "
-            "in the reverse sweep")
+    note = (f"checkpointed: {full} snapshot{'s' if full > 1 else ''} of {names}, one per "
+            f"{length} steps, run again in the reverse sweep")
     return Node("loop", (Literal(full), *inits), {"stacked": 0, "note": note}, tuple(outs),
                 node.source, "forward", (block,))
 

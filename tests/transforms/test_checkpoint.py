@@ -1,0 +1,235 @@
+"""Checkpointed reverse mode (``grad(f, checkpoint=...)``, transforms/checkpointing.py): the
+gradient equals the unbounded one (and the unoptimised one) to 1e-12, on loops with several
+carried values, ifs in the body and outer parameters, trip counts that are and are not multiples
+of the segment, T = 1, budgets at least T, while loops; at the sizes where the planner's pooled
+stacks (32 KiB), fusion (4,096 elements) and numexpr (2**18 elements) switch on; the stacks the
+code allocates hold at most the budget, and the body runs forward as often as the schedule says
+(counted by an instrumented run)."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler.backends import planner
+from adcompiler.backends.check_modes import unoptimised
+from adcompiler.backends.numexpr_chains import MIN_ELEMENTS
+from adcompiler.passes.fuse import MIN_SIZE
+from adcompiler.transforms.checkpointing import Checkpoint
+
+
+def rnn(W, h0, x):
+    h = h0
+    for t in range(x.shape[0]):
+        h = np.tanh(W @ h + x[t])
+    return np.sum(h * h)
+
+
+def gated(W, a, h0, x):
+    """Three carried values (an array, a float, an int), an if nested in an if, outer params."""
+    h, s, n = h0, 0.0, 0
+    for t in range(x.shape[0]):
+        z = W @ h + x[t]
+        if t % 3 == 0:
+            if np.sum(z) > 0:
+                z = z * a
+            else:
+                z = np.sin(z)
+            n = n + 1
+        h = np.tanh(z)
+        s = s + a * np.sum(h) * n
+    return s + np.sum(h)
+
+
+def elementwise(a, h0, x):
+    h = h0
+    for t in range(x.shape[0]):
+        h = np.tanh(a * h + x[t]) * 0.5 + h * 0.25
+    return np.sum(h * h)
+
+
+def elementwise_tail(a, h0, x):
+    """A loop, then a chain of elementwise operations numexpr computes at 2**18 elements."""
+    h = h0
+    for t in range(x.shape[0]):
+        h = np.tanh(a * h + x[t]) * 0.5 + h * 0.25
+    return np.sum(np.tanh(h) * h + 3.0 * h * h - np.exp(-h))
+
+
+def decay(x, a):
+    n = 0
+    while np.sum(x * x) < 100.0 and n < 50:
+        x = np.sin(x) * a + 0.1 * x
+        n = n + 1
+    return np.sum(x)
+
+
+def _leaves(x):
+    return [y for item in x for y in _leaves(item)] if isinstance(x, tuple) else [x]
+
+
+def _close(got, want):
+    got, want = _leaves(got), _leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert np.linalg.norm(g - w) <= 1e-12 * max(np.linalg.norm(w), 1.0), (g, w)
+
+
+def _agrees(f, args, checkpoint, wrt=(0,), mode=ad.grad):
+    """The checkpointed gradient equals the unbounded one and the unoptimised checkpointed one;
+    the transform (its ``.source`` is the code)."""
+    g = mode(f, wrt=wrt, checkpoint=checkpoint)
+    got = g(*args)
+    _close(got, mode(f, wrt=wrt)(*args))
+    with unoptimised():
+        _close(got, mode(f, wrt=wrt, checkpoint=checkpoint)(*args))
+    return g
+
+
+def _rnn_args(T, n=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, n)) * 0.5, rng.standard_normal(n), rng.standard_normal((T, n))
+
+
+@pytest.mark.parametrize("T, snapshots", [(1, 1), (7, 3), (12, 3), (12, 4), (10, 3), (5, 5),
+                                          (5, 9), (2, 1), (30, 1), (100, "sqrt")])
+def test_for_loops_equal_the_unbounded_gradient(T, snapshots):
+    _agrees(rnn, _rnn_args(T), snapshots, wrt=(0, 1, 2))
+
+
+@pytest.mark.parametrize("T, snapshots", [(13, 4), (12, 4), (1, 2), (40, "sqrt")])
+def test_carried_values_ifs_and_outer_parameters(T, snapshots):
+    W, h0, x = _rnn_args(T, 4, seed=T)
+    _agrees(gated, (W, 0.7, h0, x), snapshots, wrt=(0, 1, 2))
+    _agrees(gated, (W, 0.7, h0, x), snapshots, wrt=(0, 1), mode=ad.value_and_grad)
+
+
+def test_vjp_and_ad_checkpoint_object():
+    W, h0, x = _rnn_args(9)
+    _agrees(rnn, (W, h0, x), Checkpoint(snapshots=2), wrt=(0, 2))
+
+    def vec(W, h0, x):
+        h = h0
+        for t in range(x.shape[0]):
+            h = np.tanh(W @ h + x[t])
+        return h
+    ct = np.array([1.0, -2.0, 0.5])
+    got = ad.vjp(vec, wrt=(0, 1), checkpoint=3)(W, h0, x, cotangent=ct)
+    _close(got, ad.vjp(vec, wrt=(0, 1))(W, h0, x, cotangent=ct))
+
+
+@pytest.mark.parametrize("every", [1, 3, 4, 100])
+def test_while_loops_snapshot_every_k_iterations(every):
+    g = _agrees(decay, (np.array([1.0, 0.5, -0.3]), 1.7), Checkpoint(every=every), wrt=(0, 1))
+    assert "xs.append(x)" in g.source and f"< {every}" in g.source, g.source
+
+
+def test_while_loops_without_every_stay_unbounded():
+    g = _agrees(decay, (np.array([1.0, 0.5, -0.3]), 1.7), 4, wrt=(0, 1))
+    assert "checkpointed" not in g.source
+
+
+# ---- sizes where size-dependent paths switch on ---------------------------------------------
+def test_pooled_stacks_at_the_planner_threshold():
+    """Segments of 64 steps of a 64-wide state: 64 x 64 float64 = 32 KiB stacks, pooled."""
+    assert 64 * 64 * 8 >= planner.MIN_BYTES
+    W, h0, x = _rnn_args(64 * 64, 64)
+    g = _agrees(rnn, (W * 0.3, h0, x), 64, wrt=(0, 1, 2))
+    assert re.search(r"^\s*\w+ = _buf\d+$", g.source, re.M), g.source
+
+
+def test_fused_chains_above_the_fusion_size():
+    rng = np.random.default_rng(3)
+    n = MIN_SIZE
+    g = _agrees(elementwise, (rng.standard_normal(n), rng.standard_normal(n),
+                              rng.standard_normal((9, n))), 3, wrt=(0, 1, 2))
+    assert "fused" in str(g.ir), g.ir   # fusion (passes/fuse.py MIN_SIZE) is on
+
+
+def test_numexpr_chains_above_their_size():
+    pytest.importorskip("numexpr")
+    rng = np.random.default_rng(4)
+    n = MIN_ELEMENTS
+    g = _agrees(elementwise_tail, (rng.standard_normal(n), rng.standard_normal(n),
+                                   rng.standard_normal((5, n))), 2, wrt=(0, 1))
+    assert "ne.evaluate(" in g.source or "_threaded(" in g.source, g.source
+
+
+# ---- the budget and the schedule ------------------------------------------------------------
+def _stack_rows(source) -> list:
+    """The leading dimension of every stack the code allocates (np.empty / pooled buffers)."""
+    return [int(m) for m in re.findall(r"np\.empty\(\((\d+), ", source)]
+
+
+@pytest.mark.parametrize("T, snapshots", [(100, 10), (1000, "sqrt"), (37, 5), (10000, "sqrt")])
+def test_stored_states_within_the_budget(T, snapshots):
+    W, h0, x = _rnn_args(T)
+    g = ad.grad(rnn, wrt=(0,), checkpoint=snapshots)
+    g(W, h0, x)
+    keep = snapshots if isinstance(snapshots, int) else math.isqrt(T - 1) + 1
+    length = -(-T // keep)
+    rows = _stack_rows(g.source) + [int(m) for m in re.findall(r"_buf\d+ = np\.empty\(\((\d+), ",
+                                                                 g.source)]
+    assert rows and max(rows) <= max(keep, length), g.source
+    snapshot_rows = T // length
+    assert snapshot_rows <= keep
+    # one snapshot stack (h) of T // L rows; the segment's stacks of L rows each
+    assert f"np.empty(({snapshot_rows}, 3)" in g.source
+    if snapshots == "sqrt":
+        assert snapshot_rows + length <= 2 * math.sqrt(T) + 1
+
+
+class _Counting:
+    """NumPy, counting the calls of ``np.tanh``."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __getattr__(self, name):
+        attr = getattr(np, name)
+        if name != "tanh":
+            return attr
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return attr(*args, **kwargs)
+        return counted
+
+
+@pytest.mark.parametrize("T, snapshots", [(100, 10), (7, 3), (12, 5), (50, "sqrt"), (5, 9)])
+@pytest.mark.parametrize("mode", ["grad", "value_and_grad"])
+def test_forward_steps_follow_the_schedule(T, snapshots, mode):
+    """The two-level schedule runs each full segment forward twice (the forward sweep taking
+    its snapshot, the reverse sweep again) and the rest (T % L steps) once, stacking its
+    residuals: T + L * (T // L) tanh calls; T where the budget holds every iteration."""
+    W, h0, x = _rnn_args(T)
+    g = getattr(ad, mode)(rnn, wrt=(0,), checkpoint=snapshots)
+    g(W, h0, x)
+    function = g.specialize(W, h0, x).function
+    counting, saved = _Counting(), function.__globals__["np"]
+    function.__globals__["np"] = counting
+    try:
+        function(W, h0, x)
+    finally:
+        function.__globals__["np"] = saved
+    length = Checkpoint(None if snapshots == "sqrt" else snapshots).segment(T)
+    want = T if length is None else T + length * (T // length)
+    assert counting.calls == want, g.source
+
+
+def test_the_code_says_what_is_checkpointed():
+    W, h0, x = _rnn_args(20)
+    g = ad.grad(rnn, checkpoint=4)
+    g(W, h0, x)
+    assert "# checkpointed: 4 snapshots of h, one per 5 steps, run again in the reverse sweep" \
+        in g.source, g.source
+    assert "# a checkpointed segment run again, its residuals kept for it only" in g.source
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "half", True])
+def test_bad_budgets_are_refused(bad):
+    with pytest.raises(TypeError, match="checkpoint="):
+        ad.grad(rnn, checkpoint=bad)
