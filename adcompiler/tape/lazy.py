@@ -42,8 +42,8 @@ def missing(what: str) -> TypeError:
 
 class DaskModule:
     """``dask.array`` with the NumPy names the tape calls that Dask spells otherwise or lacks
-    (``array(copy=)``, ``copy``, ``size``); every other name is Dask's own, and a name Dask lacks is an
-    ``AttributeError`` (which ``getattr(xp, name, None)`` reads as absent)."""
+    (``array(copy=)``, ``copy``, ``size``); every other name is Dask's own, and a name Dask
+    lacks is an ``AttributeError`` (which ``getattr(xp, name, None)`` reads as absent)."""
 
     def __init__(self):
         import dask.array
@@ -119,8 +119,8 @@ class DaskOps(ArrayOps):
     def scatter_add(self, g, arrays, shape, index):
         """``np.add.at(zeros(shape), index, g)``: ``g`` padded with zeros where the index is
         slices of step 1 (``x[1:]``: ``g``'s chunks kept), an assignment into zeros where each
-        element is written once (ints, other slices, one window); index arrays that may repeat are summed by
-        NumPy's ``np.add.at`` in one task (they index a parameter-sized array)."""
+        element is written once (ints, other slices, one window); index arrays that may repeat
+        are summed by NumPy's ``np.add.at`` in one task (they index a parameter-sized array)."""
         from adcompiler.ir.primitives import build_index, writes_once
         idx = build_index(index, arrays)
         dtype = numpy.result_type(g.dtype if hasattr(g, "dtype") else g)
