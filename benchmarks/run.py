@@ -5,7 +5,9 @@
 
 A full run writes benchmarks/RESULTS.md, benchmarks/results.json and benchmarks/plots/*.png;
 --quick, --only and --skip runs write to benchmarks/quick/ (unless --out says otherwise), so that
-a smoke or partial run never overwrites the full figures.
+a smoke or partial run never overwrites the full figures. ``--only dask`` runs
+benchmarks/dask_scale.py instead (a gradient over more data than a Dask cluster's memory; it
+writes benchmarks/DASK.md, and nothing with --quick).
 """
 
 from __future__ import annotations
@@ -247,6 +249,9 @@ def main(argv=None) -> int:
     parser.add_argument("--report-only", action="store_true",
                         help="measure nothing: redraw RESULTS.md and plots from results.json")
     opts = parser.parse_args(argv)
+    if opts.only == "dask":   # its own command: a Dask cluster, not the workloads' systems
+        from benchmarks import dask_scale
+        return dask_scale.main(["--quick"] if opts.quick else [])
     opts.settings = QUICK if opts.quick else FULL
     began = time.perf_counter()
     if opts.report_only:
