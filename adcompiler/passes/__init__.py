@@ -8,6 +8,7 @@ rules share one protocol (:class:`.rewrite.Rewrite`) and run in the order of the
 
 from .algebra import simplify_fused_symbolically
 from .batch import batch_loop_accumulations
+from .broadcast_products import contract_broadcast_products
 from .broadcasts import drop_implicit_broadcasts
 from .carry import copy_updated_carries
 from .cse import eliminate_common_subexpressions
@@ -41,6 +42,12 @@ PIPELINE = (
     drop_implicit_broadcasts,         # after the simplifies (which fold a broadcast literal
                                       # into its reader), before DCE (the broadcasts it drops
                                       # are left unread) and fusion (whose chains it narrows)
+    contract_broadcast_products,      # after the simplifies and CSE (one difference node, the
+                                      # adjoint's scales folded: the forms it matches are
+                                      # final) and the dropped broadcasts (G[:, :, None] read
+                                      # as written); before DCE, which removes the (n, k, d)
+                                      # cubes no rewritten sum reads, and fusion (which would
+                                      # take the products into chains)
     eliminate_dead_code,              # the passes above leave unused nodes behind
     merge_factorizations,             # after DCE: only the results still read share a call
     reuse_inverses,                   # after CSE and DCE: one inv(K) and the solves it replaces
@@ -67,7 +74,7 @@ def optimize(graph, plain=False):
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
                                   hoist_loop_invariant_rows, copy_updated_carries,
                                   merge_factorizations, reuse_inverses, sum_diagonals,
-                                  solve_with_factors):
+                                  solve_with_factors, contract_broadcast_products):
             continue
         graph = run_pass(graph)
     return graph
