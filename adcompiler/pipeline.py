@@ -27,6 +27,7 @@ from .frontend.reading.depth import with_room
 from .ir import Aval, Literal, Value
 from .ir.verify import verify
 from .passes import optimize
+from .passes.logistic import recognise_logistics
 from .runtime import numba_cache
 from .runtime.compile import XP_NAMES, Compiled, load_backend
 from .transforms.branch_values import bind_on_every_path
@@ -94,7 +95,7 @@ def checked_graph(fn, arguments: dict, mode: str, backend="numpy", output_mode=N
     """``(graph, its one output)``: ``fn`` lowered, verified, and checked for ``mode``: the
     parameters' names against what the generated code reads, one output, of a float dtype
     (and scalar, unless ``output_mode`` is "vjp": jvp's result may be an array)."""
-    graph = lower(fn, arguments)
+    graph = recognise_logistics(lower(fn, arguments))  # sigmoids seen whole, before the adjoint
     verify(graph)
     _check_parameter_names(graph, parameter_names(arguments)
                            + (["cotangent"] if mode == "vjp" else []), backend)
@@ -107,7 +108,7 @@ def seeded_graph(fn, arguments: dict, cotangent: Tree, backend="numpy"):
     """``(graph, seeds)`` for the vjp of ``fn`` returning a container: the graph's one output
     is ``sum(sum(out_i * seed_i))`` over the result's leaves, ``seed_i`` a parameter per leaf
     of ``cotangent`` (of the result's structure, else an ArgumentError saying both)."""
-    graph = lower(fn, arguments)
+    graph = recognise_logistics(lower(fn, arguments))
     verify(graph)
     _check_parameter_names(graph, parameter_names(arguments) + ["cotangent"], backend)
     returned = graph.returned

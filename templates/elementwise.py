@@ -282,6 +282,11 @@ _ew("expit",    lambda ops, g, ans, x: g * ans * (1.0 - ans))
 _ew("logit",    lambda ops, g, ans, x: g / (x * (1.0 - x)))
 # log(sigmoid(x))' = sigmoid(-x): no overflow for any x
 _ew("log_expit", lambda ops, g, ans, x: g * ops.expit(-x))
+# the same three as recognised in users' spellings (adcompiler.passes.logistic), each
+# from its result alone: sigmoid(x) = -expm1(-softplus(x)), sigmoid(-x) = -expm1(log_sigmoid(x))
+_ew("sigmoid",  lambda ops, g, ans, x: g * ans * (1.0 - ans))
+_ew("softplus", lambda ops, g, ans, x: -g * ops.expm1(-ans))
+_ew("log_sigmoid", lambda ops, g, ans, x: -g * ops.expm1(ans))
 
 
 def _order(n):

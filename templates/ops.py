@@ -187,9 +187,11 @@ class SymbolicOps:
         import sympy
 
         from ..ir.primitives import ELEMENTWISE  # each row names its SymPy function, if any
+        from ..ir.primitives import LOGISTIC_SYMPY   # and so do the sigmoids, not rows
         self.sp = sympy
         self._names = {r.name: _sympy_function(sympy, r.sympy)
                        for r in ELEMENTWISE if r.sympy is not None}
+        self._names.update((n, _sympy_function(sympy, f)) for n, f in LOGISTIC_SYMPY.items())
 
     def __getattr__(self, name):
         return self._names[name]

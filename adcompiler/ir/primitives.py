@@ -597,6 +597,20 @@ _def("index_add", index_add, "internal", "index_add", None)
 _def("scatter_add", scatter_add, "internal", "_scatter_add", None, torch="IndexPutBackward0")
 
 
+# ---- the logistic family seen whole (adcompiler.passes.logistic): made from the user's
+# spellings before differentiation, each one residual; spelled back in ufuncs after it, so no
+# backend sees them
+LOGISTIC_SYMPY = {"sigmoid": lambda sp, x: 1 / (1 + sp.exp(-x)),   # as rows' ``sympy``
+                  "softplus": lambda sp, x: sp.log(1 + sp.exp(x)),
+                  "log_sigmoid": lambda sp, x: -sp.log(1 + sp.exp(-x))}
+_def("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), "elementwise", "_sigmoid",
+     torch="SigmoidBackward0")
+_def("softplus", lambda x: np.logaddexp(0.0, x), "elementwise", "_softplus",
+     torch="SoftplusBackward0")
+_def("log_sigmoid", lambda x: -np.logaddexp(0.0, -x), "elementwise", "_log_sigmoid",
+     torch="LogSigmoidBackward0")
+
+
 # ---- control flow: nodes with regions (their outputs' avals come from their blocks) ---------
 _def("cond", None, "control", "if", None, differentiable=True)
 _def("loop", None, "control", "for", None, differentiable=True)

@@ -17,12 +17,15 @@ from .factorizations import merge_factorizations
 from .fuse import fuse_elementwise
 from .hoist import hoist_loop_invariant_rows
 from .inverses import reuse_inverses
+from .logistic import expand_logistics
 from .triangular_solves import solve_with_factors
 from .scales import hoist_scales
 from .simplify import simplify
 from .traces import sum_diagonals
 
 PIPELINE = (
+    expand_logistics,                 # first, in plain code too: no later pass or backend
+                                      # knows the sigmoids recognised before differentiation
     simplify,                         # folds literals and identities (x * 1, x ** 1): fewer nodes
     eliminate_common_subexpressions,  # after simplify, so that x * 1.0 and x meet as the same x
     simplify,                         # again: CSE makes a + a (the two halves of d(x*x)) meet
