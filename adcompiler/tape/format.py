@@ -6,7 +6,8 @@ Invariant: the text depends only on the values, dtype, device and autograd state
 and bool are the default dtypes (no ``dtype=`` suffix), the other dtypes print NumPy's name.
 
 Layering: on the floor, below ``Tensor`` (:mod:`.tensor` takes its repr from here): it reads a
-tensor's attributes only, and imports only :mod:`.xp` and :mod:`.mode`.
+tensor's attributes only, and imports only :mod:`.xp`, :mod:`.lazy` and :mod:`.mode`. A Dask
+tensor prints its graph's repr (``dask.array<...>``), never computing it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import math
 import numpy as np
 
 from .mode import dual_level_token
+from .lazy import is_dask_array
 from .xp import device_of, to_numpy
 
 PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = 4, 1000, 3, 80
@@ -121,7 +123,8 @@ def _with_suffixes(text, suffixes, indent):
 def tensor_repr(t) -> str:
     """``tensor(...)`` with the suffixes PyTorch prints (device, dtype, grad_fn, tangent)."""
     prefix = "tensor("
-    a = to_numpy(t._data)
+    lazy = is_dask_array(t._data)   # its graph's repr: its values would compute it
+    a = t._data if lazy else to_numpy(t._data)
     suffixes = []
     if device_of(t._data) != "cpu":
         suffixes.append(f"device='{device_of(t._data)}'")
@@ -137,4 +140,5 @@ def tensor_repr(t) -> str:
     tangent = t._tangent(level) if level is not None else None
     if tangent is not None:
         suffixes.append(f"tangent={tangent}")
-    return _with_suffixes(prefix + array_str(a, len(prefix)), suffixes, len(prefix))
+    body = repr(a) if lazy else array_str(a, len(prefix))
+    return _with_suffixes(prefix + body, suffixes, len(prefix))

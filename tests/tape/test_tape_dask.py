@@ -120,3 +120,19 @@ def test_an_operation_dask_lacks_is_a_clear_error():
 
     with pytest.raises(TypeError, match="cannot run on Dask arrays.*compute"):
         tape.dynamic_grad(f)(da.from_array(a, chunks=2))
+
+
+def test_a_dask_tensor_prints_its_graph_and_computes_nothing(monkeypatch):
+    t = tape.tensor(da.from_array(np.arange(6.0), chunks=4), requires_grad=True)
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("repr computed the Dask array")
+    monkeypatch.setattr(da.Array, "__array__", no_compute)
+    monkeypatch.setattr(da.Array, "compute", no_compute)
+    text = repr(np.exp(t))
+    assert text.startswith("tensor(dask.array<exp, shape=(6,)") and "ExpBackward0" in text
+
+
+def test_a_predicate_on_a_dask_tensor_computes_it():
+    t = tape.tensor(da.from_array(np.array([0.5, -2.0, 1.0]), chunks=2), requires_grad=True)
+    assert bool(np.sum(t) < 0) and float(np.sum(t).detach()) == -0.5
