@@ -14,6 +14,7 @@ from .api.gradients import GradientFunction, grad, jvp, value_and_grad, vjp  # n
 from .checking.check_grad import GradientCheckError, check_grad  # noqa: E402
 from .custom.vjp import custom_vjp, stop_gradient  # noqa: E402
 from .transforms.checkpointing import Checkpoint  # noqa: E402
+from .api.checkpoint import checkpoint  # noqa: E402
 from .errors import AssertionFailed, CompileError  # noqa: E402
 from .api.higher import hessian, jacobian  # noqa: E402
 from .checking.symbolic import symbolic  # noqa: E402
@@ -27,7 +28,7 @@ from .frontend.reading.public import PUBLIC as _PUBLIC  # noqa: E402
 
 __all__ = ["grad", "value_and_grad", "vjp", "CompileError", "AssertionFailed", "GradientFunction",
            "jvp", "jacobian", "hessian", "custom_vjp", "stop_gradient", "check_grad",
-           "GradientCheckError", "symbolic", "Checkpoint"]
+           "GradientCheckError", "symbolic", "Checkpoint", "checkpoint"]
 
 # The module reader (adcompiler compile, check) finds the decorators a user's module names here.
 _PUBLIC.update({name: globals()[name] for name in __all__}, adcompiler=_sys.modules[__name__])

@@ -233,3 +233,56 @@ def test_the_code_says_what_is_checkpointed():
 def test_bad_budgets_are_refused(bad):
     with pytest.raises(TypeError, match="checkpoint="):
         ad.grad(rnn, checkpoint=bad)
+
+
+# ---- ad.checkpoint(fn): a call's residuals not kept --------------------------------------------
+def cell(W, a, h, x):
+    return np.tanh(W @ h * a + x) if W.ndim == 2 else np.tanh(W * h * a + x)
+
+
+checkpointed_cell = ad.checkpoint(cell)
+
+
+def rnn_of_cells(W, a, h0, x):
+    h = h0
+    for t in range(x.shape[0]):
+        h = checkpointed_cell(W, a, h, x[t])
+    return np.sum(h * h)
+
+
+def rnn_inlined(W, a, h0, x):
+    h = h0
+    for t in range(x.shape[0]):
+        h = cell(W, a, h, x[t])
+    return np.sum(h * h)
+
+
+@pytest.mark.parametrize("n", [3, MIN_SIZE])
+def test_a_checkpointed_call_has_the_gradient_of_the_call(n):
+    """At MIN_SIZE the compiled vjp the adjoint calls is planned and fused itself."""
+    rng = np.random.default_rng(n)
+    W = rng.standard_normal((n, n)) / math.sqrt(n) if n < 10 else rng.standard_normal(n)
+    args = (W, 0.8, rng.standard_normal(n), rng.standard_normal((4, n)))
+    g = ad.grad(rnn_of_cells, wrt=(0, 1, 2, 3))
+    got = g(*args)
+    assert isinstance(got[1], float)
+    _close(got, ad.grad(rnn_inlined, wrt=(0, 1, 2, 3))(*args))
+    with unoptimised():
+        _close(got, ad.grad(rnn_of_cells, wrt=(0, 1, 2, 3))(*args))
+    # the loop keeps the call's arguments (h), the adjoint packs them: no forward run for them
+    assert "cell_args(W, a, h, x[t_1])" in g.source and "cell_fwd(" not in g.source, g.source
+    assert rnn_of_cells(*args) == rnn_inlined(*args)
+
+
+def test_a_checkpointed_call_on_the_tape():
+    from adcompiler.tape import dynamic_grad
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((3, 3)), 0.8, rng.standard_normal(3), rng.standard_normal((5, 3)))
+    _close(dynamic_grad(rnn_of_cells, wrt=(0, 1, 2, 3))(*args),
+           ad.grad(rnn_inlined, wrt=(0, 1, 2, 3))(*args))
+
+
+def test_checkpoint_of_a_function_is_one_object_and_refuses_custom_rules():
+    assert ad.checkpoint(cell) is checkpointed_cell
+    with pytest.raises(TypeError, match="checkpoint"):
+        ad.checkpoint(checkpointed_cell)
