@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import walk
+from ..ir import sizing, walk
+from .constant_exprs import spelled
 from .constants import constants_comment
 from .distinct import distinct_guard
 from .emit import Emitter, indent
@@ -46,7 +47,8 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
         em.name_param(p)
     for v in graph.consts:
         em.name_global(v)
-    lines = em.body()
+    made = _made_in_body(em, graph, xp_name)
+    lines = [f"{name} = {call}" for name, call in made.items()] + em.body()
     module, take, give = em.pool_prologue(fname)
     # f(a, a) writing into a (Dask code writes into no argument)
     guard = [] if plain or xp_name == "da" else distinct_guard(graph, xp_name)
@@ -62,7 +64,7 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
         ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
         else []) + (["from adcompiler.runtime.poison import poison as _poison"]
                     if em.uses_poison else [])
-    constants = {em.name(v): a for v, a in graph.consts.items()}
+    constants = {em.name(v): a for v, a in graph.consts.items() if em.name(v) not in made}
     module_lines = ((["\n".join(imports)] if imports else []) + constants_comment(constants)
                     + em.helpers() + module)
     uses_math = any(n.params.get("py") for n in walk(graph.nodes))
@@ -83,3 +85,13 @@ def _scipy_imports(graph, xp_name) -> list:
 
 def _keywords(settings) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in sorted(settings.items()))
+
+
+def _made_in_body(em, graph, xp_name) -> dict:
+    """``{name: call}`` of the constants the body makes itself: ahead of time only, where one
+    body serves every size and a constant such as ``np.eye(n)`` changes with it
+    (:mod:`.constant_exprs`)."""
+    if not sizing.is_symbolic():
+        return {}
+    calls = {em.name(v): spelled(a, xp_name) for v, a in graph.consts.items()}
+    return {name: call for name, call in calls.items() if call is not None}

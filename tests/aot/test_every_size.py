@@ -12,6 +12,8 @@ call with inconsistent sizes names the two parameters' sizes; a module-level val
 code says why compiling cannot read it and what to write instead.
 """
 
+import re
+
 import numpy as np
 
 import adcompiler as ad
@@ -285,3 +287,59 @@ def test_a_module_level_value_built_by_code_says_why_and_what_to_write(tmp_path)
         "hint: pass `LAYER_W` to the function as a parameter (and return its value from the "
         "example function), or write its value literally at line 5 (numbers, np.pi, "
         "np.array([...]) of numbers, and lists and tuples of those)")
+
+
+GP = '''
+    import numpy as np
+
+    import adcompiler as ad
+
+
+    @ad.grad(wrt=("theta",))
+    def gp_nll(theta, X, y):
+        n = X.shape[0]
+        sq = np.sum(X * X, axis=1)
+        d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
+        K = np.exp(2.0 * theta[1] - 0.5 * d2 * np.exp(-2.0 * theta[0]))
+        K = K + np.exp(2.0 * theta[2]) * np.eye(n)
+        L = np.linalg.cholesky(K)
+        alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
+        return 0.5 * (y @ alpha) + np.sum(np.log(np.diag(L))) + 0.5 * n * 1.8378770664093453
+
+
+    def example_gp_nll():
+        rng = np.random.default_rng(4)
+        return np.log([1.0, 1.0, 0.1]), rng.standard_normal((300, 3)), rng.standard_normal(300)
+'''
+
+
+def test_constants_the_function_makes_from_sizes_are_made_by_the_body(tmp_path):
+    """``np.eye(n)`` and the positions ``np.diag`` reads are computed while compiling, as
+    constants: a 300 x 300 identity could not be written into the module (over 10,000
+    elements), and it changes with n. Ahead of time the body makes them (``np.eye(d1)``)."""
+    path = write(tmp_path, "gp.py", GP)
+    done = adcompiler("compile", path)
+    assert done.returncode == 0, done.stderr
+    assert "grad_gp_nll (1 signature, any sizes)" in done.stderr, done.stderr
+    text = (tmp_path / "gp_grad.py").read_text()
+    n = re.search(r"d\d+(?=, d\d+ = X\.shape)", text).group()   # X's first size's symbol
+    assert f"const = np.eye({n})" in text and f"np.arange(0, {n} ** 2, {n} + 1)" in text
+    user = import_path(path)
+    cases = []
+    for n in (300, 2, 7, 64, 301):
+        args = (np.log([0.7, 1.2, 0.3]), normal(n, 3), normal(n))
+        cases.append(("grad_gp_nll", args, reference(user.gp_nll, args)))
+    compare_calls(tmp_path, cases, module="gp_grad")
+
+
+def test_constant_arrays_are_spelled_as_the_calls_that_make_them():
+    from adcompiler.backends.constant_exprs import spelled
+    cases = [np.eye(5), np.eye(3, dtype=np.float32), np.arange(0, 49, 8), np.arange(7, 1, -2),
+             np.arange(4, dtype=np.int32), np.zeros((3, 4)), np.full(6, -2.5),
+             np.ones(3, dtype=np.int64)]
+    for a in cases:
+        made = eval(spelled(a), {"np": np})
+        assert made.dtype == a.dtype and made.shape == a.shape and np.array_equal(made, a)
+    for a in (np.array([1.0, 2.0, 4.0]), np.array([3, 1, 2]), np.eye(3)[::-1].copy(),
+              np.array([np.inf, np.inf]), np.array([1.0]), np.array([1 + 2j, 1 + 2j])):
+        assert spelled(a) is None
