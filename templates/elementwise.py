@@ -282,11 +282,12 @@ _ew("expit",    lambda ops, g, ans, x: g * ans * (1.0 - ans))
 _ew("logit",    lambda ops, g, ans, x: g / (x * (1.0 - x)))
 # log(sigmoid(x))' = sigmoid(-x): no overflow for any x
 _ew("log_expit", lambda ops, g, ans, x: g * ops.expit(-x))
-# the same three as recognised in users' spellings (adcompiler.passes.logistic), each
-# from its result alone: sigmoid(x) = -expm1(-softplus(x)), sigmoid(-x) = -expm1(log_sigmoid(x))
+# the same three as recognised in users' spellings (adcompiler.passes.logistic): the sigmoid's
+# from its result alone, the other two from their input alone (a gradient that does not return
+# the value computes no softplus); 1 / (1 + exp(-x)) is 0, not NaN, where exp(-x) overflows
 _ew("sigmoid",  lambda ops, g, ans, x: g * ans * (1.0 - ans))
-_ew("softplus", lambda ops, g, ans, x: -g * ops.expm1(-ans))
-_ew("log_sigmoid", lambda ops, g, ans, x: -g * ops.expm1(ans))
+_ew("softplus", lambda ops, g, ans, x: g / (1.0 + ops.exp(-x)))
+_ew("log_sigmoid", lambda ops, g, ans, x: g / (1.0 + ops.exp(x)))
 
 
 def _order(n):
