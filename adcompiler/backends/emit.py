@@ -23,6 +23,7 @@ from .naming import BUILTINS, Naming, reserved
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
                       buffer_is_dead, stack_rows)
+from .scatters import helper_source, rows_form
 
 
 _HELPERS = {"_sum_to": '''
@@ -294,7 +295,9 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         out = [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
         if any(n.prim == "last_writes" for n in walk(self.graph.nodes)):
             out.append(_HELPERS["_last_writes"].strip("\n").replace("np.", f"{self.xp}."))
-        return out
+        forms = [rows_form(n, self.xp, self.plain) for n in walk(self.graph.nodes)
+                 if n.prim in ("scatter_add", "index_add")]   # rows added by _add_rows
+        return out + helper_source(f for f in forms if f)
 
 
 def raise_lines(node, args) -> list:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir import Literal
 from ..ir.primitives import PRIMS, writes_once
+from .scatters import rows_call, rows_form
 
 _BINOPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "/": ast.Div, "**": ast.Pow,
            "@": ast.MatMult, "%": ast.Mod, "//": ast.FloorDiv}  # astor parenthesises by precedence
@@ -302,11 +303,14 @@ def _add_at(target, idx, g, xp_name):
 
 
 def accumulate_statements(node, target: str, args, xp_name="np", plain=False):
-    """``target[idx] += g`` (or ``np.add.at(target, idx, g)`` if indices may repeat)."""
+    """``target[idx] += g`` (or ``np.add.at(target, idx, g)`` if indices may repeat, or the
+    rows' sum from :mod:`.scatters`)."""
     p = node.params
     if _adds_once(p["index"], node.inputs[2:], plain):
         idx = index_expr(p["index"], args[2:])
         return [ast.AugAssign(ast.Subscript(_name(target), idx, ast.Store()), ast.Add(), args[1])]
+    if rows_form(node, xp_name, plain):   # whole rows: ``t += _add_rows(idx, g, shape)``
+        return [ast.AugAssign(ast.Name(target, ast.Store()), ast.Add(), rows_call(node, args, 2))]
     idx = index_expr(p["index"], args[2:], in_call=True)
     return [_add_at(_name(target), idx, args[1], xp_name)]
 
@@ -318,11 +322,14 @@ def assign_statements(node, target: str, args):
 
 
 def scatter_statements(node, target: str, args, xp_name="np", plain=False):
-    """``scatter_add`` as statements: a zero array, then ``t[idx] = g`` or ``np.add.at``."""
+    """``scatter_add`` as statements: a zero array, then ``t[idx] = g`` or ``np.add.at``
+    (or the rows' sum at once, :mod:`.scatters`)."""
     p = node.params
     zeros = _call(_attr("np.zeros", xp_name), [const(p["shape"])],
                   {"dtype": dtype_expr(node.out.aval.dtype, xp_name)})
     once = _adds_once(p["index"], node.inputs[1:], plain)
+    if not once and rows_form(node, xp_name, plain):   # whole rows: ``t = _add_rows(...)``
+        return [ast.Assign([ast.Name(target, ast.Store())], rows_call(node, args, 1))]
     idx = index_expr(p["index"], args[1:], in_call=not once)
     first = ast.Assign([ast.Name(target, ast.Store())], zeros)
     # np.empty, and zeros only where the slice does not write; plain code (read again by the

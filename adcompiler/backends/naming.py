@@ -23,7 +23,7 @@ import keyword
 from ..ir import Value
 
 RESERVED = {"np", "ne", "_threaded", "_poison", "cp", "cupyx", "math", "float", "_sum_to",
-            "_last_writes"}
+            "_last_writes", "_add_rows"}
 _CUPY = {"cp", "cupyx"}   # read only by CuPy code: free names in NumPy code (a heat capacity cp)
 _DASK = {"da", "_add_at"}  # read only by Dask code (backends.dask_emit)
 

@@ -72,7 +72,7 @@ _SCALAR_ATTRS = {"shape", "ndim", "size", "dtype", "itemsize", "nbytes", "stride
 _FRESH_BUILTINS = {"float", "int", "bool", "complex", "len", "range", "str", "repr", "abs",
                    "round", "sum", "isinstance", "hash", "id", "print", "divmod", "pow",
                    "callable", "type", "issubclass", "format", "ord", "chr", "_sum_to",
-                   "_last_writes"}
+                   "_last_writes", "_add_rows"}
 _WRITE_FUNCS = {"copyto", "put", "putmask", "place", "fill_diagonal", "scatter_add",
                 "scatter_max", "scatter_min"}  # (module functions) write their first argument
 _WRITE_METHODS = {"fill", "put", "sort", "itemset", "partition", "resize"}  # of an array

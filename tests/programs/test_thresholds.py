@@ -62,6 +62,22 @@ adcompiler/frontend/expressions/comprehensions.py  MAX_ITERATIONS  1,000 items (
     A comprehension over an array's rows (or an unrolled loop) unrolls at most 1,000 items, and
     ``first, *rest = x`` puts at most 1,000 rows in ``rest``; more is a located CompileError.
     Tests: test_max_iterations_comprehension, test_max_iterations_unpacking.
+adcompiler/backends/scatters.py  MIN_ENTRIES  2,048 values (>=)
+    A gather's adjoint (and the user's ``np.add.at``) adding whole rows of a float64 target
+    with one integer index array on its leading axis is ``t += _add_rows(idx, g, shape)`` (or
+    ``t = _add_rows(...)``) from 2,048 values on, ``np.add.at`` below. Test:
+    test_scatter_min_entries.
+adcompiler/backends/scatters.py  MIN_WIDTH  4 values a row (>=)
+    The same for rows of 4 values or more; narrower rows (and 1-D targets) keep ``np.add.at``.
+    Test: test_scatter_min_width.
+adcompiler/backends/scatters.py  TARGET_RATIO  10 target rows per index entry (<=)
+    The same for a target of at most 10 times as many rows as the index has entries; beyond,
+    ``np.add.at`` (the helper makes and adds the whole target). Test:
+    test_scatter_target_ratio.
+adcompiler/backends/scatters.py  SPARSE_ENTRIES  32,768 values (>=)
+    Where SciPy is installed the helper is a sparse product (``scipy.sparse.csr_matrix``) from
+    32,768 values on, flat indices through NumPy's 1-D ``np.add.at`` below (and always without
+    SciPy). Test: test_scatter_sparse_entries.
 
 Size-dependent choices without a constant of their own:
 
@@ -109,10 +125,11 @@ import pytest
 
 import adcompiler as ad
 from adcompiler.backends import constants as constants_comment
-from adcompiler.backends import numba_emit, numexpr_chains, planner
+from adcompiler.backends import numba_emit, numexpr_chains, planner, scatters
 from adcompiler.aot import small_bodies
 from adcompiler.backends.check_modes import unoptimised
 from adcompiler.frontend.expressions import comprehensions
+from adcompiler.templates import factorizations
 from adcompiler.passes import fuse
 from adcompiler.tape import format as tape_format
 from adcompiler.aot import user_code as standalone_user
@@ -662,6 +679,63 @@ def test_max_iterations_unpacking(side):
     agrees_with_unoptimised(lambda: ad.grad(rest_unpacked, wrt=(0, 1)), args)
 
 
+# ---- backends/scatters.py MIN_ENTRIES, MIN_WIDTH, TARGET_RATIO, SPARSE_ENTRIES ----------------
+
+def factors(U, V, iu, iv, r):
+    """Matrix factorization's gathers with repeats: U's adjoint an update of 0.02 U, V's a
+    scatter alone."""
+    e = np.sum(U[iu] * V[iv], axis=1) - r
+    return np.sum(e * e) + 0.01 * np.sum(U * U)
+
+
+def _scatter_case(n, m, w, scipy_on, monkeypatch):
+    """The factorization's gradient at n pairs into (m, w) factors (negative indices in iu)
+    against the unoptimised one; returns its source."""
+    monkeypatch.setattr(factorizations, "_SCIPY", [scipy_on, scipy_on])
+    rng = _rng()
+    args = (rng.standard_normal((m, w)), rng.standard_normal((m, w)), rng.integers(-m, m, n),
+            rng.integers(0, m, n), rng.standard_normal(n))
+    return agrees_with_unoptimised(lambda: ad.grad(factors, wrt=(0, 1)), args).source
+
+
+def _rows_helper(source) -> bool:
+    return "dU += _add_rows(iu, " in source and "dV = _add_rows(iv, " in source
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_scatter_min_entries(side, monkeypatch):
+    n = scatters.MIN_ENTRIES // 4 - (side == "below")   # rows of 4: 2,044 and 2,048 values
+    source = _scatter_case(n, 50, 4, False, monkeypatch)
+    assert _rows_helper(source) == (side == "at"), source
+    assert ("np.add.at(dU, iu, " in source) == (side == "below"), source
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_scatter_min_width(side, monkeypatch):
+    w = scatters.MIN_WIDTH - (side == "below")
+    source = _scatter_case(1000, 50, w, False, monkeypatch)
+    assert _rows_helper(source) == (side == "at"), source
+
+
+@pytest.mark.parametrize("side", ["at", "above"])
+def test_scatter_target_ratio(side, monkeypatch):
+    n = 200
+    source = _scatter_case(n, scatters.TARGET_RATIO * n + (side == "above"), 16, False,
+                           monkeypatch)
+    assert _rows_helper(source) == (side == "at"), source
+
+
+@pytest.mark.parametrize("scipy_on", [False, True])
+@pytest.mark.parametrize("side", SIDES)
+def test_scatter_sparse_entries(side, scipy_on, monkeypatch):
+    if scipy_on:
+        pytest.importorskip("scipy.sparse")
+    n = scatters.SPARSE_ENTRIES // 32 - (side == "below")   # rows of 32: 32,736 and 32,768
+    source = _scatter_case(n, 500, 32, scipy_on, monkeypatch)
+    assert _rows_helper(source), source
+    assert ("scipy.sparse.csr_matrix" in source) == (scipy_on and side == "at"), source
+
+
 # ---- higher.py choose_mode (relative) --------------------------------------------------------
 
 A = np.random.default_rng(4).standard_normal((6, 6))
@@ -708,10 +782,17 @@ THRESHOLDS = {
     "adcompiler.aot.small_bodies.MIN_ELEMENTS": (4096, ("test_small_body_min_elements",)),
     "adcompiler.frontend.expressions.comprehensions.MAX_ITERATIONS": (
         1000, ("test_max_iterations_comprehension", "test_max_iterations_unpacking")),
+    "adcompiler.backends.scatters.MIN_ENTRIES": (2048, ("test_scatter_min_entries",)),
+    "adcompiler.backends.scatters.MIN_WIDTH": (4, ("test_scatter_min_width",)),
+    "adcompiler.backends.scatters.TARGET_RATIO": (10, ("test_scatter_target_ratio",)),
+    "adcompiler.backends.scatters.SPARSE_ENTRIES": (32768, ("test_scatter_sparse_entries",)),
 }
 
 # "module.CONSTANT" -> why it is not an array-size threshold
 NOT_SIZE_THRESHOLDS = {
+    "adcompiler.backends.scatters.CHUNK":
+        "flat indices the helper makes per np.add.at call (bounds its memory; the same sums, "
+        "in the same order, at every size: tests/backends/test_scatters.py)",
     "adcompiler.frontend.reading.depth.FRAMES":
         "frames of recursion a deeply nested function compiles with (expression depth, not "
         "array size; tests/frontend/test_deep_expressions.py crosses it)",
