@@ -44,6 +44,7 @@ RULES = (
     updates.overwritten,                # before rewrite_same_entries: setitem(a, a[i]) is a
     updates.read_back,
     updates.merge_scatters,
+    updates.join_scatters,              # after merge_scatters, which may leave such a pair
     literals.fold,                      # the first value rule: a node of literals is the
                                         # literal it computes, whatever identity it also is
     identities.identity,

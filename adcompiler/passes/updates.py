@@ -6,7 +6,8 @@ a read ``out[i]`` adds its cotangent back: in a loop such pairs made the cotange
 on every iteration. The rules cancel them where the index writes each entry once (ints,
 slices, 0-d index values): a rewrite happens only when the result has exactly the node's
 abstract value. Two scatters of one slice merge (``x[:-1]`` read twice gives one
-``dx[:-1] = a + b``). Every rule is ``rule(node, ctx)`` under the protocol of
+``dx[:-1] = a + b``); two of adjacent slices covering an axis are a concatenation (a roll's
+adjoint). Every rule is ``rule(node, ctx)`` under the protocol of
 :class:`.rewrite.Rewrite`.
 """
 
@@ -43,6 +44,78 @@ def merge_scatters(node, ctx):
     node.prim, node.params = inner.prim, dict(inner.params)
     node.inputs = inner.inputs[:first] + (total.out,) + tuple(arrays)
     return Rewrite(before=(total,))
+
+
+def join_scatters(node, ctx):
+    """``index_add[j](scatter_add[i](a), b)``, where slices ``i`` and ``j`` cut one axis into
+    two adjacent pieces that cover it (every other axis whole), is ``concatenate([a, b])`` in
+    the pieces' order, rewritten in place: the adjoint of ``np.roll`` (the concatenation of
+    ``x[-k:]`` and ``x[:-k]``) is then the roll the other way, one call, where a zero array,
+    a store and an add were three. Both in one block, as for :func:`merge_scatters`."""
+    if node.prim != "index_add" or len(node.inputs) != 2:
+        return None
+    acc, b = node.inputs
+    inner = ctx.producers.get(acc)
+    if inner is None or inner.prim != "scatter_add" or len(inner.inputs) != 1 or \
+            not any(n is inner for n in reversed(ctx.local)):
+        return None
+    a, out = inner.inputs[0], node.out.aval
+    if out.kind != "array" or out.shape is None:
+        return None
+    cut = _cut(inner.params["index"], node.params["index"], out.shape)
+    if cut is None:
+        return None
+    axis, first = cut
+    pieces = (a, b) if first == 0 else (b, a)
+    if not all(isinstance(v, Value) and v.aval.dtype == out.dtype for v in pieces) or \
+            sum(_length(v, out.shape, axis) or 0 for v in pieces) != out.shape[axis] or \
+            not all(_length(v, out.shape, axis) for v in pieces):
+        return None
+    node.prim, node.inputs, node.params = "concatenate", pieces, {"axis": axis}
+    return IN_PLACE
+
+
+def _length(v, shape, axis):
+    """``v``'s length along ``axis`` where it has ``shape`` on every other axis, else None."""
+    have = v.aval.shape
+    if have is None or len(have) != len(shape) or any(
+            m != n for k, (m, n) in enumerate(zip(have, shape)) if k != axis):
+        return None
+    return have[axis]
+
+
+def _cut(i, j, shape):
+    """``(axis, 0 or 1: which of i, j starts it)`` where the slice indexes ``i`` and ``j``
+    take two adjacent pieces of one axis of ``shape`` that cover it, every other axis whole;
+    else None."""
+    spans = [_spans(index, shape) for index in (i, j)]
+    if None in spans:
+        return None
+    apart = [k for k, n in enumerate(shape) if spans[0][k] != (0, n) or spans[1][k] != (0, n)]
+    if len(apart) != 1:
+        return None
+    axis = apart[0]
+    (lo0, hi0), (lo1, hi1), n = spans[0][axis], spans[1][axis], shape[axis]
+    if lo0 == 0 < hi0 == lo1 < hi1 == n:
+        return axis, 0
+    if lo1 == 0 < hi1 == lo0 < hi0 == n:
+        return axis, 1
+    return None
+
+
+def _spans(index, shape):
+    """Each axis's ``(start, stop)`` under ``index``, a tuple of step-1 slices (the axes past
+    it whole); None for any other index or a shape not known."""
+    if len(index) > len(shape) or any(not isinstance(n, int) for n in shape):
+        return None
+    spans = []
+    for item, n in zip(tuple(index) + (("s", None, None, None),) * (len(shape) - len(index)),
+                       shape):
+        if item[0] != "s" or item[3] not in (None, 1):
+            return None
+        start, stop, _ = slice(item[1], item[2]).indices(n)
+        spans.append((start, max(start, stop)))
+    return spans
 
 
 def set_after_zeroing(node, ctx):
