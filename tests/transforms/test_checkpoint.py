@@ -43,6 +43,25 @@ def gated(W, a, h0, x):
     return s + np.sum(h)
 
 
+def loop_in_if(W, h0, x, flag):
+    h = h0
+    if flag > 0:
+        for t in range(x.shape[0]):
+            h = np.tanh(W @ h + x[t])
+    else:
+        h = h * 2.0
+    return np.sum(h * h)
+
+
+def nested_loops(W, h0, x):
+    """The inner loop is part of the outer one's body: recomputed with it."""
+    h = h0
+    for t in range(x.shape[0]):
+        for j in range(2):
+            h = np.tanh(W @ h + x[t] * j)
+    return np.sum(h * h)
+
+
 def elementwise(a, h0, x):
     h = h0
     for t in range(x.shape[0]):
@@ -105,6 +124,19 @@ def test_carried_values_ifs_and_outer_parameters(T, snapshots):
     W, h0, x = _rnn_args(T, 4, seed=T)
     _agrees(gated, (W, 0.7, h0, x), snapshots, wrt=(0, 1, 2))
     _agrees(gated, (W, 0.7, h0, x), snapshots, wrt=(0, 1), mode=ad.value_and_grad)
+
+
+@pytest.mark.parametrize("flag", [1.0, -1.0])
+def test_a_loop_inside_an_if(flag):
+    W, h0, x = _rnn_args(11)
+    g = _agrees(loop_in_if, (W, h0, x, flag), 3, wrt=(0, 1, 2))
+    assert "# checkpointed: 2 snapshots of h, one per 4 steps" in g.source   # 11 = 2 * 4 + 3
+
+
+def test_nested_loops_checkpoint_the_outer_one():
+    W, h0, x = _rnn_args(11)
+    g = _agrees(nested_loops, (W, h0, x), 3, wrt=(0, 1, 2))
+    assert g.source.count("# checkpointed:") == 1, g.source
 
 
 def test_vjp_and_ad_checkpoint_object():
