@@ -201,7 +201,8 @@ class _Job:
             cotangent = lower_function(g.primal, avals).outputs[0].aval if g.mode == "vjp" \
                 else None
             compiled = compile_gradient(g.primal, avals, g.wrt, g.mode, cotangent,
-                                        backend=g.backend)
+                                        backend=g.backend,
+                                        checkpoint=getattr(g, "checkpoint", None))
         except (CompileError, *COMPUTING_ERRORS) as exc:  # other sizes may fail: keep per shape
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if any(w in first for w in ("shape mismatch", "broadcast", "not aligned")):
