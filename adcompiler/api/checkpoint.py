@@ -4,8 +4,9 @@ runs the call again, as ``jax.checkpoint`` does.
 It is a :class:`~adcompiler.custom.vjp.custom_vjp` function whose residuals are its arguments
 and whose ``bwd`` is the compiled ``vjp`` of ``fn`` (forward again, with its residuals, then its
 adjoint, all inside the call). Its adjoint rule packs the arguments (``cell_args(W, h, x[t])``)
-where a custom_vjp's calls ``fwd`` (which would compute the value once more, for nothing). Invariant: the same gradient as ``fn``'s
-own; in a loop the forward keeps the call's arguments per iteration and nothing it computes.
+where a custom_vjp's calls ``fwd`` (which would compute the value once more, for nothing).
+Invariant: the same gradient as ``fn``'s own; in a loop the forward keeps the call's arguments
+per iteration and nothing it computes.
 """
 
 from __future__ import annotations

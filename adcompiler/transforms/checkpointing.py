@@ -1,16 +1,23 @@
-"""Checkpointed loops: a ``for`` loop's forward keeps snapshots of its carried values only, and
-its reverse sweep runs each segment between two snapshots forward again before reversing it.
+"""Checkpointed loops: a ``for`` loop's forward keeps snapshots of its carried values only, and its
+reverse sweep runs each segment between two snapshots forward again before reversing it.
 
 The rewrite (before reverse mode) turns ``for k in range(T): body`` into segments of ``L``
 iterations: an outer loop of ``T // L`` segments, each an inner loop over its ``L`` iterations
 (``k = j * L + i``), then a plain loop over the ``T % L`` left (stacking its residuals as any
-loop does: fewer than a segment's). Each inner loop is marked ``remat``: reverse mode does not differentiate it where it runs but :func:`replay`\\s it (a
-copy, run again from the same carried values) in the adjoint, and differentiates the copy. So
-the outer forward loop stacks only its carried values (the snapshots, ``T // L`` of them) and
-each reverse step stacks one segment's residuals (``L`` iterations) while it runs: two-level
-checkpointing, ``2 sqrt(T)`` stored states for ``L = sqrt(T)``, each iteration of the full
-segments run twice forward (``T + L * (T // L)`` steps in all). Invariant: the same operations on the same values in the same order (the gradient is
-bitwise the unbounded one's); loops with a ``break`` and loops inside loops are left as they are.
+loop does: fewer than a segment's). Each inner loop is marked ``remat``: reverse mode does not
+differentiate it where it runs but :func:`replay`\\s it (a copy, run again from the same carried
+values) in the adjoint, and differentiates the copy. So the outer forward loop stacks only its
+carried values (the snapshots, ``T // L`` of them) and each reverse step stacks one segment's
+residuals (``L`` iterations) while it runs: two-level checkpointing, ``2 sqrt(T)`` stored states
+for ``L = sqrt(T)``, each iteration of the full segments run twice forward (``T + L * (T // L)``
+steps in all). A ``while`` loop, with ``Checkpoint(every=E)``, becomes ``while test: (while test
+and i < E: body)``, the inner loop marked remat: the outer loop's lists hold a snapshot per ``E``
+iterations.
+
+Invariant: the same operations on the same values in the same order (the gradient is the
+unbounded one's, bitwise but where the optimiser treats the unsegmented loop otherwise: one
+product ``x @ Wx`` hoisted out of it, in the last bits); loops with a ``break`` and loops inside
+loops are left as they are.
 """
 
 from __future__ import annotations
@@ -146,8 +153,8 @@ def _segment(b, node, trips, start, inits, outs):
             counter = b.emit("add", (start, i), name=k.name)
         copy.nodes[:0] = top.nodes
     _substitute(copy, {subst[k]: counter})
-    return Node("loop", (Literal(trips), *inits), {"stacked": 0, "remat": True}, tuple(outs), node.source,
-                "forward", (copy,))
+    return Node("loop", (Literal(trips), *inits), {"stacked": 0, "remat": True}, tuple(outs),
+                node.source, "forward", (copy,))
 
 
 def _while_segments(graph, node, every):
