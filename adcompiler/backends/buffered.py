@@ -191,9 +191,12 @@ class BufferedEmission:
         return lines + [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
 
     def buffered_single(self, node, args, at, path):
-        """A planned single ufunc: ``t1 = np.tanh(x, out=_buf0)``."""
+        """A planned single ufunc: ``t1 = np.tanh(x, out=_buf0)``, or into the array of an input
+        that dies here where this code made it: ``dt5 = np.multiply(t3, t2, out=t2)`` (the
+        gathered rows ``t2 = V[iv]``: no pool buffer of their size kept between calls)."""
         target = self.name(node.outputs[0], at, path)
-        buf = self.pool.take(node.outputs[0].aval, node.outputs[0])
+        buf = self.dying_input(node, args, at, path) or \
+            self.pool.take(node.outputs[0].aval, node.outputs[0])
         call = self.ufunc_into(node, args, buf)
         return [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
 

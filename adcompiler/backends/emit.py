@@ -15,6 +15,7 @@ from . import check_modes, numexpr_chains
 from .buffered import BufferedEmission
 from .expressions import (const, dtype_expr, node_expr, read_names, render as _render,
                           scatter_statements)
+from .gathers import overwritten_gathers, take_expr
 from .inplace import InPlaceEmission, Sharing
 from .liveness import Liveness
 from .loop_exit import break_lines, early_exit, not_expr
@@ -69,10 +70,14 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.prefer: dict = {}     # Value -> (slot name, partner values): phi / carried slots
         self.producer = {v: n for n in walk(graph.nodes) for v in n.outputs}
         self.stacks = set() if plain else pooled_stacks(graph, self.sharing) | rows
+        self.taken_rows = set() if plain or xp_name != "np" else overwritten_gathers(
+            self.planned, self.producer, self.live, self.sharing)   # np.take: see .gathers
         self.taken_conds: set = set()  # guards of loops that break: true where they run
         self.dropped: set = set()  # values no statement reads (such a guard, read by its if)
 
     def expr(self, node, args):
+        if node in self.taken_rows:
+            return take_expr(args, self.xp)
         return (not_expr(node, args, self.producer)
                 or (self.xp == "np" and method_expr(node, args, self.producer))
                 or node_expr(node, args, self.xp))

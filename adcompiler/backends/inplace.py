@@ -216,6 +216,17 @@ class InPlaceEmission:
                                                   args[1 - k]))]
         return None
 
+    def dying_input(self, node, args, at, path):
+        """The name of a gather of rows that the elementwise ``node`` reads last, of its
+        result's shape and dtype (:mod:`.gathers`, which spells it ``np.take``): the result
+        may overwrite the gathered copy. None where there is none."""
+        for x, arg in zip(node.inputs, args):
+            made = self.producer.get(x) if isinstance(x, Value) else None
+            if (made in self.taken_rows and isinstance(arg, ast.Name)
+                    and self.names.get(x) == arg.id):
+                return arg.id
+        return None
+
     def update(self, node, args, at, path):
         """``acc[idx] = v`` / ``acc[idx] += g`` in place when this code owns ``acc`` and never
         reads it again; on a copy otherwise (so a caller's array is never written)."""
