@@ -36,7 +36,9 @@ class Checkpoint:
 
     ``snapshots``: how many carried states a loop's forward keeps (``None``: ``ceil(sqrt(T))``
     for a loop of ``T`` iterations). The reverse sweep then keeps one segment's residuals,
-    ``ceil(T / snapshots)`` iterations of them, at a time. ``every``: a ``while`` loop, whose
+    ``ceil(T / snapshots)`` iterations of them, at a time. ``levels``: with ``levels=d > 2``
+    each segment is itself checkpointed, recursively (``d - 1`` levels of snapshots, about
+    ``d * T ** (1 / d)`` states held, each step run ``d`` times forward). ``every``: a ``while`` loop, whose
     trip count ``T`` is known only once it has run, keeps a snapshot every ``every``
     iterations (``T / every`` of them, and ``every`` iterations' residuals in the reverse
     sweep); ``None`` leaves while loops unbounded.
@@ -44,22 +46,46 @@ class Checkpoint:
 
     snapshots: int | None = None
     every: int | None = None
+    levels: int = 2
 
     def __post_init__(self):
-        for name in ("snapshots", "every"):
+        for name in ("snapshots", "every", "levels"):
             n = getattr(self, name)
             if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
                 raise TypeError(f"Checkpoint({name}=...) takes an int >= 1 or None, not {n!r}")
+        if self.levels < 2:
+            raise TypeError(f"Checkpoint(levels=...) takes an int >= 2, not {self.levels!r}")
 
     def segment(self, trips: int) -> int | None:
-        """Iterations per segment for a loop of ``trips`` iterations; None where the budget
-        holds every iteration (nothing to gain)."""
+        """Iterations per (outermost) segment for a loop of ``trips`` iterations; None where the
+        budget holds every iteration (nothing to gain)."""
+        lengths = self.lengths(trips)
+        return lengths[0] if lengths else None
+
+    def lengths(self, trips: int) -> list:
+        """The segment length of each level, outermost first, each a multiple of the next
+        (``levels - 1`` of them); empty where the budget holds every iteration."""
         if trips <= 1:
-            return None
-        keep = self.snapshots or math.isqrt(trips - 1) + 1   # ceil(sqrt(trips))
+            return []
+        keep = self.snapshots or _root(trips, self.levels)   # ceil(T ** (1 / levels))
         if keep >= trips:
-            return None
-        return -(-trips // keep)
+            return []
+        top = -(-trips // keep)
+        if self.levels == 2:
+            return [top]
+        base = max(_root(top, self.levels - 1), 2)   # top rounded up to base ** (levels - 1)
+        lengths = [base ** n for n in range(self.levels - 1, 0, -1)]
+        return lengths if lengths[0] < trips else [top]
+
+
+def _root(n: int, k: int) -> int:
+    """ceil(n ** (1 / k)) for ints, exactly."""
+    r = max(int(round(n ** (1.0 / k))), 1)
+    while r ** k < n:
+        r += 1
+    while r > 1 and (r - 1) ** k >= n:
+        r -= 1
+    return r
 
 
 def as_checkpoint(checkpoint) -> Checkpoint | None:
@@ -90,9 +116,9 @@ def _rewrite(graph, nodes, policy):
             for block in node.regions:
                 _rewrite(graph, block.nodes, policy)
         elif node.prim == "loop" and _eligible(node):
-            length = policy.segment(node.inputs[0].value)
-            if length is not None:
-                nodes[i:i + 1] = _segments(graph, node, length)
+            lengths = policy.lengths(node.inputs[0].value)
+            if lengths:
+                nodes[i:i + 1] = _segments(graph, node, lengths, policy)
         elif node.prim == "while" and policy.every and not node.params.get("stacked"):
             nodes[i] = _while_segments(graph, node, policy.every)
 
@@ -102,25 +128,32 @@ def _eligible(node) -> bool:
             and not node.params.get("reverse") and exit_guard(node) is None)
 
 
-def _segments(graph, node, length):
-    """The nodes standing for ``node``: an outer loop over its full segments of ``length``
-    iterations, then one over the rest (where there is a rest)."""
-    trips = node.inputs[0].value
+def _segments(graph, node, lengths, policy):
+    """The nodes standing for ``node``: an outer loop over its full segments of ``lengths[0]``
+    iterations (each split again by the other lengths), then one over the rest (where there is
+    a rest; itself checkpointed where it is long enough)."""
+    trips, length = node.inputs[0].value, lengths[0]
     full, rest = divmod(trips, length)
     inits = list(node.inputs[1:])
     b = Builder(graph)
     b.source = node.source
-    outer = _outer(b, node, full, length, inits, rest == 0)
+    outer = _outer(b, node, full, lengths, inits, rest == 0)
     if not rest:
         return [outer]
     # the rest's residuals (fewer than a segment's) are stacked as it runs: no replay
     tail = _segment(b, node, rest, Literal(full * length), list(outer.outputs), node.outputs)
     del tail.params["remat"]
-    return [outer, tail]
+    nodes = [tail]
+    if len(lengths) > 1:   # with more levels, the rest is bounded the same way
+        _rewrite(graph, nodes, policy)
+    return [outer, *nodes]
 
 
-def _outer(b, node, full, length, inits, last):
+def _outer(b, node, full, lengths, inits, last):
+    """A loop over ``full`` segments of ``lengths[0]`` iterations of ``node``, keeping a snapshot
+    of the carried values per segment; each segment a remat loop (split by ``lengths[1:]``)."""
     (body,) = node.regions
+    length = lengths[0]
     j = b.graph.name_value(Value(body.params[0].aval), "segment")
     carried = [_fresh(b.graph, p, {}) for p in body.params[1:]]
     block = Block(params=[j, *carried])
@@ -129,6 +162,9 @@ def _outer(b, node, full, length, inits, last):
     outs = node.outputs if last else tuple(_fresh(b.graph, v, {}) for v in node.outputs)
     inner = _segment(b, node, length, start, carried,
                      tuple(_fresh(b.graph, v, {}) for v in node.outputs))
+    if len(lengths) > 1:   # the segment split again: its own snapshots, replayed in its turn
+        inner = _outer(b, inner, length // lengths[1], lengths[1:], carried, True)
+        inner.params["remat"] = True
     block.nodes.append(inner)
     block.outputs = list(inner.outputs)
     names = ", ".join(p.name or "?" for p in body.params[1:])

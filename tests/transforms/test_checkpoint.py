@@ -318,3 +318,44 @@ def test_checkpoint_of_a_function_is_one_object_and_refuses_custom_rules():
     assert ad.checkpoint(cell) is checkpointed_cell
     with pytest.raises(TypeError, match="checkpoint"):
         ad.checkpoint(checkpointed_cell)
+
+
+# ---- more levels: each segment checkpointed again ----------------------------------------------
+@pytest.mark.parametrize("T, policy", [(100, Checkpoint(levels=3)), (30, Checkpoint(3, levels=3)),
+                                       (1000, Checkpoint(levels=4)), (7, Checkpoint(levels=3)),
+                                       (2, Checkpoint(levels=5)), (64, Checkpoint(levels=3))])
+def test_more_levels_equal_the_unbounded_gradient(T, policy):
+    W, h0, x = _rnn_args(T)
+    _agrees(rnn, (W, h0, x), policy, wrt=(0, 1, 2))
+
+
+def test_more_levels_with_carried_values_and_ifs():
+    W, h0, x = _rnn_args(30, 4, seed=30)
+    _agrees(gated, (W, 0.7, h0, x), Checkpoint(3, levels=3), wrt=(0, 1, 2))
+
+
+def test_three_levels_hold_three_cube_roots_and_run_three_times():
+    """T = 1000 = 10 ** 3 with levels=3: 10 snapshots of 100-step segments, 10 of 10-step
+    sub-segments, 10 iterations' residuals: 30 states (2-level: 64); each step runs forward
+    three times (the forward sweep, the replay of its segment, of its sub-segment)."""
+    T = 1000
+    W, h0, x = _rnn_args(T)
+    policy = Checkpoint(levels=3)
+    assert policy.lengths(T) == [100, 10]
+    g = ad.grad(rnn, wrt=(0,), checkpoint=policy)
+    g(W, h0, x)
+    rows = _stack_rows(g.source)
+    assert rows and max(rows) == 10, g.source
+    function = g.specialize(W, h0, x).function
+    counting, saved = _Counting(), function.__globals__["np"]
+    function.__globals__["np"] = counting
+    try:
+        function(W, h0, x)
+    finally:
+        function.__globals__["np"] = saved
+    assert counting.calls == 3 * T
+
+
+def test_levels_below_two_are_refused():
+    with pytest.raises(TypeError, match="levels"):
+        Checkpoint(levels=1)
