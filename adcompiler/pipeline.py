@@ -15,8 +15,8 @@ from .backends import check_modes
 from .backends.generated_module import emit_module
 from .backends.naming import reserved as reserved_names
 from .backends.naming import BUILTINS
-from .backends.loop_plan import plan as plan_loops
-from .backends.numba_emit import emit_numba
+from .backends.numba_plan import emit as emit_numba
+from .backends.numba_plan import plan as plan_loops
 from .custom.vjp import custom_vjp, lower_call, runtime_names
 from .errors import ArgumentError, CompileError
 from .frontend.bindings.trees import (LEAF, Tree, describe_structure, leaves_of,
@@ -147,7 +147,7 @@ def _emit_and_load(graph, fname, arg_names, plain, backend) -> Compiled:
         if plan:                                                              # numba loops
             return _numba_loops(plan, graph, fname, arg_names, names)
         doc = (f"NumPy code: backend='numba' writes loops only for elementwise gradients of "
-               f"float64 arrays, and here {plan.reason}.")
+               f"float64 arrays (counted for loops of them included), and here {plan.reason}.")
     emitted = emit_module(graph, fname, arg_names, XP_NAMES[backend], doc=doc,
                           plain=plain)                                        # source
     _check_shadowed_builtins(graph, arg_names, emitted.source)

@@ -27,10 +27,13 @@ generated code then reduces that buffer with NumPy itself, so the value is summe
 Arrays of more dimensions take the same loops over their elements in C order, where every array
 the gradient reads or writes has the same shape (no broadcasting beyond a scalar) and nothing
 slices them: the generated code passes each to the kernel as a flat view (``x.reshape(-1)``).
+A ``reshape`` keeps the elements and their C order, so element ``j`` of ``x.reshape(s)`` is
+element ``j`` of ``x``: it costs nothing in a loop.
 
 Anything else (reductions inside a loop's expression, matmul, control flow, other dtypes,
 broadcasting beyond a scalar, index arrays, slices with a step) makes :func:`plan` return
-``Unplanned`` with the reason; the backend then emits NumPy code.
+``Unplanned`` with the reason (:mod:`adcompiler.backends.numba_reasons`); counted ``for`` loops
+are :mod:`adcompiler.backends.numba_steps`'s, which plans their bodies with :func:`_loop`.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 
 from ..ir import Literal, Value
 from ..ir.primitives import ELEMENTWISE
+from . import numba_reasons
 
 MAX_TERMS = 2000   # past this, one loop body would be too large to compile quickly
 MAX_PIECES = 16    # likewise for the pieces one output's slices cut it into
@@ -125,7 +129,7 @@ def _producers(graph) -> dict:
     producers = {}
     for node in graph.nodes:
         if node.regions and node.prim != "fused":
-            raise _Unsupported(f"it has control flow ({node.prim})")
+            raise _Unsupported(numba_reasons.control_flow(node))
         if node.prim == "raise_if":
             raise _Unsupported("it checks its inputs (`if ...: raise ...`) while running")
         for v in node.outputs:
@@ -148,11 +152,13 @@ def _check_params(graph):
         if a.kind in ("float", "int"):
             continue
         if not _float64_array(a):
-            raise _Unsupported(f"parameter {p.name} is {a}, not a float64 array or a Python "
-                               "number")
+            raise _Unsupported(numba_reasons.parameter(p))
 
 
-def _loop(graph, producers, out) -> Loop:
+def _loop(graph, producers, out, scope=None) -> Loop:
+    """``out``'s pieces; ``scope``: a step plan's (``numba_steps.Scope``: the values it holds,
+    the loop counter ``a[t]`` reads a row at, ``("row", name, k)``, or an element, ``("at",
+    name)``)."""
     a = out.aval
     if not _float64_array(a):
         raise _Unsupported(f"output {out.name} is {a}, not a float64 array")
@@ -161,7 +167,7 @@ def _loop(graph, producers, out) -> Loop:
         lo, hi = todo.pop()
         if lo >= hi:
             continue
-        ev = _Evaluator(graph, producers, lo, hi)
+        ev = _Evaluator(graph, producers, lo, hi, scope)
         try:
             term = ev.at(out, 0)
         except _Split as cut:
@@ -192,9 +198,13 @@ def _merged(pieces):
 class _Evaluator:
     """The term of ``v[j + k]`` for every ``j`` in ``[lo, hi)`` (one term for all of them)."""
 
-    def __init__(self, graph, producers, lo, hi):
+    def __init__(self, graph, producers, lo, hi, scope=None):
         self.graph, self.producers, self.lo, self.hi = graph, producers, lo, hi
         self.params = {p: p.name for p in graph.params}
+        self.counter = scope.counter if scope else None
+        self.scoped = scope is not None   # a step plan's: arrays are 1-D, or 2-D read by rows
+        if scope:
+            self.params.update(scope.names)
         self.memo: dict = {}
 
     def at(self, v, k):
@@ -214,6 +224,8 @@ class _Evaluator:
         node = self._producer(v)
         if node.prim in ("full", "broadcast_to"):
             return self.at(node.inputs[0], None)
+        if node.prim == "getitem" and self._row(node, 1):
+            return ("at", self.params[node.inputs[0]])
         return self._compute(node, None)
 
     def _element(self, v, k):
@@ -221,13 +233,21 @@ class _Evaluator:
         if not (0 <= self.lo + k and self.hi - 1 + k < n):
             raise _Unsupported(f"an element of {v.name or 'a value'} outside its range is read")
         if v in self.params:
+            if self.scoped and v.aval.ndim != 1:
+                raise _Unsupported(f"a loop reads {v.aval} {self.params[v]} other than by rows")
             return ("read", self.params[v], k)
         if v in self.graph.consts:
             raise _Unsupported("it reads an array constant")
         node = self._producer(v)
         prim = node.prim
+        if prim == "getitem" and self._row(node):
+            return ("row", self.params[node.inputs[0]], k)
+        if prim == "concatenate":
+            return self._joined(node, k)
         if prim == "getitem":
             return self.at(node.inputs[0], k + self._slice_start(node, node.inputs[0]))
+        if prim == "reshape":   # the same elements in the same C order: element j is x's j
+            return self.at(node.inputs[0], k)
         if prim == "scatter_add":
             return self._scattered(node, node.inputs[0], k, _lit(0.0))
         if prim == "index_add":
@@ -252,10 +272,11 @@ class _Evaluator:
             (block,) = node.regions
             inner = dict(zip(block.params, node.inputs))
             return self._block(block, inner, k)
-        if node.prim in _PASS:
+        if node.prim in _PASS or (node.prim == "astype"
+                                  and node.params.get("dtype") == "float64"):
             return self._operand(node.inputs[0], node.out, k)
         if node.prim not in SCALAR_PRIMS or node.params:
-            raise _Unsupported(f"it computes {node.prim}, which has no loop form")
+            raise _Unsupported(numba_reasons.no_loop_form(node))
         if node.out.aval.dtype not in ("float64", "bool") or (
                 node.out.aval.dtype == "bool") != (node.prim in _BOOL_PRIMS):
             raise _Unsupported(f"{node.prim} gives {node.out.aval}, not float64")
@@ -271,7 +292,7 @@ class _Evaluator:
             return self._operand(inner.get(x, x), out, k)
         for n in block.nodes:
             if n.prim not in SCALAR_PRIMS or n.params:
-                raise _Unsupported(f"a fused chain computes {n.prim}, which has no loop form")
+                raise _Unsupported(numba_reasons.no_loop_form(n, fused=True))
             local[n.out] = _op(n.prim, tuple(operand(x, n.out) for x in n.inputs))
         (result,) = block.outputs
         return operand(result, result)
@@ -304,6 +325,32 @@ class _Evaluator:
         if not isinstance(base, Value) or base.aval.ndim != 1:
             raise _Unsupported("it slices a value that is not 1-D")
         return slice(*index[0][1:]).indices(base.aval.shape[0])[0]
+
+    def _row(self, node, ndim=2) -> bool:
+        """Whether ``node`` is ``a[t]``: a row at the step loop's counter of a 2-D array it
+        holds (``ndim=1``: an element of a 1-D one, a scalar: ``("at", name)``)."""
+        base = node.inputs[0]
+        return (self.counter is not None and node.params.get("index") == (("a", 0),)
+                and len(node.inputs) == 2 and node.inputs[1] is self.counter
+                and base in self.params and base.aval.ndim == ndim
+                and base.aval.dtype == "float64")
+
+    def _joined(self, node, k):
+        """Element ``j + k`` of a 1-D ``np.concatenate`` (``np.roll`` is one of two slices):
+        the piece it falls in, cut where it passes from one input to the next."""
+        if node.params.get("axis", 0) != 0 or node.out.aval.ndim != 1 or any(
+                isinstance(x, Literal) or x.aval.ndim != 1 or x.aval.dtype != "float64"
+                for x in node.inputs):
+            raise _Unsupported("it concatenates values that are not 1-D float64 arrays")
+        lo, hi, start = self.lo + k, self.hi + k, 0
+        for x in node.inputs:
+            stop = start + x.aval.shape[0]
+            if lo < stop < hi:
+                raise _Split(stop - k)
+            if start <= lo < stop:
+                return self.at(x, k - start)
+            start = stop
+        raise _Unsupported("it reads past the end of a concatenation")
 
     def _scattered(self, node, g, k, base):
         """``base`` plus ``g`` where ``j + k`` falls in the slice ``g`` was written to."""

@@ -169,7 +169,7 @@ def _groups(arrays) -> dict:
     """(lo, hi) -> [(array, term)]: the pieces of every loop cut at every loop's piece edges,
     so that one loop over ``j`` fills each array that has a piece there (and computes their
     shared terms once)."""
-    cuts = sorted({e for loop in arrays for p in loop.pieces for e in (p.lo, p.hi)})
+    cuts = sorted({e for loop, _ in arrays.items() for p in loop.pieces for e in (p.lo, p.hi)})
     groups: dict = {}
     for loop, name in arrays.items():
         for piece in loop.pieces:
@@ -183,21 +183,25 @@ def _wide_vectors() -> bool:
     return numba_target.wide_vectors_pay()
 
 
-def _loop_source(lo, hi, writes, own, inside, taken, wide=False):
+def _loop_source(lo, hi, writes, own, inside, taken, wide=False, counter=None, serial=False):
     """One loop filling ``array[j] = term`` for each of ``writes``: its source, the own-math
-    names it calls, whether it runs in parallel. ``wide``: it asks for 512-bit vectors."""
+    names it calls, whether it runs in parallel. ``wide``: it asks for 512-bit vectors.
+    ``counter``: inside a step loop (:mod:`adcompiler.backends.numba_steps_emit`), whose
+    counter's name this is: an array given as ``(stack, row)`` is written at ``stack[row,
+    j]``. ``serial``: never ``prange``."""
     terms = [_lowered(term) for _, term in writes]
     uses: dict = {}
     for term in terms:
         _count(term, uses)
     calls = any(t[0] == "op" and _is_transcendental(t[1]) for t in uses)
-    par = hi - lo >= (PARALLEL_MIN_CALLS if calls else PARALLEL_MIN)
+    par = not serial and hi - lo >= (PARALLEL_MIN_CALLS if calls else PARALLEL_MIN)
     writer = _Writer(own, inside, taken, unsigned=_unique("i", taken) if par else None)
+    writer.counter = counter
     seen, ordered = set(), []
     for term in terms:
         _order(term, seen, ordered)
     for t in ordered:  # bind every term read twice, operands first
-        if uses.get(t, 0) > 1 and t[0] in ("op", "read"):
+        if uses.get(t, 0) > 1 and t[0] in ("op", "read", "row"):
             writer.bind(t)
     lines = [f"    for j in {'numba.prange' if par else 'range'}({lo}, {hi}):"]
     if wide:
@@ -206,9 +210,13 @@ def _loop_source(lo, hi, writes, own, inside, taken, wide=False):
     if par:
         lines.append(f"        {writer.unsigned} = numba.uint64(j)  # {_UNSIGNED_NOTE}")
     lines += [f"        {name} = {text}" for name, text in writer.lines]
-    lines += [f"        {array}[{writer.index(0)}] = {writer.text(term)}"
+    lines += [f"        {_target(array, writer.index(0))} = {writer.text(term)}"
               for (array, _), term in zip(writes, terms)]
     return "\n".join(lines), writer.used, par
+
+
+def _target(array, index) -> str:
+    return f"{array}[{index}]" if isinstance(array, str) else f"{array[0]}[{array[1]}, {index}]"
 
 
 def _is_transcendental(prim) -> bool:
@@ -255,6 +263,7 @@ class _Writer:
         self.own, self.inside, self.taken = own, inside, taken
         self.unsigned = unsigned  # parallel loops: the name of numba.uint64(j)
         self.buffers = buffers    # the wrapper's scalar outputs: reduced arrays; NumPy calls
+        self.counter = None       # a step loop's counter (numba_steps): rows are read at it
         self.names: dict = {}
         self.lines: list = []
         self.used: set = set()
@@ -273,7 +282,7 @@ class _Writer:
         self.lines.append((name, text))
 
     def _hint(self, term):
-        if term[0] == "read":
+        if term[0] in ("read", "row"):
             k = term[2]
             name = self.inside[term[1]]
             return f"{name}_{'p' if k > 0 else 'm'}{abs(k)}" if k else f"{name}_j"
@@ -290,6 +299,10 @@ class _Writer:
         if tag == "read":
             name, k = self.inside[term[1]], term[2]
             return f"{name}[{self.index(k)}]", _ATOM
+        if tag == "row":   # a row of a 2-D array at a step loop's counter
+            return f"{self.inside[term[1]]}[{self.counter}, {self.index(term[2])}]", _ATOM
+        if tag == "at":    # an element of a 1-D array at a step loop's counter
+            return f"{self.inside[term[1]]}[{self.counter}]", _ATOM
         if tag == "scalar":
             return self.inside[term[1]], _ATOM
         if tag == "reduce":
