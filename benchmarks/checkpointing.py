@@ -37,6 +37,7 @@ def _ode(T):
     return workloads.ode_rk4, (0, 1, 2), workloads.make_ode(batch=8, d=4, hidden=16, steps=T)
 
 
+POLICIES = {"sqrt": "sqrt", "levels3": ad.Checkpoint(levels=3)}
 CASES = {"rnn": ("RNN (hidden 16, batch 4)", _rnn), "ode_rk4": ("RK4 neural ODE (hidden 16, "
                                                                  "batch 8)", _ode)}
 
@@ -61,24 +62,30 @@ def _stored(source, T) -> int:
     """Per-iteration states kept at once: the snapshots plus one segment's rows, as the
     checkpointed code's comment says (checked against its stack allocations); T for the
     unbounded gradient, whose code stacks every iteration."""
-    note = re.search(r"# checkpointed: (\d+) snapshots? of .*, one per (\d+) steps", source)
+    notes = re.findall(r"# checkpointed: (\d+) snapshots? of .*, one per (\d+) steps", source)
     rows = {int(m) for m in re.findall(r"np\.empty\(\((\d+), ", source)}
-    if note is None:
+    if not notes:
         assert T in rows, source
         return T
-    snapshots, length = int(note.group(1)), int(note.group(2))
-    assert {snapshots, length} <= rows and not any(T <= r for r in rows), source
-    return snapshots + length
+    # the outermost loop's snapshots, each nested level's (the largest of each), one segment
+    levels = sorted({(int(n), int(length)) for n, length in notes}, key=lambda p: -p[1])
+    by_length = {}
+    for n, length in levels:
+        by_length[length] = max(by_length.get(length, 0), n)
+    snapshots = sum(by_length.values())
+    innermost = min(by_length)
+    assert innermost in rows and not any(T <= r for r in rows), source
+    return snapshots + innermost
 
 
 def _close(a, b) -> float:
     return max(np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-300) for x, y in zip(a, b))
 
 
-def measure(name, T, rounds) -> dict:
+def measure(name, T, rounds, policy="sqrt") -> dict:
     fn, wrt, args = CASES[name][1](T)
     full = ad.grad(fn, wrt=wrt)
-    ck = ad.grad(fn, wrt=wrt, checkpoint="sqrt")
+    ck = ad.grad(fn, wrt=wrt, checkpoint=POLICIES[policy])
     error = _close(ck(*args), full(*args))   # compiled, and the gradients agree
     assert error <= 1e-12, error
     peaks = {"full": _peak_bytes(full, args), "ck": _peak_bytes(ck, args)}
@@ -90,24 +97,28 @@ def measure(name, T, rounds) -> dict:
             g(*args)
             times[key].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"name": name, "T": T, "error": error, "peak_full": peaks["full"],
+    return {"name": name, "T": T, "policy": policy, "error": error, "peak_full": peaks["full"],
             "peak_ck": peaks["ck"], "stored_full": _stored(full.source, T),
             "stored_ck": _stored(ck.source, T), "t_full": med["full"],
             "t_ck": med["ck"], "rounds": rounds}
 
 
 def table(rows) -> str:
-    lines = ["| workload | T | stored states, unbounded | checkpointed (<= 2 sqrt(T)) | "
+    lines = ["| workload | T | checkpoint= | stored states, unbounded | checkpointed (2 sqrt(T)) | "
              "peak MB, unbounded | checkpointed | memory ratio | time ratio (s per call, "
              "unbounded) | max rel. difference |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         lines.append(
-            f"| {CASES[r['name']][0]} | {r['T']:,} | {r['stored_full']:,} | "
+            f"| {CASES[r['name']][0]} | {r['T']:,} | {_policy(r)} | {r['stored_full']:,} | "
             f"{r['stored_ck']:,} ({2 * math.sqrt(r['T']):,.0f}) | {r['peak_full'] / 1e6:.1f} | "
             f"{r['peak_ck'] / 1e6:.1f} | {r['peak_ck'] / r['peak_full']:.3f}x | "
             f"{r['t_ck'] / r['t_full']:.2f}x ({r['t_full']:.2f} s) | {r['error']:.1e} |")
     return "\n".join(lines)
+
+
+def _policy(row) -> str:
+    return {"sqrt": '`"sqrt"`', "levels3": "`Checkpoint(levels=3)`"}[row.get("policy", "sqrt")]
 
 
 def main(argv=None):
@@ -116,15 +127,18 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, nargs="*", default=None)
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--only", choices=sorted(CASES), default=None)
+    parser.add_argument("--policies", nargs="*", choices=sorted(POLICIES),
+                        default=["sqrt", "levels3"])
     parser.add_argument("--no-write", action="store_true", help="print only")
     opts = parser.parse_args(argv)
     steps = opts.steps or ([10_000] if opts.quick else [10_000, 100_000])
     rows = []
     for T in steps:
         for name in ([opts.only] if opts.only else CASES):
-            rounds = opts.rounds or (5 if T <= 10_000 else 3)
-            rows.append(measure(name, T, rounds))
-            print(table(rows[-1:]).splitlines()[-1], flush=True)
+            for policy in opts.policies:
+                rounds = opts.rounds or (5 if T <= 10_000 else 3)
+                rows.append(measure(name, T, rounds, policy))
+                print(table(rows[-1:]).splitlines()[-1], flush=True)
     text = table(rows)
     print(text)
     if not opts.no_write:
@@ -137,12 +151,14 @@ def _page(text, rows) -> str:
 Written by `python -m benchmarks.checkpointing` ({', '.join(sorted({f'{r["T"]:,}' for r in
 rows}))} steps; medians of {', '.join(sorted({str(r['rounds']) for r in rows}))} interleaved
 rounds per configuration; one process, a loaded shared 2-core machine: read the ratios, not the
-times). `checkpoint="sqrt"` against the unbounded gradient of the same function, compiled for
-the same arguments (#33 item 6's targets: at most 2 sqrt(T) stored states, at most 3x the time).
+times). `checkpoint="sqrt"` (two levels) and `checkpoint=ad.Checkpoint(levels=3)` against the
+unbounded gradient of the same function, compiled for the same arguments (#33 item 6's targets:
+at most 2 sqrt(T) stored states, at most 3x the time).
 
 - *stored states*: per-iteration states the generated code keeps at once, read from its stack
-  allocations: T rows for the unbounded gradient; for the checkpointed one the snapshots
-  (`T // L` rows) plus one segment's residual stacks (`L` rows), `L = ceil(T / ceil(sqrt(T)))`.
+  allocations and comments: T rows for the unbounded gradient; for the checkpointed one the
+  snapshots of each level (`T // L` rows at two levels) plus one innermost segment's residual
+  stacks (`L` rows), `L = ceil(T / ceil(sqrt(T)))` at two levels.
 - *peak MB*: the most memory one call holds at once beyond its arguments (tracemalloc, which
   counts NumPy's array allocations).
 - *time ratio*: checkpointed / unbounded seconds per call.
