@@ -34,6 +34,41 @@ def _add_at(t, index, g):
     return t + counts.reshape(t.shape).astype(t.dtype)'''
 
 
+def lazy_values(graph) -> set:
+    """The values that are Dask arrays when the code runs: the array parameters (made Dask
+    arrays on entry), and every array computed from one (a loop's carried value from a lazy
+    initial value, a phi from lazy values in both branches). The others (Python numbers,
+    NumPy constants and what is computed from them only) are spelled ``np.``: dask.array's
+    functions take no Python scalar (``da.prod(2.0)``), where NumPy's functions hand a Dask
+    array to Dask (``np.sum(x)`` is ``da.sum(x)``, NEP 18)."""
+    lazy = {p for p in graph.params if p.aval.kind == "array"}
+    _mark(graph.nodes, lazy)
+    return lazy
+
+
+def _mark(nodes, lazy):
+    for node in nodes:
+        ins = [isinstance(x, Value) and x in lazy for x in node.inputs]
+        if node.prim in ("loop", "while"):
+            inits = ins[1:] if node.prim == "loop" else ins
+            for block in node.regions:
+                params = block.params[1:] if node.prim == "loop" else block.params
+                lazy.update(p for p, on in zip(params, inits) if on)
+        for block in node.regions:
+            _mark(block.nodes, lazy)
+        if node.prim == "cond":
+            outs = [all(isinstance(b.outputs[i], Value) and b.outputs[i] in lazy
+                        for b in node.regions) for i in range(len(node.outputs))]
+        elif node.prim in ("loop", "while"):
+            (body,) = node.regions[-1:]
+            outs = [isinstance(x, Value) and x in lazy for x in body.outputs]
+            outs = [o and (i >= len(inits) or inits[i]) for i, o in enumerate(outs)]
+        else:
+            outs = [any(ins)] * len(node.outputs)
+        lazy.update(v for v, on in zip(node.outputs, outs)
+                    if on and v.aval.kind in ("array", "list"))
+
+
 class DaskEmitter(Emitter):
     """:class:`~adcompiler.backends.emit.Emitter` writing dask.array code (module name ``da``)."""
 
@@ -43,6 +78,24 @@ class DaskEmitter(Emitter):
         self.listed: dict = {}   # a for loop's residual stack -> filled as a list
         self.uses_add_at = False
         self.computed: set = set()   # predicates already computed into Python bools
+        self.lazy = lazy_values(graph)
+
+    def expr(self, node, args):
+        """``da.`` where an input is a Dask array, else NumPy's spelling (see
+        :func:`lazy_values`)."""
+        if any(isinstance(x, Value) and x in self.lazy for x in node.inputs):
+            return super().expr(node, args)
+        self.xp = "np"
+        try:
+            return super().expr(node, args)
+        finally:
+            self.xp = "da"
+
+    def body(self):
+        """The body, each array parameter first made a Dask array (a NumPy array as one chunk),
+        so that every ``da.`` call meets Dask arrays (``da.reshape`` takes no NumPy array)."""
+        arrays = [self.names[p] for p in self.graph.params if p.aval.kind == "array"]
+        return [f"{n} = da.asarray({n})" for n in arrays] + super().body()
 
     def owned(self, acc, at, path, result) -> bool:
         return False   # never in place: an update is a new array (a new graph layer)
