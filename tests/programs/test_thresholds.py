@@ -1000,5 +1000,9 @@ def test_the_imported_values_are_the_tables():
                 "adcompiler.aot.user_code.MAX_LITERAL": standalone_user.MAX_LITERAL,
                 "adcompiler.aot.small_bodies.MIN_ELEMENTS": small_bodies.MIN_ELEMENTS,
                 "adcompiler.frontend.expressions.comprehensions.MAX_ITERATIONS":
-                    comprehensions.MAX_ITERATIONS}
+                    comprehensions.MAX_ITERATIONS,
+                "adcompiler.backends.scatters.MIN_ENTRIES": scatters.MIN_ENTRIES,
+                "adcompiler.backends.scatters.MIN_WIDTH": scatters.MIN_WIDTH,
+                "adcompiler.backends.scatters.TARGET_RATIO": scatters.TARGET_RATIO,
+                "adcompiler.backends.scatters.SPARSE_ENTRIES": scatters.SPARSE_ENTRIES}
     assert imported == {k: v for k, (v, _) in THRESHOLDS.items()}
