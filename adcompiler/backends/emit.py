@@ -24,6 +24,7 @@ from .naming import BUILTINS, Naming, reserved
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
                       buffer_is_dead, stack_rows)
+from .row_dots import row_dot_expr
 from .scatters import helper_source, rows_form
 
 
@@ -79,6 +80,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         if node in self.taken_rows:
             return take_expr(args, self.xp)
         return (not_expr(node, args, self.producer)
+                or (not self.plain and row_dot_expr(node, args, self.producer, self.xp))
                 or (self.xp == "np" and method_expr(node, args, self.producer))
                 or node_expr(node, args, self.xp))
 
