@@ -179,10 +179,26 @@ def main(argv=None) -> int:
         "`zeros((m, w))` with `np.add.at(out, idx, g)` for `n` random indices in `range(m)`: "
         "microseconds per call (median of 3 interleaved rounds, best of 3 repeats each) and "
         "the speed-up over `np.add.at`; `emitted` is what generated code runs at that size.", "",
-        head, "|" + " --- |" * (head.count("|") - 1), *rows, ""])
+        head, "|" + " --- |" * (head.count("|") - 1), *rows, "", *rule_text(), ""])
     args.out.write_text(text)
     print(f"wrote {args.out}")
     return 0
+
+
+def rule_text() -> list:
+    """What the table led to: the rule the emitter applies (from its constants)."""
+    return [
+        "The rule (`adcompiler/backends/scatters.py`, docs/performance.md): `np.add.at` stays "
+        f"for 1-D targets (NumPy's own fast path: no replacement beat it), rows under "
+        f"{scatters.MIN_WIDTH} wide, fewer than {scatters.MIN_ENTRIES:,} values (the helper's "
+        f"few calls cost what they save) and targets of over {scatters.TARGET_RATIO} rows per "
+        "index entry (the helper makes and adds the whole target); otherwise the sparse "
+        f"product from {scatters.SPARSE_ENTRIES:,} values where SciPy is installed (its "
+        "matrix costs about 70 us), flat indices in chunks below that and wherever SciPy is "
+        "missing. `np.bincount` and sort + `np.add.reduceat` are never emitted: the first is "
+        "at best level with flat indices, the second slower (the sort). On zeros both emitted "
+        "forms add each row's values in `np.add.at`'s order (the same bits); `bincount` would "
+        "agree only to rounding (about 1e-16 relative)."]
 
 
 def _versions():
