@@ -136,3 +136,19 @@ def test_a_dask_tensor_prints_its_graph_and_computes_nothing(monkeypatch):
 def test_a_predicate_on_a_dask_tensor_computes_it():
     t = tape.tensor(da.from_array(np.array([0.5, -2.0, 1.0]), chunks=2), requires_grad=True)
     assert bool(np.sum(t) < 0) and float(np.sum(t).detach()) == -0.5
+
+
+def halving(w, X):
+    s = np.sum(np.tanh(X @ w) ** 2)
+    while s > 1.0:   # a tolerance on data: each test computes its one value
+        s = s * 0.5
+    return s
+
+
+def test_a_while_on_a_dask_value_equals_numpy():
+    rng = np.random.default_rng(9)
+    w, X = rng.standard_normal(4), rng.standard_normal((700, 4))
+    want = tape.dynamic_grad(halving)(w, X)
+    close([tape.dynamic_grad(halving)(w, da.from_array(X, chunks=((300, 250, 150), (4,))))],
+          [want])
+    close([want], [ad.grad(halving)(w, X)])
