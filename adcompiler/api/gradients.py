@@ -407,6 +407,11 @@ grad.__doc__ = """The gradient of ``f``'s scalar result, compiled ahead of time 
 :param compute: Dask code only: ``None`` (the default) computes the results, all with one
     ``dask.compute``, where no differentiated argument is a Dask array, and returns them lazy
     where one is; ``True`` always computes, ``False`` never does (docs/reference/backends.md).
+:param checkpoint: reverse mode through ``for`` loops in bounded memory: ``None`` (the default)
+    keeps every iteration's residuals; an int ``K`` keeps ``K`` snapshots of each loop's
+    carried values and runs the forward again between them; ``"sqrt"`` takes ``K =
+    ceil(sqrt(T))``; :class:`adcompiler.Checkpoint` also takes ``every=`` (while loops) and
+    ``levels=`` (docs/reference/checkpointing.md). value_and_grad and vjp take it too.
 :returns: a :class:`GradientFunction`, called as ``f`` is. Each gradient has its input's shape
     and dtype (a float for a float). It compiles once per input signature (shapes, dtypes,
     the values of int, str and other static arguments) and reuses the code after that;
