@@ -254,12 +254,26 @@ def _contract(b, first, second, r):
             return None
         if p > q:
             (P, pa, p), (Q, qa, q) = (Q, qa, q), (P, pa, p)
-        left = P if pa == (p, r) else P.T
-        right = Q if qa == (r, q) else Q.T
-        return left @ right
+        return _product(P, pa == (p, r), Q, qa == (r, q))
     if r in qa:
         (P, pa), (Q, qa) = (Q, qa), (P, pa)
     if r not in pa or qa != out:
         return None
     summed = b.emit("sum", (P,), {"axis": pa.index(r)})
     return Q * _spread(b, summed, pa, r, out)
+
+
+def _product(P, p_rows, Q, q_rows):
+    """``P' @ Q'`` (``P'`` is ``P`` where ``p_rows``, else ``P.T``; ``Q'`` likewise), or
+    ``(Q'.T @ P'.T).T`` where that transposes fewer entries: a transposed operand is a view,
+    which keeps its array out of the planned buffers (``dmu``'s ``(X.T @ G).T``, not
+    ``G.T @ X``, leaves the (n, k) ``G`` in one)."""
+    def size(v):
+        return v.aval.known_shape[0] * v.aval.known_shape[1]
+
+    direct = (0 if p_rows else size(P)) + (0 if q_rows else size(Q))
+    flipped = (size(P) if p_rows else 0) + (size(Q) if q_rows else 0) \
+        + P.aval.known_shape[not p_rows] * Q.aval.known_shape[q_rows]
+    if direct <= flipped:
+        return (P if p_rows else P.T) @ (Q if q_rows else Q.T)
+    return ((Q.T if q_rows else Q) @ (P.T if p_rows else P)).T

@@ -23,9 +23,16 @@ adcompiler/backends/planner.py  MIN_BYTES  32,768 bytes (>=): 4,096 float64, 8,1
     Elementwise results (fused or single) that cannot escape go into pooled ``out=_buf``
     buffers, fused chains computed op by op into them; a ``for`` loop's residual stacks are
     pooled (``hs = _buf0``); hoisted row arrays are pooled (``np.matmul(np.reshape(x, ...), Wx,
+    out=_buf0)``), and so are other 2-D products that cannot escape (``np.matmul(A, B,
     out=_buf0)``). Tests: test_planner_min_bytes_elementwise, test_planner_min_bytes_loop_stacks,
-    test_planner_min_bytes_row_arrays, test_planner_min_bytes_other_modes (and test_fuse_min_size:
-    in float64 both switch at 4,096 elements).
+    test_planner_min_bytes_row_arrays, test_planner_min_bytes_products,
+    test_planner_min_bytes_other_modes (and test_fuse_min_size: in float64 both switch at 4,096
+    elements).
+adcompiler/passes/broadcast_products.py  MIN_ENTRIES  4,096 entries of the (n, k, d) product (>=)
+    The squared distances ``np.sum((X[:, None, :] - mu) ** 2, axis=2)`` and their adjoint are
+    row norms and ``@`` of the operands translated by the smaller one's mean row (no (n, k, d)
+    temporary); below, the broadcast as written. Plain broadcast products (``np.sum(A[:, None,
+    :] * B[None], axis=2)``) are ``@`` at every size. Test: test_broadcast_products_min_entries.
 adcompiler/backends/numexpr_chains.py  MIN_ELEMENTS  262,144 elements (>=)
     ``plan``: a float64 fused chain's arithmetic becomes ``ne.evaluate('...')`` (transcendentals
     stay ufuncs); ``threadable``: a ufunc into a buffer whose array arguments all have the
@@ -130,7 +137,7 @@ from adcompiler.aot import small_bodies
 from adcompiler.backends.check_modes import unoptimised
 from adcompiler.frontend.expressions import comprehensions
 from adcompiler.templates import factorizations
-from adcompiler.passes import fuse
+from adcompiler.passes import broadcast_products, fuse
 from adcompiler.tape import format as tape_format
 from adcompiler.aot import user_code as standalone_user
 
@@ -381,6 +388,44 @@ def test_planner_min_bytes_other_modes(mode, side):
         make, kwargs = (lambda: ad.jvp(chain)), {"tangents": rng.standard_normal(n)}
     g = agrees_with_unoptimised(make, (x,), kwargs)
     assert ("out=_buf" in g.source) == (side == "at"), g.source
+
+
+def product_layer(A, B):
+    P = A @ B
+    return np.sum(np.tanh(P) * P)
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_planner_min_bytes_products(side):
+    """``A @ B`` of (63, 65) = 4,095 and (64, 64) float64 entries, from (n, 3) @ (3, m)."""
+    n, m = (63, 65) if side == "below" else (64, 64)
+    rng = _rng()
+    args = (rng.standard_normal((n, 3)), rng.standard_normal((3, m)))
+    g = agrees_with_unoptimised(lambda: ad.grad(product_layer, wrt=(0, 1)), args)
+    assert ("P = np.matmul(A, B, out=_buf" in g.source) == (side == "at"), g.source
+
+
+# ---- passes/broadcast_products.py MIN_ENTRIES -----------------------------------------------------
+
+def mixture(mu, log_sigma, X):
+    diff = X[:, None, :] - mu[None, :, :]
+    comp = -log_sigma - 0.5 * np.sum(diff * diff, axis=2) * np.exp(-2.0 * log_sigma)
+    m = np.max(comp, axis=1, keepdims=True)
+    return -np.mean(m + np.log(np.sum(np.exp(comp - m), axis=1, keepdims=True)))
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_broadcast_products_min_entries(side):
+    """(455, 3, 3) = 4,095 and (1024, 2, 2) = 4,096 entries of ``X[:, None, :] - mu``."""
+    n, k, d = (455, 3, 3) if side == "below" else (1024, 2, 2)
+    assert (n * k * d >= broadcast_products.MIN_ENTRIES) == (side == "at")
+    rng = _rng()
+    args = (rng.standard_normal((k, d)), 0.1 * rng.standard_normal(k),
+            rng.standard_normal((n, d)))
+    g = agrees_with_unoptimised(lambda: ad.grad(mixture, wrt=(0, 1, 2)), args)
+    code = "\n".join(line.split("#")[0] for line in g.source.splitlines())
+    assert ("X[:, None, :]" not in code) == (side == "at"), g.source
+    assert ("np.mean(mu, axis=0)" in g.source) == (side == "at"), g.source
 
 
 # ---- backends/numexpr_chains.py MIN_ELEMENTS (and runtime/threaded.py) ------------------------
@@ -770,7 +815,10 @@ THRESHOLDS = {
     "adcompiler.backends.planner.MIN_BYTES": (32768, ("test_planner_min_bytes_elementwise",
                                                       "test_planner_min_bytes_loop_stacks",
                                                       "test_planner_min_bytes_row_arrays",
+                                                      "test_planner_min_bytes_products",
                                                       "test_planner_min_bytes_other_modes")),
+    "adcompiler.passes.broadcast_products.MIN_ENTRIES": (
+        4096, ("test_broadcast_products_min_entries",)),
     "adcompiler.backends.numexpr_chains.MIN_ELEMENTS": (
         262144, ("test_numexpr_min_elements", "test_numexpr_float32_threads_without_numexpr")),
     "adcompiler.backends.numba_emit.PARALLEL_MIN": (32768, ("test_numba_parallel_min",)),
@@ -991,6 +1039,8 @@ def test_the_imported_values_are_the_tables():
     """The tests above derive their sizes from these constants as imported."""
     imported = {"adcompiler.passes.fuse.MIN_SIZE": fuse.MIN_SIZE,
                 "adcompiler.backends.planner.MIN_BYTES": planner.MIN_BYTES,
+                "adcompiler.passes.broadcast_products.MIN_ENTRIES":
+                    broadcast_products.MIN_ENTRIES,
                 "adcompiler.backends.numexpr_chains.MIN_ELEMENTS": numexpr_chains.MIN_ELEMENTS,
                 "adcompiler.backends.numba_emit.PARALLEL_MIN": numba_emit.PARALLEL_MIN,
                 "adcompiler.backends.numba_emit.PARALLEL_MIN_CALLS": numba_emit.PARALLEL_MIN_CALLS,
