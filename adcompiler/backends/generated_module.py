@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import sizing, walk
+from . import scatters
 from .constant_exprs import spelled
 from .constants import constants_comment
 from .distinct import distinct_guard
@@ -59,7 +60,7 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     doc_lines = [f'    """{doc}"""'] if doc else []
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in
                                   "\n".join(lines).split("\n")])
-    imports = _scipy_imports(graph, xp_name) + (
+    imports = _scipy_imports(graph, xp_name, plain) + (
         ["import numexpr as ne"] if em.uses_numexpr else []) + (
         ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
         else []) + (["from adcompiler.runtime.poison import poison as _poison"]
@@ -72,14 +73,16 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     return Emission(source, constants, uses_math, tuple(getattr(em, "kernels", ())))
 
 
-def _scipy_imports(graph, xp_name) -> list:
+def _scipy_imports(graph, xp_name, plain=False) -> list:
     """``import scipy.linalg`` (``import cupyx.scipy.linalg`` for CuPy code) for each SciPy
-    module the code calls: SciPy is optional, imported only by code that uses it."""
+    module the code calls (``scipy.sparse``: rows added by a sparse product, :mod:`.scatters`):
+    SciPy is optional, imported only by code that uses it."""
     from ..ir.primitives import PRIMS
     if xp_name == "cp":   # CuPy code reads the ``cupyx`` it is given (the loader imports its
         return []         # cupyx.scipy modules, a stand-in where CuPy cannot run)
     modules = sorted({PRIMS[n.prim].spell.rpartition(".")[0] for n in walk(graph.nodes)
-                      if PRIMS[n.prim].spell.startswith("scipy.")})
+                      if PRIMS[n.prim].spell.startswith("scipy.")}
+                     | scatters.modules(walk(graph.nodes), xp_name, plain))
     return [f"import {m}" for m in modules]
 
 

@@ -41,8 +41,7 @@ _CHECK = '''
 HELPERS = {"sparse": f'''
 def _add_rows(index, g, shape):
     """np.add.at(np.zeros(shape), index, g) for an index of rows, as the product of g with
-    a sparse matrix of ones at (k, index[k]) (faster, measured in benchmarks/SCATTER.md)."""
-    import scipy.sparse{_CHECK}
+    a sparse matrix of ones at (k, index[k]) (faster, measured in benchmarks/SCATTER.md)."""{_CHECK}
     if low < 0:
         i = np.where(i < 0, i + rows, i)
     pick = scipy.sparse.csr_matrix((np.ones(i.size), i, np.arange(i.size + 1)),
@@ -109,8 +108,19 @@ def helper_source(forms) -> list:
     return [HELPERS[f].strip("\n") for f in sorted(set(forms))]
 
 
+def modules(nodes, xp_name: str, plain: bool) -> set:
+    """``{"scipy.sparse"}`` where one of ``nodes`` is added by the sparse product (the module
+    imports it at its top, where ``adcompiler compile`` sees that it needs SciPy)."""
+    return {"scipy.sparse"} if any(
+        n.prim in ("scatter_add", "index_add") and rows_form(n, xp_name, plain) == "sparse"
+        for n in nodes) else set()
+
+
 def helper_function(form, np_module=np):
     """The helper of ``form`` as a function (for the probe and the tests)."""
     scope = {"np": np_module}
+    if form == "sparse":
+        import scipy.sparse
+        scope["scipy"] = scipy
     exec(HELPERS[form], scope)
     return scope["_add_rows"]

@@ -221,6 +221,7 @@ def test_matfact_workload_source():
             src = g.specialize(*args).source
             assert "dU += _add_rows(iu, " in src and "dV += _add_rows(iv, " in src, src
             assert ("scipy.sparse.csr_matrix" in src) == on, src
+            assert (src.splitlines()[0] == "import scipy.sparse") == on, src   # at the top
             for a, b in zip(g(*args), _oracle_factors_l2(*args)):
                 np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.max(np.abs(b)))
     finally:
