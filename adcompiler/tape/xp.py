@@ -17,7 +17,7 @@ from adcompiler.ir.primitives import (ELEMENTWISE, PRIMS, build_index, evaluate,
                                      store)
 from adcompiler.templates.ops import ArrayOps
 
-from .lazy import DaskOps, dask_module, is_dask_array, missing
+from .lazy import DaskModule, DaskOps, dask_module, is_dask_array, missing
 
 _OPS: dict = {}
 
@@ -48,7 +48,7 @@ def array_ops(xp):
     """The (cached) :class:`templates.ops.ArrayOps` namespace over ``xp``."""
     ops = _OPS.get(xp)
     if ops is None:
-        ops = _OPS[xp] = DaskOps(xp) if xp is dask_module() else ArrayOps(xp)
+        ops = _OPS[xp] = DaskOps(xp) if isinstance(xp, DaskModule) else ArrayOps(xp)
     return ops
 
 
@@ -109,7 +109,7 @@ def compute(prim: str, data, params: dict):
     xp = common_module(data, prim)
     if xp is numpy:
         return evaluate(prim, data, params)
-    if type(xp) is not type(numpy):
+    if isinstance(xp, DaskModule):
         return _on_dask(xp, prim, data, params)
     data = [d[()] if isinstance(d, numpy.ndarray) else d for d in data]   # 0-d: a scalar
     kw = {k: v for k, v in params.items() if k != "py"}
@@ -154,11 +154,10 @@ def _on_dask(xp, prim, data, params):
     kw = {k: v for k, v in params.items() if k != "py"}
     ops = array_ops(xp)
     try:
-        if prim in _DASK_OPS:
-            return getattr(ops, _DASK_OPS[prim])(*data, **kw)
-        if prim in ("index_add", "setitem", "last_writes", "scatter_add", "getitem", "full"):
-            return _DASK_SPECIAL[prim](ops, *data, **kw)
-        if prim not in _MODULE_FREE and PRIMS[prim].family in (
+        special = _DASK_SPECIAL.get(prim)
+        if special is not None:
+            return special(ops, *data, **kw)
+        if prim == "sum_to" or prim not in _MODULE_FREE and PRIMS[prim].family in (
                 "elementwise", "reduction", "linalg", "shape", "creation"):
             return getattr(ops, prim)(*data, **kw)
         return evaluate(prim, data, params)     # to_float, to_int (compute), custom
@@ -203,11 +202,6 @@ _ON_DEVICE = {   # where CuPy's spelling is not ``getattr(cupy, prim)(*data, **p
        for p in ("cholesky", "solve_triangular", "eigh_values", "eigh_vectors", "eigvalsh",
                  "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv", "lstsq_x")},
 }
-_DASK_OPS = {p: p for p in ("solve", "inv", "det", "slogdet_sign", "logabsdet", "cholesky",
-                             "solve_triangular", "eigh_values", "eigh_vectors", "eigvalsh",
-                             "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv",
-                             "lstsq_x", "sum_to", "einsum", "concatenate", "stack", "astype",
-                             "reshape")}
 _DASK_SPECIAL = {   # the templates' ops take the index as (arrays, spec)
     "getitem": lambda ops, x, *arrays, index: ops.getitem(x, arrays, index),
     "setitem": lambda ops, x, v, *arrays, index: ops.setitem(x, v, arrays, index),

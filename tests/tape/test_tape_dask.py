@@ -152,3 +152,21 @@ def test_a_while_on_a_dask_value_equals_numpy():
     close([tape.dynamic_grad(halving)(w, da.from_array(X, chunks=((300, 250, 150), (4,))))],
           [want])
     close([want], [ad.grad(halving)(w, X)])
+
+
+def test_numpy_and_cupy_tensors_never_import_dask():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['dask'] = None\n"   # importing Dask would raise
+            "import numpy as np\nfrom adcompiler import tape\nfrom tests import fake_cupy\n"
+            "g = tape.dynamic_grad(lambda x: np.sum(np.tanh(x) * x))(np.linspace(-1, 1, 5))\n"
+            "with fake_cupy.install() as cp:\n"
+            "    t = tape.tensor(cp.asarray(np.ones(3)), requires_grad=True)\n"
+            "    (np.exp(t) * t).sum().backward()\n"
+            "    print(round(float(g.sum()), 6), t.grad.device)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    x = np.linspace(-1, 1, 5)
+    want = np.sum(np.tanh(x) + x * (1 - np.tanh(x) ** 2))
+    assert done.stdout.split() == [str(round(float(want), 6)), "cuda:0"]
