@@ -69,6 +69,9 @@ def _mark(nodes, lazy):
                     if on and v.aval.kind in ("array", "list"))
 
 
+_SAME_WHEN_0D = {"sum", "mean", "prod", "max", "min", "squeeze"}
+
+
 class DaskEmitter(Emitter):
     """:class:`~adcompiler.backends.emit.Emitter` writing dask.array code (module name ``da``)."""
 
@@ -82,7 +85,12 @@ class DaskEmitter(Emitter):
 
     def expr(self, node, args):
         """``da.`` where an input is a Dask array, else NumPy's spelling (see
-        :func:`lazy_values`)."""
+        :func:`lazy_values`); a reduction or squeeze of a 0-d array along an axis, which NumPy
+        takes (``np.max(x, axis=-1)`` is ``x``) and Dask refuses, is its input."""
+        if node.prim in _SAME_WHEN_0D and node.params.get("axis") is not None and \
+                isinstance(node.inputs[0], Value) and node.inputs[0].aval.known_shape == () \
+                and node.inputs[0].aval == node.outputs[0].aval:
+            return args[0]
         if any(isinstance(x, Value) and x in self.lazy for x in node.inputs):
             return super().expr(node, args)
         self.xp = "np"

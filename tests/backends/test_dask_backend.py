@@ -5,11 +5,13 @@ of repeated indices, a Python loop with residuals); every entry point; compute= 
 the default (NumPy parameters: NumPy gradients from one dask.compute; a Dask argument
 differentiated: lazy); the source (dask.array calls, no out= buffers, the predicates it
 computes said by comments); sums over the data axis reduced chunk by chunk; backend="auto";
-the errors (another library's array, Dask code given a CuPy array, NumPy code given a Dask
-array, Dask not installed).
+the errors (another library's array, NumPy code given a Dask array, unknown chunk sizes, Dask
+not installed); adcompiler compile --backend dask's module run where adcompiler is not; random
+programs, with and without control flow (ADCOMPILER_DASK_PROGRAMS=60 draws more).
 """
 
 import ast
+import os
 import sys
 
 import numpy as np
@@ -19,7 +21,11 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 from dask.callbacks import Callback  # noqa: E402
 
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
 import adcompiler as ad  # noqa: E402
+from tests.control_strategies import control_programs  # noqa: E402
+from tests.strategies import load, programs  # noqa: E402
 
 CHUNKS = (7, 30, 23)   # uneven, over a data axis of 60
 N = sum(CHUNKS)
@@ -433,3 +439,37 @@ def test_a_compiled_module_runs_on_dask_without_adcompiler(tmp_path):
     close((out["value"], out["dw"]),
           ad.value_and_grad(logistic)(inputs["w"], inputs["X"], inputs["y"]))
     close(out["dx"], ad.grad(branch)(inputs["x"], 0.5))
+
+
+# ---- random programs ------------------------------------------------------------------------
+# a few by default (each compiles twice); ADCOMPILER_DASK_PROGRAMS=60 for a campaign
+PROGRAMS = int(os.environ.get("ADCOMPILER_DASK_PROGRAMS", "5"))
+RANDOM = dict(max_examples=PROGRAMS, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+
+
+def compare_program(program, directory):
+    """The program's gradient with respect to its float arguments, each array of two or more
+    rows in two uneven chunks, equal to the NumPy backend's."""
+    source, f, args = load(program, directory)
+    wrt = tuple(n for n, a in zip("xyz", args)
+                if isinstance(a, float) or getattr(a, "dtype", np.dtype(int)).kind == "f")
+    want = ad.grad(f, wrt=wrt)(*args)
+    inputs = [da.from_array(a, chunks=((1, a.shape[0] - 1),) + a.shape[1:])
+              if isinstance(a, np.ndarray) and a.ndim and a.shape[0] >= 2 else a for a in args]
+    got = ad.grad(f, wrt=wrt, backend="dask", compute=True)(*inputs)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g, dtype=float), np.asarray(w, dtype=float),
+                                   rtol=1e-10, atol=1e-10, err_msg=source)
+
+
+@settings(**RANDOM)
+@given(program=programs())
+def test_random_programs(tmp_path_factory, program):
+    compare_program(program, tmp_path_factory.mktemp("p"))
+
+
+@settings(**RANDOM)
+@given(program=control_programs())
+def test_random_programs_with_control_flow(tmp_path_factory, program):
+    compare_program(program, tmp_path_factory.mktemp("p"))
