@@ -29,9 +29,9 @@ adcompiler/backends/planner.py  MIN_BYTES  32,768 bytes (>=): 4,096 float64, 8,1
     test_planner_min_bytes_other_modes (and test_fuse_min_size: in float64 both switch at 4,096
     elements).
 adcompiler/passes/broadcast_products.py  MIN_ENTRIES  4,096 entries of the (n, k, d) product (>=)
-    The squared distances ``np.sum((X[:, None, :] - mu) ** 2, axis=2)`` and their adjoint are
-    row norms and ``@`` of the operands translated by the smaller one's mean row (no (n, k, d)
-    temporary); below, the broadcast as written. Plain broadcast products (``np.sum(A[:, None,
+    The float64 squared distances ``np.sum((X[:, None, :] - mu) ** 2, axis=2)`` and their
+    adjoint are row norms and ``@`` of the operands translated by the smaller one's mean row
+    (no (n, k, d) temporary); below, the broadcast as written. Plain broadcast products (``np.sum(A[:, None,
     :] * B[None], axis=2)``) are ``@`` at every size. Test: test_broadcast_products_min_entries.
 adcompiler/backends/numexpr_chains.py  MIN_ELEMENTS  262,144 elements (>=)
     ``plan``: a float64 fused chain's arithmetic becomes ``ne.evaluate('...')`` (transcendentals
