@@ -25,12 +25,13 @@ loses only eps |x - c| / |x - mu| relatively, and is translated by the same ``c`
 When: the distance forms only in float64 and where the broadcast product holds at least
 :data:`MIN_ENTRIES` entries and the reduced axis at least two (the expanded form costs some ten
 NumPy calls, the direct one three passes over the cube: below that size the calls cost more
-than the passes save). In float32 the spread-to-distance loss is visible (the mixture's dmu
-8e-6 from the float64 gradient, against 5e-7 for the direct form, as scikit-learn computes
-float32 distances in float64 for this reason), so float32 keeps the broadcast. Plain products
-always (one ``@`` for a multiply and a sum, exact up to the order of the
-terms). Invariants: only sums whose product (and, for the distances, whose square) nothing else
-reads; the result keeps the reduction's output value, shape and dtype (floats only).
+than the passes save; ``torch.cdist``'s default ``compute_mode`` takes the matmul form from 26
+rows on either side, in every dtype and untranslated). In float32 the spread-to-distance loss
+is visible (the mixture's dmu 8e-6 from the float64 gradient, against 5e-7 for the direct
+form; scikit-learn computes float32 distances in float64 for this reason), so float32 keeps
+the broadcast. Plain products always (one ``@`` for a multiply and a sum, exact up to the order
+of the terms). Invariants: only sums whose product (and, for the distances, whose square)
+nothing else reads; the result keeps the reduction's output value, shape and dtype (floats only).
 """
 
 from __future__ import annotations
