@@ -21,12 +21,13 @@ import weakref
 
 import numpy as np
 
-from adcompiler.ir.primitives import PRIMS, build_index, store
+from adcompiler.ir.primitives import PRIMS, build_index, store, writes_once
 from adcompiler.templates import cotangent
 
 from . import mode, views
 from .node import Node, Placeholder, _dtype, _shape, node_class
 from .record import apply, beside_device
+from .lazy import DaskModule, missing
 from .tensor import Tensor
 from .xp import array_module, common_module, is_device_array
 
@@ -138,6 +139,8 @@ def setitem(t, key, value, name="CopySlices"):
     node = _slice_node(name, spec, arrays, t, value) if recording else None
     data = value._data if isinstance(value, Tensor) else value
     xp = common_module([t._data, data, *arrays], name)
+    if isinstance(xp, DaskModule) and not writes_once(spec, [np.ndim(a) for a in arrays]):
+        raise missing("an assignment through index arrays that may repeat (x[idx] = v)")
     t._counter.before_write(t)
     store(xp, t._data, build_index(spec, arrays), data)   # repeated indices: NumPy's last
     t._counter.bump()

@@ -170,3 +170,22 @@ def test_numpy_and_cupy_tensors_never_import_dask():
     x = np.linspace(-1, 1, 5)
     want = np.sum(np.tanh(x) + x * (1 - np.tanh(x) ** 2))
     assert done.stdout.split() == [str(round(float(want), 6)), "cuda:0"]
+
+
+def test_an_assignment_into_a_dask_tensor():
+    x = np.arange(6.0)
+
+    def sliced(x):
+        y = x * 1.0
+        y[1:3] = x[:2] * 2.0
+        return np.sum(y ** 2)
+
+    def repeated(x):
+        y = x * 1.0
+        y[np.array([0, 0, 2])] = x[:3] * 2.0
+        return np.sum(y ** 2)
+
+    close([tape.dynamic_grad(sliced)(da.from_array(x, chunks=4)).compute()],
+          [tape.dynamic_grad(sliced)(x)])
+    with pytest.raises(TypeError, match="may repeat.*cannot run on Dask arrays"):
+        tape.dynamic_grad(repeated)(da.from_array(x, chunks=4))
