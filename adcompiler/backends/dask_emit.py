@@ -35,13 +35,13 @@ def _add_at(t, index, g):
 
 
 def lazy_values(graph) -> set:
-    """The values that are Dask arrays when the code runs: the array parameters (made Dask
-    arrays on entry), and every array computed from one (a loop's carried value from a lazy
+    """The values that are Dask arrays when the code runs: the float array parameters (made
+    Dask arrays on entry), and every array computed from one (a loop's carried value from a lazy
     initial value, a phi from lazy values in both branches). The others (Python numbers,
     NumPy constants and what is computed from them only) are spelled ``np.``: dask.array's
     functions take no Python scalar (``da.prod(2.0)``), where NumPy's functions hand a Dask
     array to Dask (``np.sum(x)`` is ``da.sum(x)``, NEP 18)."""
-    lazy = {p for p in graph.params if p.aval.kind == "array"}
+    lazy = {p for p in graph.params if p.aval.kind == "array" and p.aval.is_float}
     _mark(graph.nodes, lazy)
     return lazy
 
@@ -91,6 +91,10 @@ class DaskEmitter(Emitter):
                 isinstance(node.inputs[0], Value) and node.inputs[0].aval.known_shape == () \
                 and node.inputs[0].aval == node.outputs[0].aval:
             return args[0]
+        if node.prim == "getitem" and node.inputs[0] in self.lazy and \
+                _pointwise(node.params["index"], node.inputs[1:]):   # x[i, j]: x.vindex[i, j]
+            points = ast.Attribute(args[0], "vindex", ast.Load())
+            return ast.Subscript(points, index_expr(node.params["index"], args[1:]), ast.Load())
         if any(isinstance(x, Value) and x in self.lazy for x in node.inputs):
             return super().expr(node, args)
         self.xp = "np"
@@ -100,9 +104,11 @@ class DaskEmitter(Emitter):
             self.xp = "da"
 
     def body(self):
-        """The body, each array parameter first made a Dask array (a NumPy array as one chunk),
-        so that every ``da.`` call meets Dask arrays (``da.reshape`` takes no NumPy array)."""
-        arrays = [self.names[p] for p in self.graph.params if p.aval.kind == "array"]
+        """The body, each float array parameter first made a Dask array (a NumPy array as one
+        chunk), so that every ``da.`` call meets Dask arrays (``da.reshape`` takes no NumPy
+        array); integer arrays stay as given (indices: Dask indexes with one Dask array at
+        most)."""
+        arrays = [self.names[p] for p in self.graph.params if p in self.lazy]
         return [f"{n} = da.asarray({n})" for n in arrays] + super().body()
 
     def owned(self, acc, at, path, result) -> bool:
@@ -229,6 +235,16 @@ class DaskEmitter(Emitter):
 
     def helpers(self):
         return super().helpers() + ([_ADD_AT] if self.uses_add_at else [])
+
+
+def _pointwise(spec, arrays) -> bool:
+    """An index of integers and two or more index arrays, nothing else: NumPy picks one
+    element per broadcast position, which Dask writes ``x.vindex[i, j]`` (its ``x[i, j]``
+    takes one index array only)."""
+    if any(item[0] in ("s", "n", "e") for item in spec):
+        return False
+    tags = [item for item in spec if item[0] != "i"]
+    return sum(arrays[item[1]].aval.ndim > 0 for item in tags) >= 2
 
 
 def _shown(node, test: str) -> str:

@@ -300,6 +300,32 @@ def test_residuals_are_stacked_lists_and_scatters_bincounts():
     assert "da.bincount" in calls(s.source)
 
 
+def embedding(table, idx, X):
+    return np.sum(np.tanh(table[idx] * X) ** 2)
+
+
+def pairs(table, i, j, x):
+    return np.sum(np.tanh(table[i, j] * x))
+
+
+def test_gathers_by_index_arrays_given_as_numpy_or_dask():
+    """Rows of a table picked by an index (the data's labels, NumPy or Dask): the adjoint's
+    repeated-index sum; and a table read at (i, j) pairs, which Dask writes x.vindex[i, j]."""
+    rng = np.random.default_rng(7)
+    table, idx, X = rng.normal(size=(6, 4)), rng.integers(0, 6, size=N), rng.normal(size=(N, 4))
+    want = ad.grad(embedding)(table, idx, X)
+    for index in (idx, chunked(idx)):
+        close(ad.grad(embedding, backend="dask")(table, index, chunked(X)), want)
+    i, j, x = rng.integers(0, 6, size=N), rng.integers(0, 4, size=N), rng.normal(size=N)
+    g = ad.grad(pairs, backend="dask")
+    close(g(table, i, j, chunked(x)), ad.grad(pairs)(table, i, j, x))
+    assert "table.vindex[i, j]" in g.source
+    f32 = ad.grad(embedding, backend="dask")(table.astype(np.float32), idx,
+                                             chunked(X.astype(np.float32)))
+    assert f32.dtype == np.float32   # (summed in float64 by the bincount: within float32's eps)
+    close(f32, ad.grad(embedding)(table.astype(np.float32), idx, X.astype(np.float32)), 1e-5)
+
+
 def test_sums_over_the_data_axis_reduce_chunk_by_chunk():
     """No task of the gradient's graph makes an array larger than a chunk of the data: the
     data axis is reduced chunk by chunk, never held whole."""
