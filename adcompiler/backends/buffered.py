@@ -3,17 +3,21 @@
 A fused node is written as one ufunc call per operation, each writing into a buffer: a dying
 intermediate's buffer is reused in place (elementwise ops may write over an input of the same
 shape), the chain's result goes into a planned buffer, and a comment above the chain shows it as
-the one expression it computes. Invariant: every buffer is taken from and released to the
-planner's :class:`~adcompiler.backends.planner.Pool`, never read after release.
+the one expression it computes. An unplanned chain (its result escapes, as a loop's carried
+cotangent does) is one expression, or, where it reads last an array this code made of the
+result's shape, computed op by op into that array (an accumulation without a new array).
+Invariant: every buffer is taken from and released to the planner's
+:class:`~adcompiler.backends.planner.Pool`, never read after release.
 """
 
 from __future__ import annotations
 
 import ast
 
-from ..ir import Literal
+from ..ir import Literal, Value
 from . import numexpr_chains
 from .expressions import const, node_expr, ufunc_callee
+from .planner import UFUNCS
 
 
 def ufunc_call(node, args, out, xp_name="np"):
@@ -76,21 +80,55 @@ class BufferedEmission:
         return exprs
 
     def fused(self, node, args, at, path):
-        """A fused elementwise chain: one expression, or a buffered chain when planned."""
+        """A fused elementwise chain: one expression, or a buffered chain when planned, or
+        computed into the array of an input it reads last (:meth:`accumulator`)."""
         (block,) = node.regions
         lines, exprs = self.fused_params(block, args)
-        target = self.name(node.outputs[0], at, path)
-        if node not in self.chains:
+        into = None if node in self.chains else self.accumulator(node, block, exprs, at, path)
+        if into is not None:
+            target = self._bind(node.outputs[0], into[1])
+        else:
+            target = self.name(node.outputs[0], at, path)
+        if node not in self.chains and into is None:
             expr = self.chain_expression(block, exprs)
             return lines + [self.render(ast.Assign([ast.Name(target, ast.Store())], expr))]
         shown = self.render(ast.Expr(self.chain_expression(block, exprs)))
-        return lines + [f"# {target} = {shown}"] + self.buffered_chain(node, block, exprs, target)
+        return lines + [f"# {target} = {shown}"] + self.buffered_chain(node, block, exprs,
+                                                                        target, into)
 
-    def buffered_chain(self, node, block, exprs, target):
+    def accumulator(self, node, block, exprs, at, path):
+        """``(block param, name)`` of an input of the unplanned chain ``node`` (a loop's
+        carried cotangent: ``du_2 = du + dt6 + -2.0 * dt2 + dt11``) of its result's shape and
+        dtype, read once in the chain, that this code made and nothing reads after it
+        (:meth:`owned`, as for ``acc += g``): the chain is computed op by op into that array,
+        its other intermediates in pool buffers, so an accumulation makes no new array. None
+        where there is none, in plain code, and where numexpr would compute the chain."""
+        out = node.outputs[0]
+        if self.plain or self.xp != "np" or out.aval.shape is None or \
+                not all(n.prim in UFUNCS for n in block.nodes) or \
+                (self.numexpr and numexpr_chains.plan(block) is not None):
+            return None   # (np.where has no out=)
+        reads = {}
+        for inner in block.nodes:
+            for x in inner.inputs:
+                reads[x] = reads.get(x, 0) + 1
+        for x, p in zip(node.inputs, block.params):
+            if (isinstance(x, Value) and x.aval == out.aval and reads.get(p) == 1
+                    and p not in block.outputs and x in self.names
+                    and isinstance(exprs.get(p), ast.Name) and exprs[p].id == self.names[x]
+                    and self.owned(x, at, path, out)):
+                return p, self.names[x]
+        return None
+
+    def buffered_chain(self, node, block, exprs, target, into=None):
         """The chain op by op into buffers (numexpr computing runs of arithmetic, where
-        :mod:`~adcompiler.backends.numexpr_chains` says it pays)."""
+        :mod:`~adcompiler.backends.numexpr_chains` says it pays); with ``into`` (``(param,
+        name)``), the steps from that input on and the result into the input's own array."""
         lines, steps = self.numexpr_steps(block, exprs)
         bufs, root = {}, steps[-1]
+        mine = None if into is None else into[1]   # never a pool buffer: never released
+        if into is not None:
+            bufs[into[0]] = mine
         for step in steps:
             out = step.value
             if step is not root and step.node is not None and out.aval.shape is None:
@@ -98,17 +136,21 @@ class BufferedEmission:
                 continue                                              # inlined where it is read
             inputs = list(step.leaves.values()) if step.node is None else step.node.inputs
             dying = [x for x in inputs if x in bufs]
-            fresh = step is root and node not in self.planned  # the result escapes
-            reuse = next((bufs[x] for x in dying if x.aval == out.aval), None)
-            buf = None if fresh else reuse or self.pool.take(out.aval)
+            fresh = step is root and node not in self.planned and mine is None  # it escapes
+            held = [bufs[x] for x in dying if bufs[x] == mine and x.aval == out.aval]
+            reuse = (held or [None])[0] or next((bufs[x] for x in dying
+                                                 if x.aval == out.aval and bufs[x] != mine), None)
+            buf = None if fresh else mine if step is root and mine else \
+                reuse or self.pool.take(out.aval)
             for x in dying:
-                if bufs[x] != buf:
+                if bufs[x] != buf and bufs[x] != mine:
                     self.pool.release(bufs[x])
             call = self.step_call(step, bufs, exprs, buf)
             if step is root:
-                if not fresh:
+                if not fresh and mine is None:
                     self.pool.holder[buf] = node.outputs[0]
-                lines.append(self.render(ast.Assign([ast.Name(target, ast.Store())], call)))
+                lines.append(self.render(ast.Expr(call) if mine else
+                                         ast.Assign([ast.Name(target, ast.Store())], call)))
             else:
                 bufs[out] = buf
                 lines.append(self.render(ast.Expr(call)))

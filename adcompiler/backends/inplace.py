@@ -306,7 +306,8 @@ class InPlaceEmission:
         if updater.prim in _UPDATES:
             first = updater.inputs[0]
             return first is acc or self._updated(first, acc, depth - 1)
-        if updater.prim == "add":
+        if updater.prim == "add" or updater.prim == "fused" and updater not in self.chains:
+            # (an unplanned chain is a new array, or computed into acc's: .buffered)
             return any(x is acc or isinstance(x, Value) and self._updated(x, acc, depth - 1)
                        for x in updater.inputs)
         if updater.prim == "cond":  # each branch yields acc or an update of it
