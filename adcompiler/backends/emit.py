@@ -45,6 +45,40 @@ def _last_writes(shape, index):
 '''}
 
 
+def float_lists(graph) -> set:
+    """The stacks of loops that keep a Python float per iteration and are read only back as
+    Python floats, ``float(s[k])``: a ``for`` loop's (unless pooled) are emitted as lists,
+    ``s.append(t1)``, and every such read as ``t2 = s[k]`` (a while loop's lists too), where a
+    NumPy store and a ``float()`` per iteration cost twice as much. Plain code (read again by
+    the frontend, which takes no list in a ``for`` loop) keeps its arrays."""
+    readers: dict = {}
+    for node in walk(graph.nodes):
+        for x in node.inputs:
+            readers.setdefault(x, []).append(node)
+        for block in node.regions:
+            for x in block.outputs:
+                readers.setdefault(x, []).append(None)
+    found = set()
+    for node in walk(graph.nodes):
+        if node.prim not in ("loop", "while"):
+            continue
+        m = node.params.get("stacked", 0)
+        rows = node.regions[-1].outputs[len(node.regions[-1].outputs) - m:]
+        for s, row in zip(node.outputs[len(node.outputs) - m:], rows):
+            reads = readers.get(s, [])
+            if isinstance(row, Value) and row.aval.kind == "float" and reads and \
+                    s not in graph.outputs and all(_read_as_float(r, s, readers) for r in reads):
+                found.add(s)
+    return found
+
+
+def _read_as_float(read, stack, readers) -> bool:
+    """``read`` is ``stack[k]`` and nothing reads it but ``float()``."""
+    return read is not None and read.prim in ("getitem", "list_get") and \
+        read.inputs[0] is stack and all(t is not None and t.prim == "to_float"
+                                        for t in readers.get(read.out, []))
+
+
 class Emitter(Naming, BufferedEmission, InPlaceEmission):
     """Names values and writes statements; see the module docstring for what it guarantees."""
 
@@ -75,10 +109,13 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
             self.planned, self.producer, self.live, self.sharing)   # np.take: see .gathers
         self.taken_conds: set = set()  # guards of loops that break: true where they run
         self.dropped: set = set()  # values no statement reads (such a guard, read by its if)
+        self.float_lists = set() if plain or xp_name != "np" else float_lists(graph) - self.stacks
 
     def expr(self, node, args):
         if node in self.taken_rows:
             return take_expr(args, self.xp)
+        if node.prim == "to_float" and self._listed_row(node.inputs[0]):
+            return args[0]   # a listed Python float is one already
         return (not_expr(node, args, self.producer)
                 or (not self.plain and row_dot_expr(node, args, self.producer, self.xp))
                 or (self.xp == "np" and method_expr(node, args, self.producer))
@@ -247,7 +284,14 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
 
     def new_stack(self, s):
         """The empty stack a loop fills row by row (``np.empty((n, ...))``, ``[]``)."""
+        if s in self.float_lists:
+            return ast.List([], ast.Load())
         return _empty(s, self.xp, self.plain)
+
+    def _listed_row(self, x) -> bool:
+        made = self.producer.get(x) if isinstance(x, Value) else None
+        return made is not None and made.prim in ("getitem", "list_get") and \
+            made.inputs[0] in self.float_lists
 
     def _inline_test(self, test) -> bool:
         """Write a while test made of single-use temporaries as one expression."""
@@ -271,7 +315,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
             if (x in body.params) != top or x in self.rows:  # (rows: written by into_row)
                 continue
             stack = ast.Name(self.names[s], ast.Load())
-            if s.aval.kind == "list":
+            if s.aval.kind == "list" or s in self.float_lists:
                 stmt = _render(ast.Expr(ast.Call(ast.Attribute(stack, "append", ast.Load()),
                                                  [self.atom(x)], [])))
             else:
