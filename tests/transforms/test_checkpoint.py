@@ -359,3 +359,11 @@ def test_three_levels_hold_three_cube_roots_and_run_three_times():
 def test_levels_below_two_are_refused():
     with pytest.raises(TypeError, match="levels"):
         Checkpoint(levels=1)
+
+
+def test_checkpointed_dask_code():
+    """backend='dask' writes the same segments in dask.array code (lists stacked by da.stack)."""
+    pytest.importorskip("dask.array")
+    W, h0, x = _rnn_args(11)
+    got = ad.grad(rnn, wrt=(0, 2), checkpoint=3, backend="dask", compute=True)(W, h0, x)
+    _close(tuple(np.asarray(g) for g in got), ad.grad(rnn, wrt=(0, 2))(W, h0, x))
