@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-MIN_ELEMENTS = 2   # smaller constants cannot change with a size of 2 or more
-
-
 def spelled(value, xp_name: str = "np"):
     """The call making ``value`` (``"np.eye(300)"``), or None."""
-    if not isinstance(value, np.ndarray) or value.size < MIN_ELEMENTS \
-            or value.dtype.kind not in "biuf":
+    if not isinstance(value, np.ndarray) or value.size == 0 or value.dtype.kind not in "biuf":
         return None
     for recognise in (_eye, _range, _full):
         text = recognise(value, xp_name)

@@ -336,10 +336,10 @@ def test_constant_arrays_are_spelled_as_the_calls_that_make_them():
     from adcompiler.backends.constant_exprs import spelled
     cases = [np.eye(5), np.eye(3, dtype=np.float32), np.arange(0, 49, 8), np.arange(7, 1, -2),
              np.arange(4, dtype=np.int32), np.zeros((3, 4)), np.full(6, -2.5),
-             np.ones(3, dtype=np.int64)]
+             np.ones(3, dtype=np.int64), np.array([1.0])]
     for a in cases:
         made = eval(spelled(a), {"np": np})
         assert made.dtype == a.dtype and made.shape == a.shape and np.array_equal(made, a)
     for a in (np.array([1.0, 2.0, 4.0]), np.array([3, 1, 2]), np.eye(3)[::-1].copy(),
-              np.array([np.inf, np.inf]), np.array([1.0]), np.array([1 + 2j, 1 + 2j])):
+              np.array([np.inf, np.inf]), np.zeros(0), np.array([1 + 2j, 1 + 2j])):
         assert spelled(a) is None

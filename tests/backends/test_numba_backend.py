@@ -448,8 +448,8 @@ def _missing_numba_message():
     return str(info.value)
 
 
-def test_an_unknown_backend_lists_the_three():
-    with pytest.raises(ValueError, match="'numpy', 'cupy' or 'numba'"):
+def test_an_unknown_backend_lists_the_backends():
+    with pytest.raises(ValueError, match="'numpy', 'cupy', 'dask' or 'numba'"):
         runtime_compile.check_backend("jax")
 
 

@@ -896,6 +896,8 @@ LITERAL_COMPARISONS = {
     ("adcompiler.aot.forward",
      "len(call) + sum((len(o) + 2 for o in options)) > 76"): "line length of generated code",
     ("adcompiler.api.state", "len(objects) < 1000"): "objects whose attributes are scanned",
+    ("adcompiler.backends.numba_reasons", "len(text) > 60"): "characters of a line quoted in a "
+                                                             "message",
 }
 
 _SIZE_LIKE = re.compile(r"(^|_)(MIN|MAX|THRESHOLD|LIMIT|ELEMENTS|BYTES|SIZE|SIZES|CUTOFF)(_|$)",
