@@ -100,7 +100,9 @@ def _reduction(node):
         return None
     if node.prim == "sum":
         axis = node.params.get("axis")
-        return axis % 3 if isinstance(axis, int) else None
+        if isinstance(axis, tuple) and len(axis) == 1:   # np.linalg.norm's axis=(2,)
+            (axis,) = axis
+        return axis % 3 if isinstance(axis, int) and not isinstance(axis, bool) else None
     target = tuple(node.params["shape"])
     if len(target) == 2 and target == shape[1:]:
         return 0

@@ -35,6 +35,11 @@ def squared(X, mu):
     return np.sum(np.sin(sq))
 
 
+def normed(X, mu):
+    """The distances as np.linalg.norm writes them (a sum over axis=(2,)), torch.cdist's job."""
+    return np.sum(np.exp(-np.linalg.norm(X[:, None, :] - mu[None, :, :], axis=2)))
+
+
 def product(A, B):
     return np.sum(np.tanh(np.sum(A[:, None, :] * B[None, :, :], axis=2)))
 
@@ -100,7 +105,7 @@ def test_below_the_rule_the_broadcast_stays():
     np.testing.assert_allclose(dmu, numerical_grad(mixture, [mu, log_sigma, X], 0), rtol=1e-6)
 
 
-@pytest.mark.parametrize("f", [powered, squared])
+@pytest.mark.parametrize("f", [powered, squared, normed])
 @pytest.mark.parametrize("size", [LARGE, SMALL])
 def test_other_spellings_of_the_distances(f, size):
     mu, _, X = _data(*size)
