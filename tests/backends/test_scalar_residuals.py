@@ -37,6 +37,14 @@ def damped_while(x, w):
     return np.sum(y)
 
 
+def long_damped(x, w):
+    y = x
+    for t in range(4100):    # a stack of 4,100 floats, 32.8 KB: pooled (planner.MIN_BYTES)
+        k = float(np.mean(y))
+        y = y * (1.0 - 1e-4 * math.tanh(k)) + 1e-5 * w
+    return np.sum(y * y)
+
+
 def _args(n, seed=0):
     rng = np.random.default_rng(seed)
     return 0.5 + 0.1 * rng.standard_normal(n), rng.uniform(0.5, 1.5, n) / n
@@ -83,3 +91,15 @@ def lambda_free(x, w, v):
 
 
 grad_damped = ad.grad(damped, wrt=(0,))
+
+
+def test_a_pooled_stack_stays_an_array():
+    """4,100 iterations: the floats' stack is large enough for the pool, which holds arrays
+    only: it stays one (``float(saved[k])``), with the same values as the plain code's."""
+    args = _args(6)
+    g = ad.grad(long_damped, wrt=(0, 1))
+    got = g(*args)
+    with unoptimised():
+        _close(got, ad.grad(long_damped, wrt=(0, 1))(*args))
+    assert "saved.append(" not in g.source and "float(saved[" in g.source
+    assert_matches_numerical(long_damped, args, (0, 1), got, rtol=1e-5)
