@@ -12,15 +12,16 @@ the values are the solve's (the factor's other triangle is exactly zero, as NumP
 
 from __future__ import annotations
 
-from ..ir import Node, Value
+from ..ir import Node, Value, walk
 from ..templates.factorizations import has_scipy
 from .inverses import _transposed
 from .rewrite import Walker
 
 
 def solve_with_factors(graph):
-    """Every scope's solves with a Cholesky factor (or its transpose) as triangular solves."""
-    if not has_scipy():
+    """Every scope's solves with a Cholesky factor (or its transpose) as triangular solves
+    (SciPy is asked for only where there is a factor: compiling imports it no earlier)."""
+    if not any(n.prim == "cholesky" for n in walk(graph.nodes)) or not has_scipy():
         return graph
     return Walker(leave=lambda nodes, scope: _with_triangular_solves(nodes)).graph(graph)
 
