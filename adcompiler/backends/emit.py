@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from ..ir import Literal, Value, walk
+from ..ir import Literal, Value, readers, walk
 from . import check_modes, numexpr_chains
 from .buffered import BufferedEmission
 from .expressions import (const, dtype_expr, node_expr, read_names, render as _render,
@@ -51,13 +51,7 @@ def float_lists(graph) -> set:
     ``s.append(t1)``, and every such read as ``t2 = s[k]`` (a while loop's lists too), where a
     NumPy store and a ``float()`` per iteration cost twice as much. Plain code (read again by
     the frontend, which takes no list in a ``for`` loop) keeps its arrays."""
-    readers: dict = {}
-    for node in walk(graph.nodes):
-        for x in node.inputs:
-            readers.setdefault(x, []).append(node)
-        for block in node.regions:
-            for x in block.outputs:
-                readers.setdefault(x, []).append(None)
+    reads_of = readers(graph)
     found = set()
     for node in walk(graph.nodes):
         if node.prim not in ("loop", "while"):
@@ -65,9 +59,9 @@ def float_lists(graph) -> set:
         m = node.params.get("stacked", 0)
         rows = node.regions[-1].outputs[len(node.regions[-1].outputs) - m:]
         for s, row in zip(node.outputs[len(node.outputs) - m:], rows):
-            reads = readers.get(s, [])
+            reads = reads_of.get(s, [])
             if isinstance(row, Value) and row.aval.kind == "float" and reads and \
-                    s not in graph.outputs and all(_read_as_float(r, s, readers) for r in reads):
+                    all(_read_as_float(r, s, reads_of) for r in reads):
                 found.add(s)
     return found
 

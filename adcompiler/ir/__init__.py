@@ -54,6 +54,6 @@ printed indented under it::
   replays; that is sound because it runs under the same predicate value.
 """
 
-from .graph import Aval, Block, Graph, Literal, Node, Value, walk
+from .graph import Aval, Block, Graph, Literal, Node, Value, readers, walk
 
-__all__ = ["Aval", "Block", "Graph", "Literal", "Node", "Value", "walk"]
+__all__ = ["Aval", "Block", "Graph", "Literal", "Node", "Value", "readers", "walk"]

@@ -206,6 +206,21 @@ def walk(nodes):
             yield from walk(block.nodes)
 
 
+def readers(graph) -> dict:
+    """Value -> the nodes reading it, in program order; None among them for each block output
+    or graph output it is."""
+    out: dict = {}
+    for node in walk(graph.nodes):
+        for x in node.inputs:
+            out.setdefault(x, []).append(node)
+        for block in node.regions:
+            for x in block.outputs:
+                out.setdefault(x, []).append(None)
+    for x in graph.outputs:
+        out.setdefault(x, []).append(None)
+    return out
+
+
 @dataclass(eq=False)
 class Graph:
     """A function body: parameters, constants (arrays from closures and globals), nodes, outputs."""

@@ -22,7 +22,7 @@ broadcast itself is left to dead-code elimination once nothing reads it.
 
 from __future__ import annotations
 
-from ..ir import Aval, Literal, Node, Value, walk
+from ..ir import Aval, Literal, Node, Value, readers
 from ..ir.primitives import PRIMS
 from ..ir.shapes import infer
 from .rewrite import Walker
@@ -31,7 +31,7 @@ from .rewrite import Walker
 def drop_implicit_broadcasts(graph):
     """One walk, blocks before their owner, in one scope: ``producers`` (every node walked
     so far, at any depth) and ``readers`` (every value's readers)."""
-    return _WALK.graph(graph, ({}, _readers(graph)))
+    return _WALK.graph(graph, ({}, readers(graph)))
 
 
 def _rewrite(node, scope) -> tuple:
@@ -89,20 +89,6 @@ def _scalar_op_first(node, producers, readers):
 
 def _reads_as_elementwise(reader) -> bool:
     return reader is not None and _elementwise(reader)
-
-
-def _readers(graph) -> dict:
-    """Value -> the nodes reading it; None among them for a block's or the graph's output."""
-    readers = {}
-    for node in walk(graph.nodes):
-        for x in node.inputs:
-            readers.setdefault(x, []).append(node)
-        for block in node.regions:
-            for x in block.outputs:
-                readers.setdefault(x, []).append(None)
-    for x in graph.outputs:
-        readers.setdefault(x, []).append(None)
-    return readers
 
 
 def _sources(x, producers) -> list:
