@@ -65,6 +65,7 @@ _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 _INFIX = {r.name: (r.op, _PRECEDENCE[r.op]) for r in ELEMENTWISE
           if r.op in _PRECEDENCE and r.arity == 2}
 _OWN = {"exp": "vexp", "tanh": "vtanh", "expm1": "vexpm1"}  # from adcompiler.runtime.numba_math
+_TANH_E = "tanh_from_exp"  # tanh(a) from the loop's e^-a: numba_math.vtanh_e(a, e)
 _COMPARE = {r.name: r.op for r in ELEMENTWISE if r.op in ("<", "<=", ">", ">=", "==", "!=")}
 # NumPy's own function, for NaN as NumPy gives it (the binary ones: all arguments)
 _NUMPY = {r.name: r.numba for r in ELEMENTWISE if r.numba and r.numba.startswith("np.")
@@ -84,7 +85,8 @@ def emit_numba(plan, graph, fname: str, arg_names: list, cache=False) -> str:
     """The module source: imports, the kernel, and ``def fname(*arg_names)``; ``cache``: the
     kernel is compiled with ``cache=True`` (loaded by :mod:`adcompiler.runtime.numba_cache`)."""
     kernel = f"_{fname}_loops"
-    reserved = {"j", "numba", "np", "math", kernel, "wide_vectors", *_OWN.values()}
+    reserved = {"j", "numba", "np", "math", kernel, "wide_vectors", "vtanh_e",
+                *_OWN.values()}
     params = [p.name for p in graph.params]
     inside = {}   # the kernel's name for each parameter: another where it would shadow a global
     for name in params:
@@ -190,6 +192,8 @@ def _loop_source(lo, hi, writes, own, inside, taken, wide=False, counter=None, s
     counter's name this is: an array given as ``(stack, row)`` is written at ``stack[row,
     j]``. ``serial``: never ``prange``."""
     terms = [_lowered(term) for _, term in writes]
+    if {"tanh", "exp"} <= own:
+        terms = _tanh_from_exp(terms)
     uses: dict = {}
     for term in terms:
         _count(term, uses)
@@ -213,6 +217,40 @@ def _loop_source(lo, hi, writes, own, inside, taken, wide=False, counter=None, s
     lines += [f"        {_target(array, writer.index(0))} = {writer.text(term)}"
               for (array, _), term in zip(writes, terms)]
     return "\n".join(lines), writer.used, par
+
+
+def _tanh_from_exp(terms):
+    """``tanh(a)`` as ``vtanh_e(a, e)`` where the loop also computes ``e = exp(-a)``, and as
+    ``-vtanh_e(-a, e)`` where it computes ``e = exp(a)``: tanh then costs a division and a few
+    multiplies instead of an exponential of its own (the elementwise gradient at 10^6: 2.5 ->
+    1.6 ms a call, one thread; benchmarks/ELEMENTWISE.md). The exponential is read twice, so
+    it is bound to a local once."""
+    uses: dict = {}
+    for term in terms:
+        _count(term, uses)
+    exps = {t[2][0]: t for t in uses if t[0] == "op" and t[1] == "exp"}
+    swap = {}
+    for t in uses:
+        if t[0] != "op" or t[1] != "tanh":
+            continue
+        a = t[2][0]
+        minus_a = ("op", "negative", (a,))
+        if minus_a in exps:
+            swap[t] = ("op", _TANH_E, (a, exps[minus_a]))
+        elif a in exps:
+            swap[t] = ("op", "negative", (("op", _TANH_E, (minus_a, exps[a])),))
+    return [_swapped(term, swap, {}) for term in terms] if swap else terms
+
+
+def _swapped(term, swap, done):
+    """``term`` with every subterm in ``swap`` replaced (``done``: the rebuilt subterms)."""
+    if term in swap:
+        return swap[term]
+    if term[0] != "op":
+        return term
+    if term not in done:
+        done[term] = ("op", term[1], tuple(_swapped(a, swap, done) for a in term[2]))
+    return done[term]
 
 
 def _target(array, index) -> str:
@@ -333,6 +371,9 @@ class _Writer:
             (a, pa), (b, pb) = self._text(args[0]), self._text(args[1])
             return f"{a if pa > 4 else f'({a})'} ** {b if pb >= 4 else f'({b})'}", 4
         a = ", ".join(self.text(x) for x in args)   # one argument, or two (logaddexp2)
+        if prim == _TANH_E:
+            self.used.add("vtanh_e")
+            return f"vtanh_e({a})", _ATOM
         if self.buffers is not None:  # NumPy's function, for NumPy's inf/NaN and warnings
             return f"np.{prim}({a})", _ATOM
         if prim in self.own:

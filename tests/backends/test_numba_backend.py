@@ -70,7 +70,7 @@ def test_elementwise_uses_the_vectorisable_exp_and_tanh_and_threads_when_large()
     g, ref = _both(elementwise)
     _close(g(x), ref(x))
     assert "numba.prange" in g.source and "parallel=True" in g.source
-    assert "vtanh(" in g.source and "vexp(" in g.source and "math.exp" not in g.source
+    assert "vtanh_e(" in g.source and "vexp(" in g.source and "math.exp" not in g.source
     small = np.linspace(-3, 3, 50)
     g_small = ad.grad(elementwise, backend="numba")
     _close(g_small(small), ref(small))
@@ -161,11 +161,42 @@ def test_512_bit_vectors_by_default_where_they_cost_no_clock(monkeypatch, cpu, a
     assert numba_target.wide_vectors_pay() is True
 
 
+def _tanh_and_exp_of_minus(x):
+    return np.sum(np.tanh(x) * np.exp(-x) + x * x)
+
+
+def _tanh_and_exp(x):
+    return np.sum(np.tanh(x) + 0.5 * np.exp(x))
+
+
+def _tanh_alone(x):
+    return np.sum(np.tanh(x) * x + np.exp(-2.0 * x))
+
+
+@pytest.mark.parametrize("n", [50, 1 << 16])   # serial, and prange with wide vectors
+@pytest.mark.parametrize("fn, shared", [(elementwise, True), (_tanh_and_exp_of_minus, True),
+                                        (_tanh_and_exp, True), (_tanh_alone, False)])
+def test_tanh_beside_the_exponential_of_its_argument_is_computed_from_it(fn, shared, n):
+    x = np.random.default_rng(4).uniform(-3, 3, n)
+    x[:8] = [0.0, -0.0, 1e-12, -0.62, 0.63, 25.0, -25.0, 700.0]
+    g, ref = _both(fn)
+    with np.errstate(over="ignore", invalid="ignore"):   # inf - inf in the NumPy code
+        _close(g(x), ref(x))
+        special = np.array([np.inf, -np.inf, np.nan, -800.0, 800.0, -30.0, 30.0, 0.0])
+        got, want = g(special), ref(special)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+    assert ("vtanh_e(" in g.source) == shared and ("vtanh(" in g.source) == (not shared)
+    if shared:
+        assert g.source.count("vexp(") == 1, g.source      # one exponential per element
+
+
 def test_the_emitter_names_only_what_numba_math_defines():
     from adcompiler.backends import numba_emit
     from adcompiler.runtime import numba_math
     assert numba_emit.own_math_names() == {"exp", "tanh", "expm1"}
     assert all(callable(getattr(numba_math, name)) for name in numba_emit._OWN.values())
+    assert callable(numba_math.vtanh_e)                     # tanh beside its exp
 
 
 def test_scalar_parameters_and_two_outputs_of_different_lengths():

@@ -9,7 +9,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from adcompiler.runtime.numba_math import vexp, vexpm1, vtanh  # noqa: E402
+from adcompiler.runtime.numba_math import vexp, vexpm1, vtanh, vtanh_e  # noqa: E402
 
 MAX_ULP = 2
 FASTMATH = [False, {"contract"}]       # the backend compiles with {'contract'}
@@ -159,6 +159,62 @@ def test_the_loop_vectorises():
     out = np.empty_like(x)
     f(x, out)
     np.testing.assert_allclose(out, np.exp(x) + np.tanh(x), rtol=1e-15, atol=1e-15)
+    llvm = f.inspect_llvm(f.signatures[0])
+    assert re.search(r"<(4|8) x double>", llvm), "the loop did not vectorise"
+    assert not re.search(r"call [^\n]*@(exp|tanh|llvm\.exp\.)", llvm), "a libm call remains"
+
+
+# ---- vtanh_e(x, e): tanh from e = e^-x, which the kernel computes anyway ----------------------
+AROUND_SWITCH = np.concatenate([np.linspace(0.6, 0.65, 20_001), -np.linspace(0.6, 0.65, 20_001),
+                                np.linspace(-1.0, 1.0, 200_001), np.linspace(19.0, 21.0, 2_001),
+                                -np.linspace(19.0, 21.0, 2_001)])
+
+
+def _tanh_e_kernel(fastmath):
+    @numba.njit(fastmath=fastmath, error_model="numpy")
+    def run(x, t):
+        for i in range(x.size):
+            t[i] = vtanh_e(x[i], vexp(-x[i]))
+    return run
+
+
+def _tanh_e(x, fastmath):
+    key = "tanh_e " + str(fastmath)
+    if key not in _KERNELS:
+        _KERNELS[key] = _tanh_e_kernel(fastmath)
+    t = np.empty_like(x)
+    _KERNELS[key](x, t)
+    return t
+
+
+@pytest.mark.parametrize("grid", ["WIDE", "NARROW", "TINY", "AROUND_SWITCH"])
+@pytest.mark.parametrize("fastmath", FASTMATH, ids=str)
+def test_tanh_from_the_exponential_on_grids(fastmath, grid):
+    x = globals()[grid]
+    with np.errstate(over="ignore"):
+        _assert_close(x, _tanh_e(x, fastmath), np.tanh(x), "vtanh_e")
+
+
+@pytest.mark.parametrize("fastmath", FASTMATH, ids=str)
+def test_tanh_from_the_exponential_at_special_values(fastmath):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, 800.0, -800.0, 1e-300, -5e-324, np.nan])
+    with np.errstate(over="ignore"):
+        t = _tanh_e(x, fastmath)
+    assert t[:8].tolist() == [0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 1e-300, -5e-324]
+    assert np.signbit(t[:2]).tolist() == [False, True] and np.isnan(t[8])
+
+
+def test_the_loop_of_tanh_from_the_exponential_vectorises():
+    @numba.njit(fastmath={"contract"}, error_model="numpy")
+    def f(x, out):
+        for i in range(x.size):
+            e = vexp(-x[i])
+            out[i] = vtanh_e(x[i], e) + e
+
+    x = np.linspace(-3.0, 3.0, 1001)
+    out = np.empty_like(x)
+    f(x, out)
+    np.testing.assert_allclose(out, np.tanh(x) + np.exp(-x), rtol=1e-15, atol=1e-15)
     llvm = f.inspect_llvm(f.signatures[0])
     assert re.search(r"<(4|8) x double>", llvm), "the loop did not vectorise"
     assert not re.search(r"call [^\n]*@(exp|tanh|llvm\.exp\.)", llvm), "a libm call remains"
