@@ -25,8 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import CompileError
 from ..ir import Aval, Block, Literal, Node, Value
 from ..ir.builder import Builder
+from .checkpoint_budget import choose, parse_bytes, state_bytes, step_bytes
 from .loop_exit import exit_guard
 
 
@@ -41,14 +43,22 @@ class Checkpoint:
     ``d * T ** (1 / d)`` states held, each step run ``d`` times forward). ``every``: a ``while`` loop, whose
     trip count ``T`` is known only once it has run, keeps a snapshot every ``every``
     iterations (``T / every`` of them, and ``every`` iterations' residuals in the reverse
-    sweep); ``None`` leaves while loops unbounded.
+    sweep); ``None`` leaves while loops unbounded. ``memory``: a budget in bytes (an int, or
+    ``"64MB"``, ``"1GiB"``) from which each ``for`` loop's snapshots and levels are chosen, by
+    the size of its carried values (:mod:`.checkpoint_budget`; the code's note says the choice).
     """
 
     snapshots: int | None = None
     every: int | None = None
     levels: int = 2
+    memory: int | None = None
 
     def __post_init__(self):
+        if self.memory is not None:
+            object.__setattr__(self, "memory", parse_bytes(self.memory))
+            if self.snapshots is not None or self.levels != 2:
+                raise TypeError("Checkpoint(memory=...) chooses the snapshots and levels: give "
+                                "memory= or snapshots=/levels=, not both")
         for name in ("snapshots", "every", "levels"):
             n = getattr(self, name)
             if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
@@ -89,16 +99,24 @@ def _root(n: int, k: int) -> int:
 
 
 def as_checkpoint(checkpoint) -> Checkpoint | None:
-    """``checkpoint=`` as given to grad: None, a number of snapshots, ``"sqrt"``, or a
-    :class:`Checkpoint`; else a TypeError saying what is accepted."""
+    """``checkpoint=`` as given to grad: None, a number of snapshots, ``"sqrt"``, a dict of
+    :class:`Checkpoint`'s fields (``{"memory": "64MB"}``) or a :class:`Checkpoint`; else a
+    TypeError saying what is accepted."""
     if checkpoint is None or isinstance(checkpoint, Checkpoint):
         return checkpoint
+    if isinstance(checkpoint, dict):
+        fields = set(Checkpoint.__dataclass_fields__)
+        if not checkpoint or not set(checkpoint) <= fields:
+            raise TypeError(f"checkpoint={{...}} takes the keys {sorted(fields)}, not "
+                            f"{sorted(map(str, checkpoint))}")
+        return Checkpoint(**checkpoint)
     if checkpoint == "sqrt":
         return Checkpoint()
     if isinstance(checkpoint, int) and not isinstance(checkpoint, bool) and checkpoint >= 1:
         return Checkpoint(snapshots=checkpoint)
-    raise TypeError(f"checkpoint= takes None, a number of snapshots (an int >= 1), \"sqrt\" or "
-                    f"adcompiler.Checkpoint(snapshots=...), not {checkpoint!r}")
+    raise TypeError(f"checkpoint= takes None, a number of snapshots (an int >= 1), \"sqrt\", "
+                    f"{{\"memory\": \"64MB\"}} or adcompiler.Checkpoint(snapshots=...), not "
+                    f"{checkpoint!r}")
 
 
 def checkpoint_loops(graph, policy: Checkpoint | None):
@@ -116,11 +134,32 @@ def _rewrite(graph, nodes, policy):
             for block in node.regions:
                 _rewrite(graph, block.nodes, policy)
         elif node.prim == "loop" and _eligible(node):
-            lengths = policy.lengths(node.inputs[0].value)
+            loop_policy, said = _within_memory(policy, node)
+            lengths = loop_policy.lengths(node.inputs[0].value) if loop_policy else []
             if lengths:
-                nodes[i:i + 1] = _segments(graph, node, lengths, policy)
+                nodes[i:i + 1] = _segments(graph, node, lengths, loop_policy)
+            if said:   # what the memory budget chose, said where the loop is
+                first = nodes[i]
+                first.params["note"] = "; ".join(filter(None, (first.params.get("note"), said)))
         elif node.prim == "while" and policy.every and not node.params.get("stacked"):
             nodes[i] = _while_segments(graph, node, policy.every)
+
+
+def _within_memory(policy, node):
+    """The policy for the loop ``node`` (with ``memory=``, its snapshots and levels chosen from
+    the carried values' bytes) and what was chosen (None without ``memory=``)."""
+    if policy.memory is None:
+        return policy, None
+    (body,) = node.regions
+    state, step = state_bytes(body.params[1:]), step_bytes(body)
+    if state is None or step is None:
+        raise CompileError(f"checkpoint memory= needs the shapes of the loop's carried values "
+                           f"at compile time (the loop `{(node.source or '').strip()}`)",
+                           hint="give checkpoint=K snapshots instead")
+    snapshots, levels, said = choose(node.inputs[0].value, state, step, policy.memory, node)
+    if levels is None:
+        return None, said
+    return Checkpoint(snapshots=snapshots, every=policy.every, levels=levels), said
 
 
 def _eligible(node) -> bool:
