@@ -3,7 +3,9 @@
 The sources must agree token for token except in numbers (numbers inside comments included);
 a number that differs becomes a formula of the size symbols (``d1``, ``d2``...) that gives it in
 every source: ``c * d1**a * d2**b`` (``-0.125`` is ``-(1 / d1)``), or, for integers,
-``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). Invariant, checked by
+``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). A size the function divides by a
+constant (``divisors``: ``{"d2": 4}``, every sample a multiple) may stand as its quotient, and a
+float as a half power of it: ``(d2 // 4) ** -0.5`` for ``dh ** -0.5`` with ``dh = D // 4``. Invariant, checked by
 construction: the merged template, specialised back to each source's sizes, reproduces that source
 byte for byte; otherwise :func:`merge` returns the reason instead of a template.
 """
@@ -11,6 +13,7 @@ byte for byte; otherwise :func:`merge` returns the reason instead of a template.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import tokenize
 from dataclasses import dataclass
@@ -62,10 +65,11 @@ class Template:
         return "".join(lines)
 
 
-def merge(sources, sizes, base, moves):
+def merge(sources, sizes, base, moves, divisors=None):
     """A Template for ``sources`` (compiled for the size dicts ``sizes``), or the reason there is
     none. ``sizes[base]`` is a reference point and ``sizes[moves[d]]`` differs from it in ``d``
-    only: they find each formula; every source checks it."""
+    only: they find each formula; every source checks it. ``divisors``: ``{symbol: k}`` for the
+    sizes the function divides by k."""
     scanned = [scan(s) for s in sources]
     if any(s[0] != scanned[0][0] for s in scanned):
         return "the code compiled for other sizes differs in more than its numbers"
@@ -74,7 +78,7 @@ def merge(sources, sizes, base, moves):
         texts = [s[1][i].text for s in scanned]
         if len(set(texts)) == 1:
             continue
-        fit = fit_number([_number(t) for t in texts], sizes, base, moves)
+        fit = fit_number([_number(t) for t in texts], sizes, base, moves, divisors)
         if fit is None:
             return (f"the number {first.text} in `{_line(sources[0], first.row)}` changes with "
                     "the sizes in a way that is not a product or a sum of sizes")
@@ -139,7 +143,7 @@ def _line(source, row):
 
 
 # ---- formulas -----------------------------------------------------------------------------------
-def fit_number(values, sizes, base, moves):
+def fit_number(values, sizes, base, moves, divisors=None):
     """A Fit giving ``values[k]`` for ``sizes[k]``, for every k; None if none is found."""
     kind = type(values[0])
     if kind not in (int, float) or any(type(v) is not kind for v in values):
@@ -147,7 +151,8 @@ def fit_number(values, sizes, base, moves):
     candidates = []
     if kind is int:
         candidates += _sums(values, sizes, base, moves)
-    candidates += _products(values, sizes, base, moves, kind)
+    for view, view_moves in _views(sizes, moves, divisors or {}):
+        candidates += _products(values, view, base, view_moves, kind)
     for expr in candidates:
         fit = Fit(expr)
         try:
@@ -156,6 +161,18 @@ def fit_number(values, sizes, base, moves):
         except (ArithmeticError, TypeError, ValueError):
             continue
     return None
+
+
+def _views(sizes, moves, divisors):
+    """``(sizes, moves)`` with the sizes as they are, then with each divided size's symbol
+    ``d`` as its quotient ``(d // k)`` (every combination)."""
+    options = [[(d, 1)] + ([(d, divisors[d])] if divisors.get(d, 1) > 1 else [])
+               for d in moves]
+    for choice in itertools.product(*options):
+        names = {d: d if k == 1 else f"({d} // {k})" for d, k in choice}
+        by = dict(choice)
+        yield ([{names.get(d, d): v // by.get(d, 1) for d, v in s.items()} for s in sizes],
+               {names[d]: i for d, i in moves.items()})
 
 
 def _sums(values, sizes, base, moves):
@@ -190,12 +207,15 @@ def _products(values, sizes, base, moves, kind):
             continue
         if values[k] <= 0:
             return []
-        e = math.log(values[k] / v0) / math.log(sizes[k][d] / sizes[base][d])
-        if abs(e - round(e)) > 1e-6 or round(e) == 0 or abs(round(e)) > 3:
+        e = 2 * math.log(values[k] / v0) / math.log(sizes[k][d] / sizes[base][d])
+        if abs(e - round(e)) > 1e-6 or round(e) == 0 or abs(round(e)) > 6 or \
+                round(e) % 2 and kind is int:
             return []
-        powers[d] = round(e)
+        powers[d] = round(e) // 2 if round(e) % 2 == 0 else round(e) / 2   # a half power
     c = Fraction(v0 / math.prod(sizes[base][d] ** e for d, e in powers.items()))
     c = c.limit_denominator(10_000)
+    if any(isinstance(e, float) for e in powers.values()):
+        return _half_powers(c, powers)
     up = [d if e == 1 else f"{d} ** {e}" for d, e in powers.items() if e > 0]
     down = [d if e == -1 else f"{d} ** {-e}" for d, e in powers.items() if e < 0]
     return _spellings(c, up, down, kind)
@@ -217,3 +237,15 @@ def _spellings(c, up, down, kind):
                f"{c.numerator}{up_part} * (1 / {paren(den)})",
                f"{float(c)!r}{up_part} * (1 / {paren(dims)})"]
     return out
+
+
+def _half_powers(c, powers):
+    """``(d2 // 4) ** -0.5``: a float that is a power of a quotient of sizes with a half
+    exponent (``dh ** -0.5``; a size's own square root is not a number the compiler makes)."""
+    if not all("//" in d for d in powers):
+        return []
+    term = " * ".join(f"{d} ** {e!r}" for d, e in powers.items())
+    if c == 1:
+        return [term]
+    return [f"{float(c)!r} * {term}", f"{c.numerator} * {term}" if c.denominator == 1
+            else f"{c.numerator} / {c.denominator} * {term}"]
