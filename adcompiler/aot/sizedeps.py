@@ -27,9 +27,10 @@ _PASSING_CALLS = {"int", "float", "min", "max", "abs", "round", "prod", "bool", 
 _DECIDING_CALLS = {"min", "max", "round", "int", "bool", "divmod", "floor", "ceil"}
 
 
-def size_decision(module, fname):
+def size_decision(module, fname, allowed=()):
     """``(node, function name)`` of the first decision on a size in ``fname`` or the functions it
-    calls with sizes, or None."""
+    calls with sizes, or None; the nodes ``allowed`` are not decisions (a size divided exactly:
+    :mod:`adcompiler.aot.divisions`)."""
     pending, done = [(fname, frozenset())], set()
     while pending:
         name, params = pending.pop()
@@ -37,7 +38,7 @@ def size_decision(module, fname):
         if (name, params) in done or not isinstance(stmt, ast.FunctionDef):
             continue
         done.add((name, params))
-        found, calls = _Function(stmt, _names(stmt, params)).scan()
+        found, calls = _Function(stmt, _names(stmt, params), allowed).scan()
         if found is not None:
             return found, name
         pending += [c for c in calls if c[0] in module.functions]
@@ -229,8 +230,8 @@ def _constant_int(module, node):
 class _Function:
     """One function's size-derived names (a fixed point over its assignments) and decisions."""
 
-    def __init__(self, stmt, tainted_params):
-        self.stmt, self.tainted = stmt, set(tainted_params)
+    def __init__(self, stmt, tainted_params, allowed=()):
+        self.stmt, self.tainted, self.allowed = stmt, set(tainted_params), set(allowed)
 
     def scan(self):
         self._propagate()
@@ -301,7 +302,7 @@ class _Function:
         if isinstance(node, ast.BoolOp):
             return any(self.sized(x) for x in node.values)
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.FloorDiv, ast.Mod)):
-            return self.sized(node.left) or self.sized(node.right)
+            return node not in self.allowed and (self.sized(node.left) or self.sized(node.right))
         if isinstance(node, ast.Call) and _called(node) in _DECIDING_CALLS:
             return any(self.sized(a) for a in node.args)
         return False
