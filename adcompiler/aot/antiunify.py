@@ -3,11 +3,12 @@
 The sources must agree token for token except in numbers (numbers inside comments included);
 a number that differs becomes a formula of the size symbols (``d1``, ``d2``...) that gives it in
 every source: ``c * d1**a * d2**b`` (``-0.125`` is ``-(1 / d1)``), or, for integers,
-``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). A size the function divides by a
-constant (``divisors``: ``{"d2": 4}``, every sample a multiple) may stand as its quotient, and a
-float as a half power of it: ``(d2 // 4) ** -0.5`` for ``dh ** -0.5`` with ``dh = D // 4``. Invariant, checked by
-construction: the merged template, specialised back to each source's sizes, reproduces that source
-byte for byte; otherwise :func:`merge` returns the reason instead of a template.
+``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). A size the function divides by
+a constant (``divisors``: ``{"d2": 4}``, every sample a multiple) may stand as its quotient,
+and a float as a half power of it: ``(d2 // 4) ** -0.5`` for ``dh ** -0.5``, ``dh = D // 4``.
+Invariant, checked by construction: the merged template, specialised back to each source's
+sizes, reproduces that source byte for byte; otherwise :func:`merge` returns the reason
+instead of a template.
 """
 
 from __future__ import annotations
