@@ -16,8 +16,9 @@ fully and raises the TypeError naming what was compiled and what was given::
 
 Invariant: a guard takes only calls that ``_dispatch`` sends to the same body. It tests types and
 dtypes by identity (NumPy keeps one object per built-in dtype), ranks, fixed sizes, each size
-symbol at least its own least size (``x[:3]`` in the function: x's at least 3) and the same
-wherever it appears, Python floats and static values; it may be stricter than ``_dispatch`` (a
+symbol at least its own least size (``x[:3]`` in the function: x's at least 3), a multiple of
+the constant the function divides it by (``D // 4``: ``d1 % 4 == 0``) and the same wherever it
+appears, Python floats and static values; it may be stricter than ``_dispatch`` (a
 NumPy scalar, a list, a subclass or an equal but distinct dtype takes the slow path, which
 accepts it), never looser. Exact signatures are tested before patterns, each in the table's
 order, as ``_dispatch`` tries them. Each array's shape is read once (``.shape`` builds a tuple,
@@ -43,30 +44,34 @@ def is_pattern(signature) -> bool:
     return any(s[0] == "array" and any(isinstance(d, str) for d in s[2]) for s in signature)
 
 
-def least_text(symbols, least) -> str:
-    """``d1: any size of at least 3; d2, d3: any sizes of at least 2`` (``least``: ``{symbol:
-    smallest size}``, 2 for a symbol it leaves out)."""
+def least_text(symbols, least, multiples=None) -> str:
+    """``d1: any size of at least 3; d2, d3: any sizes of at least 2; d4: any multiple of 4 of
+    at least 8`` (``least``: ``{symbol: smallest size}``, 2 for a symbol it leaves out;
+    ``multiples``: ``{symbol: (k, why)}``)."""
     by = {}
     for symbol in symbols:
-        by.setdefault(least.get(symbol, 2), []).append(symbol)
-    return "; ".join(f"{', '.join(names)}: any size{'s' * (len(names) > 1)} of at least {m}"
-                     for m, names in by.items())
+        k = (multiples or {}).get(symbol, (1,))[0]
+        by.setdefault((least.get(symbol, 2), k), []).append(symbol)
+    return "; ".join(f"{', '.join(names)}: any "
+                     f"{'size' if k == 1 else f'multiple of {k}'}{'s' * (len(names) > 1)} "
+                     f"of at least {m}" for (m, k), names in by.items())
 
 
-def render(params, entries, least, device, returns, fallback, taken=()) -> tuple:
+def render(params, entries, least, device, returns, fallback, taken=(), multiples=None) -> tuple:
     """``(lines, dtypes)``: the dispatcher's body (the guards of a gradient's signatures, one
     block each, then the ``fallback`` call) and the dtype names the guards compare with.
     ``entries`` is ``[(signature, body name)]`` in the table's order, ``least`` the smallest
     size of every symbol, or one ``{symbol: size}`` per entry (2 for a symbol it leaves out),
     ``returns(call)`` gives the lines returning a body's result, ``taken`` the names the
-    guards' locals must not shadow (besides the parameters: the globals the dispatcher reads)."""
+    guards' locals must not shadow (besides the parameters: the globals the dispatcher reads),
+    ``multiples`` one ``{symbol: k}`` per entry for the sizes that must be multiples of k."""
     rows = list(zip(entries, least if isinstance(least, (list, tuple)) else
-                    [least] * len(entries)))
+                    [least] * len(entries), multiples or [{}] * len(entries)))
     ordered = [r for r in rows if not is_pattern(r[0][0])] + \
         [r for r in rows if is_pattern(r[0][0])]
     lines, dtypes = [], []
-    for (signature, body), low in ordered:
-        guard = _Guard(params, signature, low, device, set(taken) | {body})
+    for (signature, body), low, by in ordered:
+        guard = _Guard(params, signature, low, device, set(taken) | {body}, by)
         if guard.refused:
             continue   # a static value no guard can write: the slow path serves it
         dtypes += [d for d in guard.dtypes if d not in dtypes]
@@ -78,8 +83,8 @@ class _Guard:
     """The tests of one signature: ``outer`` on types, dtypes and ranks, then the size reads
     (``binds``) and the ``inner`` tests on sizes."""
 
-    def __init__(self, params, signature, least, device, taken):
-        self.params, self.signature = params, signature
+    def __init__(self, params, signature, least, device, taken, multiples=None):
+        self.params, self.signature, self.multiples = params, signature, multiples or {}
         self.least, self.device, self.taken = least, device, taken | set(params)
         self.outer, self.binds, self.inner, self.dtypes = [], [], [], []
         self.symbols = {}   # size symbol -> the local holding it
@@ -128,6 +133,8 @@ class _Guard:
                 self.binds.append(f"{local} = {read}")
             low = self.least if isinstance(self.least, int) else self.least.get(want, 2)
             self.inner.append(f"{local} >= {low}")
+            if self.multiples.get(want, 1) > 1:
+                self.inner.append(f"{local} % {self.multiples[want]} == 0")
             return local
         expected = self.symbols[want] if isinstance(want, str) else repr(want)
         local = read if read is not None else self._local(temporary)

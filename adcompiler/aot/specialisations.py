@@ -24,6 +24,7 @@ class Specialisation:
     compiled: object   # a pipeline.Compiled
     least: dict = field(default_factory=dict)   # a pattern's symbol -> its smallest size
     fixed: list = field(default_factory=list)   # a pattern's sizes kept as numbers, and why
+    multiples: dict = field(default_factory=dict)   # a pattern's symbol -> (k, why): k divides it
     small: object = None   # a pattern's body for small inputs (aot.small_bodies), or None
     switch: str = ""       # when the first body runs instead: ``d1 * d2 >= 4096``
     containers: dict = field(default_factory=dict)   # parameter -> its Tree (.containers)

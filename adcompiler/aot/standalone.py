@@ -98,6 +98,7 @@ class _Writer:
         self.defined: list = []     # the module-level names those define
         self.per_shape: list = []   # (dispatcher, reasons) for bodies kept per shape
         self.fixed: list = []       # (dispatcher, reasons) for sizes a pattern keeps as numbers
+        self.multiples: list = []   # (dispatcher, notes) for sizes a pattern takes multiples of
         self.dtypes: list = []      # the dtypes the guards compare with (``_FLOAT64``)
         self.uses_math = False
         self.imports: set = set()   # the generated code's own (``import scipy.special``)
@@ -125,6 +126,11 @@ class _Writer:
         self.defined += names + [table, f"{fn.mode}_{fn.name}"]
         if fn.per_shape:
             self.per_shape.append((f"{fn.mode}_{fn.name}", fn.per_shape))
+        multiples = list(dict.fromkeys(f"{w} a multiple of {why[0]}: {why[1]}"
+                                       for spec in fn.specialisations
+                                       for w, why in spec.multiples.items()))
+        if multiples:
+            self.multiples.append((f"{fn.mode}_{fn.name}", multiples))
         fixed = list(dict.fromkeys(f for spec in fn.specialisations for f in spec.fixed))
         if fixed:
             self.fixed.append((f"{fn.mode}_{fn.name}", fixed))
@@ -165,7 +171,8 @@ class _Writer:
         text = f"{fn.mode} of {fn.name} for {_describe(params, spec.signature)}"
         lines = textwrap.wrap(text, 96, initial_indent="# ", subsequent_indent="#     ")
         if spec.symbols:
-            lines.append("# " + standalone_guards.least_text(spec.symbols, spec.least))
+            lines.append("# " + standalone_guards.least_text(spec.symbols, spec.least,
+                                                             spec.multiples))
         for why in spec.fixed:
             lines += textwrap.wrap(why, 96, initial_indent="# fixed: ",
                                    subsequent_indent="#     ")
@@ -232,7 +239,8 @@ class _Writer:
             flat, [(s.signature, b) for s, b in zip(fn.specialisations, bodies)], _least(fn),
             "dask" if self.backend == "dask" else self.backend == "cupy", returns,
             f"_dispatch({table}, {_tuple(flat)})",
-            {extra or "", table, "np", "cp", "da", "_dispatch", "_tangents", "_finish"})
+            {extra or "", table, "np", "cp", "da", "_dispatch", "_tangents", "_finish"},
+            [{w: k for w, (k, _) in s.multiples.items()} for s in fn.specialisations])
         self.dtypes += [d for d in dtypes if d not in self.dtypes]
         return "\n".join(lines + guards) + "\n"
 
@@ -249,7 +257,7 @@ class _Writer:
             ["_finish"] if self.backend == "dask" else [])
         user.check_collisions(self.module, primal, ours, self.backend)
         name = os.path.basename(self.module.path)
-        parts = [_with_fixed(header, self.fixed), primal, MARKER,
+        parts = [_with_multiples(_with_fixed(header, self.fixed), self.multiples), primal, MARKER,
                  _string_constant("_HINT", _hint(name, command)), RUNTIME,
                  RUNTIME_JVP if "_tangents" in "".join(self.blocks) else "",
                  RUNTIME_DASK if self.backend == "dask" else "",
@@ -282,7 +290,9 @@ def _table(fn, table, names, params, device=False):
                    for s, n in zip(fn.specialisations, names))
     least = _least(fn)
     options = (", device=True" if device else "") + \
-        (f", least={least!r}" if any(m > 2 for row in least for m in row.values()) else "")
+        (f", least={least!r}" if any(m > 2 for row in least for m in row.values()) else "") + \
+        (f", multiples={[s.multiples for s in fn.specialisations]!r}"
+         if any(s.multiples for s in fn.specialisations) else "")
     return (f"{table} = _Signatures({fn.mode + '_' + fn.name!r}, {tuple(params)!r}, "
             f"{'example_' + fn.name!r}, {{\n{rows}}}{options})")
 
@@ -319,6 +329,20 @@ def _with_fixed(header, fixed) -> str:
         for why in reasons:
             note += "\n" + textwrap.fill(f"{dispatcher}: {why.rstrip('.')}.", 92,
                                          initial_indent="- ", subsequent_indent="  ")
+    end = header.index('"""', 3)
+    return header[:end].rstrip("\n") + note + "\n" + header[end:]
+
+
+def _with_multiples(header, multiples) -> str:
+    """The header, its docstring naming each size a body takes multiples of only, and why
+    (:mod:`adcompiler.aot.divisions`: the function divides it by a constant)."""
+    if not multiples:
+        return header
+    note = "\n\nSizes that must be multiples of a number (the function divides them by it):"
+    for dispatcher, notes in multiples:
+        for text in notes:
+            note += "\n" + textwrap.fill(f"{dispatcher}: any sizes, with {text.rstrip('.')}.",
+                                         92, initial_indent="- ", subsequent_indent="  ")
     end = header.index('"""', 3)
     return header[:end].rstrip("\n") + note + "\n" + header[end:]
 

@@ -215,7 +215,8 @@ def _kept_note(gradient, name, spec, specs) -> str:
     """Why the example's own body is kept: the least sizes of the body for other sizes."""
     general = next((g for g in specs if g.symbols and _fits(g.signature, spec.signature, 0)),
                    None)
-    takes = f"takes {standalone_guards.least_text(general.symbols, general.least)} only " \
+    takes = "takes " + standalone_guards.least_text(
+        general.symbols, general.least, general.multiples) + " only " \
         if general else "does not take it "
     return (f"  note: {gradient.mode}_{name} keeps a body for its example "
             f"{standalone.describe(gradient, spec.signature, spec.containers)}: its body for "
@@ -226,7 +227,7 @@ def _kept_note(gradient, name, spec, specs) -> str:
 
 def _takes(spec, signature) -> bool:
     return spec.signature == signature or \
-        (bool(spec.symbols) and _fits(spec.signature, signature, spec.least))
+        (bool(spec.symbols) and _fits(spec.signature, signature, spec.least, spec.multiples))
 
 
 def _write(module, path, out, functions, args, errors):

@@ -11,8 +11,9 @@ global but ``np`` and ``_HINT``, which each standalone module defines. A signatu
 compiler keys a specialisation on (:mod:`adcompiler.api.signature`): an array's dtype and shape, a
 Python float, or the value of a static argument. A shape-polymorphic body's key is a pattern
 (:mod:`adcompiler.aot.polymorphic`): a size named by a symbol (``"d1"``) fits any size of at least
-that symbol's least size (2 unless the pattern's ``least`` says more: ``{"d1": 3}``), the same
-symbol the same size; the other sizes (1, 0) must be equal. Exact keys are
+that symbol's least size (2 unless the pattern's ``least`` says more: ``{"d1": 3}``), a multiple
+of k where the pattern's ``multiples`` say so (``{"d1": (4, why)}``: the function divides it by
+4), the same symbol the same size; the other sizes (1, 0) must be equal. Exact keys are
 looked up first, then patterns in order. A module compiled for CuPy (``device``) refuses NumPy
 arrays, and one compiled for NumPy refuses GPU arrays, before running any code.
 """
@@ -59,22 +60,24 @@ def _describe(params, signature):
 class _Signatures(dict):
     """The compiled bodies of one gradient, by input signature (or pattern of signatures)."""
 
-    def __init__(self, name, params, example, bodies, device=False, least=2):
+    def __init__(self, name, params, example, bodies, device=False, least=2, multiples=None):
         dict.__init__(self, bodies)
         self.name, self.params, self.example = name, params, example
         self.device = device  # True: CuPy code, for arrays on the GPU
         # the smallest sizes of the patterns' symbols: one number for all, or per row of the
         # table {symbol: size} (a symbol left out: 2)
         rows = least if isinstance(least, (list, tuple)) else [least] * len(bodies)
+        # the symbols standing for multiples of k only, per row: {symbol: (k, why)}
+        self.multiples = dict(zip(bodies, multiples or [{}] * len(bodies)))
         self.patterns = [(k, v, m) for (k, v), m in zip(bodies.items(), rows)
                          if any(s[0] == "array" and any(isinstance(d, str) for d in s[2])
                                 for s in k)]
 
 
-def _fits(pattern, signature, least):
+def _fits(pattern, signature, least, multiples=None):
     """Whether a call's signature fits a pattern: ``"d1"`` is any size of at least ``least``
-    (a number, or ``{symbol: size}``, 2 for a symbol it leaves out), the same in every place it
-    appears."""
+    (a number, or ``{symbol: size}``, 2 for a symbol it leaves out), a multiple of k where
+    ``multiples`` (``{symbol: (k, why)}``) says so, the same in every place it appears."""
     sizes = {}
     for want, got in zip(pattern, signature):
         if want[0] != "array" or got[0] != "array":
@@ -88,7 +91,7 @@ def _fits(pattern, signature, least):
                     if w != g:
                         return False
                 elif g < (least if isinstance(least, int) else least.get(w, 2)) or \
-                        sizes.setdefault(w, g) != g:
+                        sizes.setdefault(w, g) != g or g % (multiples or {}).get(w, (1,))[0]:
                     return False
     return True
 
@@ -126,7 +129,8 @@ def _mismatch(table, signature):
     found = []
     for pattern in sorted(table, key=lambda k: not any(isinstance(d, str) for s in k
                                                           if s[0] == "array" for d in s[2])):
-        wrong = _sizes_apart(table.params, pattern, signature)
+        wrong = _sizes_apart(table.params, pattern, signature,
+                             table.multiples.get(pattern))
         if wrong and any(isinstance(d, str) for s in pattern if s[0] == "array" for d in s[2]):
             return "%s(): inconsistent sizes: %s\n" % (table.name, "; ".join(wrong))
         if wrong:
@@ -136,9 +140,10 @@ def _mismatch(table, signature):
     return ""
 
 
-def _sizes_apart(params, pattern, signature):
+def _sizes_apart(params, pattern, signature, multiples=None):
     """The sizes of ``signature`` that ``pattern`` (of the same dtypes, ranks and other
-    arguments, else None) does not take, each said as :func:`_mismatch` says it."""
+    arguments, else None) does not take, each said as :func:`_mismatch` says it; ``multiples``:
+    the pattern's ``{symbol: (k, why)}``."""
     seen, wrong = {}, []
     for p, want, got in zip(params, pattern, signature):
         if want[0] != "array" or got[0] != "array" or want[1] != got[1] or \
@@ -156,6 +161,11 @@ def _sizes_apart(params, pattern, signature):
             elif w in seen and seen[w][1] != g:
                 wrong.append("%s is %d but %s is %d, and the function needs them equal "
                              "(both are %s)" % (where, g, seen[w][0], seen[w][1], w))
+            elif w not in seen and g % (multiples or {}).get(w, (1,))[0]:
+                k, why = multiples[w]
+                wrong.append("%s is %d, but the function needs a multiple of %d (%s): %s"
+                             % (where, g, k, w, why))
+                seen[w] = (where, g)
             else:
                 seen.setdefault(w, (where, g))
     return wrong
@@ -174,13 +184,16 @@ def _dispatch(table, args):
     except TypeError:  # an unhashable argument
         body = None
     for pattern, candidate, least in table.patterns if body is None else ():
-        if _fits(pattern, signature, least):
+        if _fits(pattern, signature, least, table.multiples.get(pattern)):
             body = candidate
             break
     if body is None:
         compiled = "\n".join("  " + _describe(table.params, s) for s in table)
         if table.patterns:
-            compiled += ("\n(%s; the same name, the same size)" % _least_text(table.patterns))
+            multiple = "".join(dict.fromkeys(", %s a multiple of %d" % (w, m[0]) for row in
+                                             table.multiples.values() for w, m in row.items()))
+            compiled += ("\n(%s%s; the same name, the same size)"
+                         % (_least_text(table.patterns), multiple))
         raise TypeError("%s%s() was compiled for the inputs\n%s\nbut was given\n  %s\n%s"
                         % (_mismatch(table, signature), table.name, compiled,
                            _describe(table.params, signature), _HINT % table.example))
