@@ -92,6 +92,22 @@ def test_a_carried_scalar_and_array_step_together():
         assert "@numba.njit" in g.source and "for t_" in g.source and "vtanh(" in g.source
 
 
+
+def tanh_and_exp_steps(x, obs):
+    for t in range(obs.shape[0]):
+        x = 0.5 * np.tanh(x) + 0.2 * np.exp(-x) - obs[t]
+    return np.sum(x * x)
+
+
+def test_a_step_loop_computes_tanh_from_the_exponential_beside_it():
+    rng = np.random.default_rng(5)
+    for n in (7, 5000):
+        x, obs = rng.normal(size=n), rng.normal(size=(4, n))
+        g = ad.grad(tanh_and_exp_steps, backend="numba")
+        _close(g(x, obs), ad.grad(tanh_and_exp_steps)(x, obs))
+        assert "for t_" in g.source and "vtanh_e(" in g.source and "vtanh(" not in g.source
+
+
 def shifted(x, k):
     return np.sum(np.tanh(np.roll(x, 1)) * x + k * np.roll(x, -2) ** 2)
 
