@@ -92,7 +92,6 @@ def test_a_carried_scalar_and_array_step_together():
         assert "@numba.njit" in g.source and "for t_" in g.source and "vtanh(" in g.source
 
 
-
 def tanh_and_exp_steps(x, obs):
     for t in range(obs.shape[0]):
         x = 0.5 * np.tanh(x) + 0.2 * np.exp(-x) - obs[t]
