@@ -18,6 +18,7 @@ from .fuse import fuse_elementwise
 from .hoist import hoist_loop_invariant_rows
 from .inverses import reuse_inverses
 from .logistic import expand_logistics
+from .low_rank_products import expand_low_rank_products
 from .triangular_solves import solve_with_factors
 from .scales import hoist_scales
 from .simplify import simplify
@@ -56,6 +57,9 @@ PIPELINE = (
     reuse_inverses,                   # after CSE and DCE: one inv(K) and the solves it replaces
     solve_with_factors,               # after reuse_inverses (which takes solves with K.T):
                                       # the solves with a Cholesky factor left, triangular
+    expand_low_rank_products,         # after DCE and the triangular solves (final readers; its
+                                      # own leftovers it removes), before sum_diagonals (whose
+                                      # diagonal products it takes inside sums) and fusion
     sum_diagonals,                    # after DCE (true reader counts), before fusion (which
                                       # would take the product into a chain)
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
@@ -77,6 +81,7 @@ def optimize(graph, plain=False):
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
                                   hoist_loop_invariant_rows, copy_updated_carries,
                                   merge_factorizations, reuse_inverses, sum_diagonals,
+                                  expand_low_rank_products,
                                   solve_with_factors, contract_broadcast_products):
             continue
         graph = run_pass(graph)
