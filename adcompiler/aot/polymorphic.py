@@ -27,13 +27,19 @@ dispatcher matches, each symbol with its own least size (``x[:3]`` bounds x's ax
 symbol several axes share takes the largest: :func:`adcompiler.aot.sizedeps.least_sizes`). A
 function that decides on a size while compiling (:mod:`adcompiler.aot.sizedeps`), or whose code
 changes beyond its numbers, keeps one body per example signature, and the reason is returned
-for the module's header.
+for the module's header. A size the function divides exactly by a constant (``dh = D // H``:
+:mod:`adcompiler.aot.divisions`) is no decision where the example's is a multiple: its samples
+are multiples too (k times a prime), the body reads the quotient (``d1 // 4``), its least size
+is 2k (the quotient keeps its broadcasting meaning) and ``Specialisation.multiples`` says why
+for the guards, ``_dispatch`` and the header; an example size that is not a multiple keeps the
+decision.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 
 import numpy as np
 
@@ -46,6 +52,7 @@ from ..pipeline import compile_gradient
 from ..runtime.cache import constants_of
 from ..api.signature import bind_arguments, classify_arguments
 from ..frontend.bindings.trees import Tree, parameter_names
+from .divisions import exact_divisions
 from .sizedeps import least_sizes, size_decision
 from .user_code import rename
 
@@ -61,14 +68,17 @@ def generalise(module, gradient, args, spec):
     """``(specialisation, reason)``: a Specialisation whose body holds for every size of the
     example's pattern, or None and why not (None, None: no size to generalise)."""
     fname = gradient.primal.__name__
-    found = size_decision(module, fname)
+    divisions = exact_divisions(module, fname)
+    found = size_decision(module, fname, divisions)
     if found is not None:
         node, where = found
         text = module.lines[node.lineno - 1].strip()
         inside = "" if where == fname else f" in {where}"
         return None, f"`{text}` (line {node.lineno}{inside}) decides on a size while compiling"
     least = least_sizes(module, fname)
-    job = _Job(gradient, args, spec, least)
+    job = _Job(gradient, args, spec, least, divisions.values())
+    if job.inexact:
+        return None, job.inexact
     if not job.slots:
         return None, None
     try:
@@ -76,14 +86,14 @@ def generalise(module, gradient, args, spec):
     except _NotGeneric as exc:
         return None, str(exc)
     return small_bodies.with_small_body(
-        general, lambda: _small(gradient, args, spec, least, job.found)), None
+        general, lambda: _small(gradient, args, spec, least, job.found, divisions)), None
 
 
-def _small(gradient, args, spec, least, groups):
+def _small(gradient, args, spec, least, groups, divisions=None):
     """The body for small inputs (:mod:`adcompiler.aot.small_bodies`): the example compiled
     again, as :func:`adcompiler.ir.sizing.small` makes its choices, then merged the same way,
     with the first body's groups of sizes (``groups``); None where it cannot be."""
-    job = _Job(gradient, args, spec, least)
+    job = _Job(gradient, args, spec, least, (divisions or {}).values())
     try:
         example = job._compile({}, [], []).compiled
         job.spec = dataclasses.replace(spec, compiled=example)
@@ -100,7 +110,7 @@ class _NotGeneric(Exception):
 class _Job:
     """The example's sizes, the variants compiled for other sizes, and their merge."""
 
-    def __init__(self, gradient, args, spec, least):
+    def __init__(self, gradient, args, spec, least, divisions=()):
         self.gradient, self.spec, self.least = gradient, spec, least   # a sizedeps.Least
         self.arguments = bind_arguments(gradient.primal, args, {})
         self.avals = classify_arguments(self.arguments, gradient.wrt)   # containers: Trees
@@ -111,6 +121,14 @@ class _Job:
                       for axis, d in enumerate(a.shape) if d >= 2]
         self.skeleton = antiunify.scan(spec.compiled.source)[0]
         self.fixed = []   # why each size that cannot vary stays the example's
+        self.divisions, self.inexact = {}, None   # slot -> [Division]; why one is not exact
+        for d in divisions:
+            self.divisions.setdefault(d.slot, []).append(d)
+            size = self.flat[d.slot[0]].shape[d.slot[1]] if d.slot in self.slots else None
+            if size is not None and size % d.by:
+                self.inexact = (f"{d.why} decides on a size while compiling: "
+                                f"{self._where([self.slots.index(d.slot)])} is {size}, not a "
+                                f"multiple of {d.by}")
 
     def run(self, groups=None):
         """The Specialisation for every size; ``groups``: the sizes grouped as another job
@@ -120,14 +138,16 @@ class _Job:
         symbols = _symbols(len(groups), self.spec.compiled.source)
         base = self._sizes(groups, symbols)   # then each symbol moved alone, then all moved
         taken = set(base.values())
-        sizes = [base] + [{**base, s: self._fresh(base[s], taken)} for s in symbols]
+        by = {s: self._by(g) for s, g in zip(symbols, groups)}
+        sizes = [base] + [{**base, s: self._fresh(base[s], taken, by[s])} for s in symbols]
         sizes.append(self._sizes(groups, symbols, {d for s in sizes for d in s.values()}))
         example = {s: self._size(g) for s, g in zip(symbols, groups)}
         variants = [Variant(example, self.spec.compiled)] + \
             [self._compile(s, groups, symbols) for s in sizes]
         merged = antiunify.merge([v.compiled.source for v in variants],
                                  [v.sizes for v in variants], 1,
-                                 {s: i + 2 for i, s in enumerate(symbols)})
+                                 {s: i + 2 for i, s in enumerate(symbols)},
+                                 {s: k for s, k in by.items() if k > 1})
         if isinstance(merged, str):
             raise _NotGeneric(merged)
         pattern = self._pattern(groups, symbols, variants)
@@ -136,6 +156,7 @@ class _Job:
         text = _with_sizes(merged, self.spec.compiled.fname, reads, ranks)
         return dataclasses.replace(self.spec, signature=pattern, fixed=self.fixed,
                                    least=self._minimums(groups, symbols, ranks),
+                                   multiples=self._multiples(groups, symbols),
                                    compiled=dataclasses.replace(self.spec.compiled,
                                                                 source=text))
 
@@ -148,27 +169,44 @@ class _Job:
     def _minimums(self, groups, symbols, ranks) -> dict:
         """``{symbol: the smallest size it stands for}``: the largest its slots need."""
         slots, anywhere = self.least.resolve(ranks)
-        return {s: max([anywhere] + [slots.get(self.slots[i], 2) for i in g])
+        return {s: max([anywhere, 2 * self._by(g)] + [slots.get(self.slots[i], 2) for i in g])
                 for s, g in zip(symbols, groups)}
+
+    def _by(self, group) -> int:
+        """What every size of ``group`` must be a multiple of (1: any size): the least common
+        multiple of the constants the function divides its slots by exactly."""
+        return math.lcm(1, *(d.by for i in group for d in self.divisions.get(self.slots[i], ())))
+
+    def _multiples(self, groups, symbols) -> dict:
+        """``{symbol: (k, why)}`` for the symbols that stand for multiples of k only."""
+        out = {}
+        for s, g in zip(symbols, groups):
+            found = [(i, d) for i in g for d in self.divisions.get(self.slots[i], ())]
+            if found:
+                out[s] = (self._by(g), "; ".join(dict.fromkeys(
+                    f"{d.why} divides {self._where([i])} by {d.by}" for i, d in found)))
+        return out
 
     def _size(self, group):
         param, axis = self.slots[group[0]]
         return self.flat[param].shape[axis]
 
     # ---- variants ----------------------------------------------------------------------------
-    def _fresh(self, near, taken):
+    def _fresh(self, near, taken, by=1):
         """The first prime above ``near`` and 10, at least every least size, and not ``taken``
         (near the example's: a choice the compiler still makes by size, as a CuPy kernel's
-        fusion, is then most often the same)."""
-        n = max(near, 10, self.least.largest() - 1) + 1
-        while n in taken or any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
+        fusion, is then most often the same); for a size divided by ``by``, ``by`` times the
+        first prime above ``near / by``."""
+        n = max(near // by, 10, (self.least.largest() - 1) // by) + 1
+        while n * by in taken or any(n % p == 0 for p in range(2, int(n ** 0.5) + 1)):
             n += 1
-        taken.add(n)
-        return n
+        taken.add(n * by)
+        return n * by
 
     def _sizes(self, groups, names, taken=None):
         taken = set() if taken is None else set(taken)
-        return {name: self._fresh(self._size(g), taken) for name, g in zip(names, groups)}
+        return {name: self._fresh(self._size(g), taken, self._by(g))
+                for name, g in zip(names, groups)}
 
     def _variant(self, groups):
         """The code compiled with fresh sizes for ``groups``, or None (and ``self.failure``)
