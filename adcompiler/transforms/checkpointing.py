@@ -30,6 +30,7 @@ from ..ir import Aval, Block, Literal, Node, Value
 from ..ir.builder import Builder
 from .checkpoint_budget import choose, parse_bytes, state_bytes, step_bytes
 from .loop_exit import exit_guard
+from .while_checkpoints import bounded_while
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,9 @@ def _rewrite(graph, nodes, policy):
                 first.params["note"] = "; ".join(filter(None, (first.params.get("note"), said)))
         elif node.prim == "while" and policy.every and not node.params.get("stacked"):
             nodes[i] = _while_segments(graph, node, policy.every)
+        elif node.prim == "while" and policy.snapshots and not node.params.get("stacked"):
+            # no every=: at most `snapshots` whatever the trip count (.while_checkpoints)
+            nodes[i:i + 1] = bounded_while(graph, node, policy.snapshots, clone_block, _fresh)
 
 
 def _within_memory(policy, node):

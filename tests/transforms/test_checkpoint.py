@@ -159,8 +159,12 @@ def test_while_loops_snapshot_every_k_iterations(every):
     assert "xs.append(x)" in g.source and f"< {every}" in g.source, g.source
 
 
-def test_while_loops_without_every_stay_unbounded():
+def test_while_loops_without_every_take_at_most_the_snapshots():
+    """A number of snapshots without every=: the epochs of tests/transforms/
+    test_while_checkpoints.py; "sqrt", which needs the trip count, leaves while loops as they are."""
     g = _agrees(decay, (np.array([1.0, 0.5, -0.3]), 1.7), 4, wrt=(0, 1))
+    assert "checkpointed: at most 4 snapshots" in g.source, g.source
+    g = _agrees(decay, (np.array([1.0, 0.5, -0.3]), 1.7), "sqrt", wrt=(0, 1))
     assert "checkpointed" not in g.source
 
 
