@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import Literal, Value, readers, walk
-from . import check_modes, numexpr_chains
+from . import binomial, binomial_emit, check_modes, numexpr_chains
 from .buffered import BufferedEmission
 from .expressions import (const, dtype_expr, node_expr, read_names, render as _render,
                           scatter_statements)
@@ -164,6 +164,9 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         if node.prim == "cond":
             return self.cond(node, args)
         note = [f"# {node.params['note']}"] if node.params.get("note") else []  # checkpointing's
+        if node.prim == "loop" and node.params.get("binomial") and self.xp == "np" \
+                and binomial_emit.eligible(node):   # its stacks one store (Revolve's schedule)
+            return note + binomial_emit.binomial_loop(self, node, args)
         if node.prim == "loop":
             return note + self.loop(node, args)
         if node.prim == "while":
@@ -340,6 +343,8 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         out = [_HELPERS["_sum_to"].strip("\n")] if shapes_unknown else []
         if any(n.prim == "last_writes" for n in walk(self.graph.nodes)):
             out.append(_HELPERS["_last_writes"].strip("\n").replace("np.", f"{self.xp}."))
+        if any(n.params.get("binomial") for n in walk(self.graph.nodes)) and self.xp == "np":
+            out.append(binomial.helper_source())
         forms = [rows_form(n, self.xp, self.plain) for n in walk(self.graph.nodes)
                  if n.prim in ("scatter_add", "index_add")]   # rows added by _add_rows
         return out + helper_source(f for f in forms if f)

@@ -33,6 +33,9 @@ from .loop_exit import exit_guard
 from .while_checkpoints import bounded_while
 
 
+SCHEDULES = ("two-level", "binomial")
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A memory budget for reverse mode through ``for`` loops (``grad(f, checkpoint=...)``).
@@ -44,23 +47,41 @@ class Checkpoint:
     ``d * T ** (1 / d)`` states held, each step run ``d`` times forward). ``every``: a ``while`` loop, whose
     trip count ``T`` is known only once it has run, keeps a snapshot every ``every``
     iterations (``T / every`` of them, and ``every`` iterations' residuals in the reverse
-    sweep); ``None`` leaves while loops unbounded. ``memory``: a budget in bytes (an int, or
+    sweep); ``None``: with ``snapshots``, at most that many whatever ``T``, in epochs of doubling
+    segments (:mod:`.while_checkpoints`), without, every iteration kept. ``memory``: a budget in bytes (an int, or
     ``"64MB"``, ``"1GiB"``) from which each ``for`` loop's snapshots and levels are chosen, by
     the size of its carried values (:mod:`.checkpoint_budget`; the code's note says the choice).
+    ``schedule="binomial"``: Revolve's schedule instead of fixed segments (NumPy code; other
+    backends write the two-level one): at most ``snapshots`` states held (``None``:
+    ``ceil(sqrt(T))``), taken and dropped as the reverse sweep goes, each step run again from
+    the last snapshot, the fewest forward steps ``snapshots`` allow
+    (:mod:`~adcompiler.backends.binomial`); ``segment_steps=L`` makes its steps segments of ``L``
+    iterations replayed with their residuals (``snapshots + L`` states held).
     """
 
     snapshots: int | None = None
     every: int | None = None
     levels: int = 2
     memory: int | None = None
+    schedule: str = "two-level"
+    segment_steps: int | None = None
 
     def __post_init__(self):
+        if self.segment_steps is not None and self.schedule != "binomial":
+            raise TypeError("Checkpoint(segment_steps=...) is the binomial schedule's: give "
+                            "schedule=\"binomial\" with it")
+        if self.schedule not in SCHEDULES:
+            raise TypeError(f"Checkpoint(schedule=...) takes one of {SCHEDULES}, not "
+                            f"{self.schedule!r}")
+        if self.schedule == "binomial" and (self.levels != 2 or self.memory is not None):
+            raise TypeError("Checkpoint(schedule=\"binomial\") takes snapshots= (its own "
+                            "levels), not levels= or memory=")
         if self.memory is not None:
             object.__setattr__(self, "memory", parse_bytes(self.memory))
             if self.snapshots is not None or self.levels != 2:
                 raise TypeError("Checkpoint(memory=...) chooses the snapshots and levels: give "
                                 "memory= or snapshots=/levels=, not both")
-        for name in ("snapshots", "every", "levels"):
+        for name in ("snapshots", "every", "levels", "segment_steps"):
             n = getattr(self, name)
             if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
                 raise TypeError(f"Checkpoint({name}=...) takes an int >= 1 or None, not {n!r}")
@@ -81,6 +102,9 @@ class Checkpoint:
         keep = self.snapshots or _root(trips, self.levels)   # ceil(T ** (1 / levels))
         if keep >= trips:
             return []
+        if self.schedule == "binomial":   # the store choosing snapshots among segments
+            length = self.segment_steps or 1
+            return [length] if length < trips else []
         top = -(-trips // keep)
         if self.levels == 2:
             return [top]
@@ -180,6 +204,7 @@ def _segments(graph, node, lengths, policy):
     inits = list(node.inputs[1:])
     b = Builder(graph)
     b.source = node.source
+    b.policy = policy
     outer = _outer(b, node, full, lengths, inits, rest == 0)
     if not rest:
         return [outer]
@@ -213,7 +238,15 @@ def _outer(b, node, full, lengths, inits, last):
     names = ", ".join(p.name or "?" for p in body.params[1:])
     note = (f"checkpointed: {full} snapshot{'s' if full > 1 else ''} of {names}, one per "
             f"{length} steps, run again in the reverse sweep")
-    return Node("loop", (Literal(full), *inits), {"stacked": 0, "note": note}, tuple(outs),
+    params = {"stacked": 0, "note": note}
+    if b.policy.schedule == "binomial" and len(lengths) == 1:
+        slots = min(b.policy.snapshots or _root(full, 2), full)
+        params["binomial"] = slots
+        unit = "steps" if length == 1 else f"segments of {length} steps"
+        params["note"] = (f"checkpointed, binomial schedule (Revolve): at most {slots} "
+                          f"snapshots of {names} over {full} {unit}, each run again from the "
+                          "last snapshot in the reverse sweep")
+    return Node("loop", (Literal(full), *inits), params, tuple(outs),
                 node.source, "forward", (block,))
 
 
