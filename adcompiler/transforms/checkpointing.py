@@ -47,8 +47,9 @@ class Checkpoint:
     ``d * T ** (1 / d)`` states held, each step run ``d`` times forward). ``every``: a ``while`` loop, whose
     trip count ``T`` is known only once it has run, keeps a snapshot every ``every``
     iterations (``T / every`` of them, and ``every`` iterations' residuals in the reverse
-    sweep); ``None``: with ``snapshots``, at most that many whatever ``T``, in epochs of doubling
-    segments (:mod:`.while_checkpoints`), without, every iteration kept. ``memory``: a budget in bytes (an int, or
+    sweep); ``None``: at most ``snapshots`` of them whatever ``T`` (epochs of doubling
+    segments, :mod:`.while_checkpoints`), every iteration without ``snapshots``. ``memory``:
+    a budget in bytes (an int, or
     ``"64MB"``, ``"1GiB"``) from which each ``for`` loop's snapshots and levels are chosen, by
     the size of its carried values (:mod:`.checkpoint_budget`; the code's note says the choice).
     ``schedule="binomial"``: Revolve's schedule instead of fixed segments (NumPy code; other
