@@ -140,6 +140,8 @@ class BufferedEmission:
             held = [bufs[x] for x in dying if bufs[x] == mine and x.aval == out.aval]
             reuse = (held or [None])[0] or next((bufs[x] for x in dying
                                                  if x.aval == out.aval and bufs[x] != mine), None)
+            if step.node is not None and step.node.prim == "where":
+                reuse = bufs[step.node.inputs[2]]   # into b's buffer: see planner.where_over
             buf = None if fresh else mine if step is root and mine else \
                 reuse or self.pool.take(out.aval)
             for x in dying:
@@ -179,6 +181,10 @@ class BufferedEmission:
                for x in step.node.inputs]
         if buf is None:
             return node_expr(step.node, ins, self.xp)
+        if step.node.prim == "where":  # buf holds b already: a written where c holds
+            func = ast.Attribute(ast.Name(self.xp, ast.Load()), "positive", ast.Load())
+            return ast.Call(func, [ins[1]], [ast.keyword("out", ast.Name(buf, ast.Load())),
+                                             ast.keyword("where", ins[0])])
         return self.ufunc_into(step.node, ins, buf)
 
     def ufunc_into(self, node, ins, buf):
@@ -237,10 +243,32 @@ class BufferedEmission:
         that dies here where this code made it: ``dt5 = np.multiply(t3, t2, out=t2)`` (the
         gathered rows ``t2 = V[iv]``: no pool buffer of their size kept between calls)."""
         target = self.name(node.outputs[0], at, path)
-        buf = self.dying_input(node, args, at, path) or \
-            self.pool.take(node.outputs[0].aval, node.outputs[0])
+        buf = self.dying_input(node, args, at, path)
+        lines = []
+        if buf is None:
+            buf = self.pool.take(node.outputs[0].aval, node.outputs[0])
+            lines, args = self.product_first(node, args, buf)
         call = self.ufunc_into(node, args, buf)
-        return [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
+        return lines + [self.render(ast.Assign([ast.Name(target, ast.Store())], call))]
+
+    def product_first(self, node, args, buf):
+        """(lines, args): a product inlined into the planned ufunc ``node`` of the result's
+        shape and dtype computed into the result's own buffer first, the ufunc then in place:
+        ``np.matmul(a2, W1, out=_buf4)`` and ``np.add(_buf4, b1, out=_buf4)`` rather than a
+        fresh (128, 512) product (128 page faults a call in the transformer block's
+        ``np.add(a2 @ W1, b1, out=_buf4)``). ``buf`` is a pool buffer no other input holds."""
+        out = node.outputs[0]
+        for i, (x, arg) in enumerate(zip(node.inputs, args)):
+            made = self.producer.get(x) if isinstance(x, Value) else None
+            if (made is not None and made.prim == "matmul" and x.aval == out.aval
+                    and isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.MatMult)):
+                func = ast.Attribute(ast.Name(self.xp, ast.Load()), "matmul", ast.Load())
+                call = ast.Call(func, [arg.left, arg.right],
+                                [ast.keyword("out", ast.Name(buf, ast.Load()))])
+                rest = list(args)
+                rest[i] = ast.Name(buf, ast.Load())
+                return [self.render(ast.Expr(call))], rest
+        return [], args
 
     def pool_prologue(self, fname):
         """The lines taking this call's buffers, and the module code that makes them."""

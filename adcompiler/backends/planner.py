@@ -14,12 +14,16 @@ faulted in 800 pages a call for them. So are the row arrays the hoisting pass ma
 879 faults a call for the RNN's two, none once :func:`row_arrays` pools them.
 
 A 2-D product goes the same way (``np.matmul(t2, t3.T, out=_buf0)``: the Gaussian mixture's
-(10^5, 16) distances and their adjoint, 760 page faults a call before, none after).
+(10^5, 16) distances and their adjoint, 760 page faults a call before, none after), and so does
+a batch of products. A float ``where`` in a chain goes into the buffer of its third operand
+(:func:`where_over`). The transformer block's gradient: 1280 page faults a call before these,
+the views and the products inlined into a ufunc (``backends/buffered.py``), 576 after.
 
 Invariants: an elementwise value (or a 2-D product) is planned only if it cannot escape:
 neither it nor any value that may hold its array (a slot it starts, a branch's result...) is
 returned; it is not yielded (phis, carried values, residual stacks), not the initial value of a
-slot its loop updates entry by entry, not viewed, not updated in place. A loop's stack is planned (:func:`pooled_stacks`)
+slot its loop updates entry by entry, not updated in place (nor any view of it), and where it is
+viewed no view escapes either (:func:`_viewed_safely`). A loop's stack is planned (:func:`pooled_stacks`)
 when none of its aliases (rows, views of them, slots) is returned; so is a row array
 (:func:`row_arrays`: an elementwise or 2-D product result read by rows in a loop) when none of
 its aliases escapes or is updated in place. A buffer holds one value at a time and is released
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Value, sizing, walk
+from ..ir import Literal, Value, sizing, walk
 from ..ir.aliasing import updated_inits
 from ..ir.primitives import ELEMENTWISE, PRIMS
 
@@ -82,13 +86,26 @@ def plannable_nodes(graph, sharing, rows=frozenset()) -> list:
         v = node.outputs[0]
         if v in escaping or not large(v.aval):
             continue
-        if any(a in returned for a in sharing.aliases(v)):
-            continue
-        if any(r.prim in _VIEW_READERS or (r.prim in _IN_PLACE_READERS and r.inputs[0] is v)
-               for r in readers.get(v, ())):
+        if not _viewed_safely(v, sharing.aliases(v), readers, returned, escaping):
             continue
         out.append(node)
     return out
+
+
+def _viewed_safely(v, aliases, readers, returned, escaping) -> bool:
+    """Whether no value that may hold ``v``'s array is returned or updated in place, and,
+    where ``v`` is viewed (``t5.T @ dt2``, ``p.transpose(0, 2, 1) @ datt``), no view escapes
+    (yielded, carried, a loop's initial value): the buffer's liveness is over those aliases
+    (:func:`buffer_is_dead`). Views were refused whole before: the transformer block's ReLU
+    output and softmax, each a fresh (128, 512) / (4, 128, 128) array a call, read by a
+    transposed product (128 page faults each)."""
+    if any(a in returned for a in aliases):
+        return False
+    viewed = any(r.prim in _VIEW_READERS for r in readers.get(v, ()))
+    if viewed and any(a in escaping for a in aliases):
+        return False
+    return not any(r.prim in _IN_PLACE_READERS and r.inputs[0] is a
+                   for a in aliases for r in readers.get(a, ()))
 
 
 def row_arrays(graph, sharing) -> set:
@@ -125,13 +142,15 @@ def row_arrays(graph, sharing) -> set:
 
 
 def _product_into_buffer(node) -> bool:
-    """A product of two 2-D arrays, written ``np.matmul(a, b, out=...)``. (Not where both
-    have the result's shape: the emitter would cut that call over threads as a ufunc.)"""
+    """A product of two arrays of at least two dimensions (a batch of matrices too: the
+    attention scores' adjoint ``dp = datt @ v.transpose(0, 2, 1)``, (H, S, S)), written
+    ``np.matmul(a, b, out=...)``. (Not where both have the result's shape: the emitter would
+    cut that call over threads as a ufunc.)"""
     if node.prim != "matmul" or node.regions or node.params:
         return False
     shapes = [x.aval.shape if isinstance(x, Value) and x.aval.kind == "array" else None
               for x in node.inputs]
-    return (all(s is not None and len(s) == 2 for s in shapes)
+    return (all(s is not None and len(s) >= 2 for s in shapes)
             and not all(s == node.outputs[0].aval.shape for s in shapes))
 
 
@@ -172,9 +191,26 @@ def stack_rows(graph) -> dict:
         for stack, x in zip(node.outputs[len(node.outputs) - m:], kept):
             producer = made.get(x) if isinstance(x, Value) else None
             if (producer is not None and kept.count(x) == 1 and stack.aval.kind == "array"
-                    and _computable_into_buffer(producer) and _same_float(producer)):
+                    and _computable_into_buffer(producer) and _ufuncs_only(producer)
+                    and _same_float(producer)):
                 rows[x] = (stack, body.params[0])
     return rows
+
+
+def where_over(node, made) -> bool:
+    """A float ``where(c, a, b)`` in a chain that computes ``b`` (in ``made``) of the result's
+    shape and dtype: written into ``b``'s buffer as ``np.positive(a, out=b_buf, where=c)``,
+    one masked pass (np.where has no ``out=``). maximum's adjoint ``where(x == y, g * 0.5, g *
+    (x > y))``, a ReLU's, made three fresh (128, 512) arrays a call in the transformer block:
+    416 page faults, 0.46 ms against 0.1 ms for its five operations into buffers."""
+    if node.prim != "where" or len(node.inputs) != 3:
+        return False
+    c, a, b = node.inputs
+    out = node.outputs[0].aval
+    cond = isinstance(c, Value) and c.aval.kind == "array" and c.aval.dtype == "bool"
+    value = (isinstance(a, Literal) and type(a.value) in (int, float)) or (
+        isinstance(a, Value) and a.aval.is_float)
+    return out.is_float and cond and value and b in made and b.aval == out
 
 
 def _same_float(node) -> bool:
@@ -192,9 +228,15 @@ def buffer_is_dead(value, sharing, read_after) -> bool:
 
 def _computable_into_buffer(node) -> bool:
     if node.prim == "fused":
-        return all(n.prim in UFUNCS for n in node.regions[0].nodes)
+        block = node.regions[0]
+        made = {n.outputs[0] for n in block.nodes}
+        return all(n.prim in UFUNCS or where_over(n, made) for n in block.nodes)
     return (node.prim in UFUNCS and not node.regions and not node.params
             and PRIMS[node.prim].family == "elementwise")
+
+
+def _ufuncs_only(node) -> bool:
+    return node.prim != "fused" or all(n.prim in UFUNCS for n in node.regions[0].nodes)
 
 
 class Pool:

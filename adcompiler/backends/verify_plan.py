@@ -677,8 +677,9 @@ def _union(a, b):
 
 def _effect(exprs) -> tuple:
     """(the names ``exprs`` read, the names whose contents they define). Reads: Name loads
-    (not the ``out=NAME`` a call writes without reading it) and the identifiers of an
-    ``ne.evaluate('...')`` string. Defined: ``out=NAME`` of a call without ``where=``."""
+    (not the ``out=NAME`` a call writes without reading it: with ``where=`` it keeps, so reads,
+    the entries it does not write) and the identifiers of an ``ne.evaluate('...')`` string.
+    Defined: ``out=NAME`` of a call without ``where=``."""
     reads, defined, skip = set(), set(), set()
     for e in exprs:
         for sub in _walk(e):
@@ -687,8 +688,8 @@ def _effect(exprs) -> tuple:
                         if k.arg == "out" and isinstance(k.value, ast.Name)]
                 if isinstance(sub.func, ast.Name) and sub.func.id == _POISON:
                     outs += [a for a in sub.args if isinstance(a, ast.Name)]
-                skip.update(id(v) for v in outs)
                 if not any(k.arg == "where" for k in sub.keywords):
+                    skip.update(id(v) for v in outs)
                     defined.update(v.id for v in outs)
                 if (_dotted(sub.func) or ())[-1:] == ("evaluate",) and sub.args \
                         and isinstance(sub.args[0], ast.Constant) \
