@@ -188,3 +188,39 @@ def test_bad_schedules_are_refused():
         Checkpoint(levels=3, schedule="binomial")
     with pytest.raises(TypeError, match="segment_steps"):
         Checkpoint(segment_steps=4)
+
+
+def test_the_code_runs_with_numpy_alone():
+    """The store's source is in the generated module: exec'd with only NumPy, it runs."""
+    args = _rnn_args(40)
+    g = ad.grad(rnn, wrt=(0, 2), checkpoint=policy(3))
+    want = g(*args)
+    assert "class _Binomial" in g.source and "adcompiler" not in g.source
+    namespace = {"np": np}
+    exec(g.source, namespace)
+    got = namespace["grad_rnn"](*args)
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b)
+
+
+def test_two_loops_in_a_row_each_their_store():
+    def two(W, h0, x):
+        h = h0
+        for t in range(x.shape[0]):
+            h = np.tanh(W @ h + x[t])
+        g = h
+        for t in range(x.shape[0]):
+            g = np.sin(W @ g) + x[t] * 0.5
+        return np.sum(h * g)
+    args = _rnn_args(30)
+    g = _agrees(two, args, policy(4), wrt=(0, 1, 2))
+    assert g.source.count("_Binomial(30, 4,") == 2, g.source
+
+
+@pytest.mark.parametrize("T, s", [(40, 3), (13, 12), (25, 1)])
+def test_carried_values_ifs_and_outer_parameters(T, s):
+    """Three carried values (an array, a float, an int) and nested ifs in the def's body."""
+    from .test_checkpoint import gated
+    W, h0, x = _rnn_args(T, 4, seed=T)
+    _agrees(gated, (W, 0.7, h0, x), policy(s), wrt=(0, 1, 2))
+    _agrees(gated, (W, 0.7, h0, x), policy(s), wrt=(0, 1), mode=ad.value_and_grad)
