@@ -230,6 +230,28 @@ defvjp("maximum", _logaddexp_max(0), _logaddexp_max(1), broadcasting=True)
 defvjp("abs", _abs_vjp, broadcasting=True)
 
 
+# ---- a normalisation x / sum(x, axis, keepdims=True) seen whole (softmax): adjoints only -----
+def _normalised(k):
+    """divide's adjoint for argument ``k``; for ``x / sum(x, axis, keepdims=True)``
+    (:mod:`templates.idioms.normalisation`) the numerator takes the whole derivative,
+    ``(g - sum(g * ans, axis)) / y``, and the denominator zero."""
+    plain = (lambda ops, g, ans, x, y: g / y, lambda ops, g, ans, x, y: -g * ans / y)[k]
+
+    def rule(ops, g, ans, x, y):
+        from .idioms.normalisation import normalised_axis  # on first use: import stays light
+        found = normalised_axis(ops, ans, x, y)
+        if found is None:
+            return plain(ops, g, ans, x, y)
+        if k == 1:
+            zero = 0.0 if ops.dtype(y) == "float64" else ops.astype(0.0, ops.dtype(y))
+            return ops.broadcast_to(zero, ops.shape(y))
+        return (g - ops.sum(g * ans, axis=found[0], keepdims=True)) / y
+    return rule
+
+
+defvjp("divide", _normalised(0), _normalised(1), broadcasting=True)
+
+
 def _clip_x(ops, g, ans, x, lo, hi):
     """x keeps the gradient inside [lo, hi], bounds included (as PyTorch's clamp); a None bound
     (the tape's one-sided clip) clips on one side only."""

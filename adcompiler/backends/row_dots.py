@@ -1,6 +1,7 @@
 """A sum over the last axis of a product of two arrays of one shape, ``np.sum(a * b, axis=1)``
 (a batch of dot products: the matrix factorization's predictions), as ``np.einsum('ij,ij->i',
-a, b)``: no temporary of the product's size (25.6 MB at 10^5 x 32, the forward part's peak)
+a, b)`` (with ``keepdims``, ``[..., None]`` of it: a softmax's adjoint ``sum(g * q, axis=2,
+keepdims=True)`` over (4, 128, 128), 14 us against 42 us multiplied then summed): no temporary of the product's size (25.6 MB at 10^5 x 32, the forward part's peak)
 and one pass (about a third of the multiply-then-sum's time there).
 
 Invariants: NumPy code only, never plain code; the product is read by the sum alone (inlined
@@ -27,7 +28,7 @@ def row_dot_expr(node, args, producer, xp_name):
         return None
     product = producer.get(node.inputs[0])
     if (product is None or product.prim != "multiply" or len(product.inputs) != 2
-            or node.params.get("keepdims") or not isinstance(args[0], ast.BinOp)
+            or not isinstance(args[0], ast.BinOp)
             or not isinstance(args[0].op, ast.Mult)):
         return None
     aval = product.outputs[0].aval
@@ -40,4 +41,9 @@ def row_dot_expr(node, args, producer, xp_name):
     axes = _LETTERS[:ndim]
     spec = ast.Constant(f"{axes},{axes}->{axes[:-1]}")
     func = ast.Attribute(ast.Name("np", ast.Load()), "einsum", ast.Load())
-    return ast.Call(func, [spec, args[0].left, args[0].right], [])
+    call = ast.Call(func, [spec, args[0].left, args[0].right], [])
+    if not node.params.get("keepdims"):
+        return call
+    # keepdims (a softmax's adjoint, sum(g * q, axis=2, keepdims=True)): a view of the sums
+    index = ast.Tuple([ast.Constant(Ellipsis), ast.Constant(None)], ast.Load())
+    return ast.Subscript(call, index, ast.Load())
