@@ -23,7 +23,7 @@ from ..runtime import cache as disk_cache
 from ..runtime import dask_results
 from ..runtime.compile import check_backend
 from ..runtime.dask_results import check_compute
-from ..transforms.checkpointing import as_checkpoint
+from ..transforms.checkpointing import as_checkpoint, for_backend
 from ..runtime.namespaces import backend_for
 from .signature import (_entries, array_module, bind_arguments, check_backend_arguments,
     check_transformable, classify, classify_arguments, input_types, is_device_array, key_of,
@@ -44,7 +44,7 @@ class GradientFunction:
 
     def __init__(self, fn, wrt, mode, backend="numpy", compute=None, checkpoint=None):
         check_transformable(fn, mode)  # a def, a custom_vjp function or grad(f)
-        self.checkpoint = as_checkpoint(checkpoint)   # snapshots of for loops (checkpointing)
+        self.checkpoint = for_backend(as_checkpoint(checkpoint), backend)   # (checkpointing)
         self.primal = fn
         self.mode = mode
         self.backend = backend if backend == "auto" else check_backend(backend)

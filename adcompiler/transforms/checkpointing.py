@@ -145,6 +145,14 @@ def as_checkpoint(checkpoint) -> Checkpoint | None:
                     f"{checkpoint!r}")
 
 
+def for_backend(policy: Checkpoint | None, backend: str) -> Checkpoint | None:
+    """``policy`` as ``backend`` writes it: the binomial schedule's store is NumPy code, so
+    the other backends get the two-level schedule with as many snapshots."""
+    if policy is None or policy.schedule != "binomial" or backend == "numpy":
+        return policy
+    return Checkpoint(snapshots=policy.snapshots, every=policy.every)
+
+
 def checkpoint_loops(graph, policy: Checkpoint | None):
     """Split every outermost counted loop of ``graph`` (in its top level or its ifs) into
     checkpointed segments, as ``policy`` says; the graph, changed in place."""
