@@ -1,13 +1,13 @@
 """A matrix product with a sum of outer products and diagonal matrices as products of vectors:
-``A @ (D - outer(p, q) - outer(r, s).T)`` is ``A * d - outer(A @ p, q) - outer(A @ s, r)``,
+``A @ (D - outer(p, q) - outer(r, s).T)`` is ``A * d - (A @ p)[:, None] * q - (A @ s)[:, None] * r``,
 O(n^2) where the product is O(n^3). The adjoints of solves write such sums (``solve``'s rule
 gives ``-outer(solve(K.T, g), x)``, a log-determinant's diagonal its ``diag(1 / l)``), and the
 Cholesky rule multiplies its cotangent by ``L.T``: in a GP likelihood's gradient the n x n
 product ``L.T @ dL`` was a third of its O(n^3) work.
 
 Before: ``t14 = t8 @ dL`` with ``dL = dt3.reshape((n, n)) - t12 - t13``, ``t12 =
-np.outer(u, t9)``, ``t13 = np.outer(t11, alpha).T``. After: ``t14 = t8 * dt2 - np.outer(t8 @ u,
-t9) - np.outer(t8 @ alpha, t11)``.
+np.outer(u, t9)``, ``t13 = np.outer(t11, alpha).T``. After: ``t14 = t8 * dt2 - (t8 @ u)[:, None]
+* t9 - (t8 @ alpha)[:, None] * t11``, one fused chain into a planned buffer.
 
 Invariants: only adjoint code (a user's own product keeps NumPy's value), only a ``matmul`` of
 two matrices (2-D, no stacks) one of which is a tree of
@@ -151,7 +151,8 @@ def _rebuild(v, side, other, leaves, producers, built, at, out):
 
 def _term(leaf, side, other, out, src, phase):
     """The nodes of one leaf times ``other``: ``A * d`` / ``d[:, None] * A`` for a diagonal,
-    ``outer(A @ p, q)`` / ``outer(p, q @ A)`` for ``outer(p, q)``."""
+    ``(A @ p)[:, None] * q`` / ``p[:, None] * (q @ A)`` for ``outer(p, q)`` (a broadcast product,
+    which fusion takes into the sum's chain: no n x n array of its own)."""
     kind, operands = leaf
     if kind == "diagonal":
         (d,) = operands
@@ -164,8 +165,10 @@ def _term(leaf, side, other, out, src, phase):
     pair = (other, p) if side else (q, other)
     vector = Value(infer("matmul", [u.aval for u in pair], [None, None], {}))
     made = Node("matmul", pair, {}, (vector,), src, phase)
-    ends = (vector, q) if side else (p, vector)
-    return (made, Node("outer", ends, {}, (out,), src, phase))
+    column, row = (vector, q) if side else (p, vector)
+    shaped = Value(infer("expand_dims", [column.aval], [None], {"axis": 1}))
+    return (made, Node("expand_dims", (column,), {"axis": 1}, (shaped,), src, phase),
+            Node("multiply", (shaped, row), {}, (out,), src, phase))
 
 
 def _is_vector(v) -> bool:
