@@ -49,6 +49,28 @@ def ufunc_of(node, args, xp_name="np") -> tuple:
     return node.prim, list(args)
 
 
+def masked_operands(block) -> dict:
+    """``{a: its node}`` for the chain's ``where(c, a, b)`` whose ``a`` is a ufunc of the
+    chain's inputs alone, read by the where alone, of the result's shape and dtype: computed
+    only where ``c`` holds, into ``b``'s buffer (maximum's adjoint: ``np.multiply(g, 0.5,
+    out=_buf7, where=_buf11)``), not over the whole array into a buffer of its own first."""
+    reads, made = {}, {n.outputs[0]: n for n in block.nodes}
+    for inner in block.nodes:
+        for x in inner.inputs:
+            reads[x] = reads.get(x, 0) + 1
+    found = {}
+    for inner in block.nodes:
+        if inner.prim != "where" or len(inner.inputs) != 3:
+            continue
+        a = inner.inputs[1]
+        node = made.get(a)
+        if (node is not None and node.prim in UFUNCS and reads.get(a) == 1
+                and a not in block.outputs and a.aval == inner.outputs[0].aval
+                and not any(x in made for x in node.inputs)):
+            found[a] = node
+    return found
+
+
 class BufferedEmission:
     """Mixin of the Emitter for fused nodes (inline or buffered) and planned single ufuncs."""
 
@@ -129,8 +151,13 @@ class BufferedEmission:
         mine = None if into is None else into[1]   # never a pool buffer: never released
         if into is not None:
             bufs[into[0]] = mine
+        masked = masked_operands(block)
+        if node not in self.planned and mine is None and root.node is not None:
+            masked.pop(root.node.inputs[1] if root.node.prim == "where" else None, None)
         for step in steps:
             out = step.value
+            if out in masked:
+                continue   # computed by its where, where the mask holds
             if step is not root and step.node is not None and out.aval.shape is None:
                 exprs[out] = self.step_call(step, bufs, exprs, None)  # a Python number (-0.3):
                 continue                                              # inlined where it is read
@@ -147,7 +174,7 @@ class BufferedEmission:
             for x in dying:
                 if bufs[x] != buf and bufs[x] != mine:
                     self.pool.release(bufs[x])
-            call = self.step_call(step, bufs, exprs, buf)
+            call = self.step_call(step, bufs, exprs, buf, masked)
             if step is root:
                 if not fresh and mine is None:
                     self.pool.holder[buf] = node.outputs[0]
@@ -168,23 +195,32 @@ class BufferedEmission:
         self.uses_poison = True
         return [f"_poison({', '.join(names)})"]
 
-    def step_call(self, step, bufs, exprs, buf):
+    def step_call(self, step, bufs, exprs, buf, masked=None):
         """One step's call: ``np.<ufunc>(..., out=buf)`` or ``ne.evaluate('...', out=buf)``
-        (no ``out`` where ``buf`` is None: a fresh array)."""
+        (no ``out`` where ``buf`` is None: a fresh array); a where's into ``buf``, which holds
+        its ``b``: ``np.positive(a, out=buf, where=c)``, or, for an ``a`` in ``masked``
+        (:func:`masked_operands`), ``a``'s own ufunc there: ``np.multiply(g, 0.5, out=buf,
+        where=c)``."""
         out = [] if buf is None else [ast.keyword("out", ast.Name(buf, ast.Load()))]
         if step.node is None:
             text = numexpr_chains.spell(step, lambda x: bufs.get(x) or exprs[x].id)
             return ast.Call(ast.Attribute(ast.Name("ne", ast.Load()), "evaluate", ast.Load()),
                             [ast.Constant(text)], out)
-        ins = [const(x.value) if isinstance(x, Literal) else
-               ast.Name(bufs[x], ast.Load()) if x in bufs else exprs[x]
-               for x in step.node.inputs]
+        def expr(x):
+            return (const(x.value) if isinstance(x, Literal) else
+                    ast.Name(bufs[x], ast.Load()) if x in bufs else exprs[x])
+        if buf is not None and step.node.prim == "where":  # buf holds b: a where c holds
+            a = step.node.inputs[1]
+            if masked and a in masked:
+                call = ufunc_call(masked[a], [expr(x) for x in masked[a].inputs], buf, self.xp)
+            else:
+                func = ast.Attribute(ast.Name(self.xp, ast.Load()), "positive", ast.Load())
+                call = ast.Call(func, [expr(a)], [ast.keyword("out", ast.Name(buf, ast.Load()))])
+            call.keywords.append(ast.keyword("where", expr(step.node.inputs[0])))
+            return call
+        ins = [expr(x) for x in step.node.inputs]
         if buf is None:
             return node_expr(step.node, ins, self.xp)
-        if step.node.prim == "where":  # buf holds b already: a written where c holds
-            func = ast.Attribute(ast.Name(self.xp, ast.Load()), "positive", ast.Load())
-            return ast.Call(func, [ins[1]], [ast.keyword("out", ast.Name(buf, ast.Load())),
-                                             ast.keyword("where", ins[0])])
         return self.ufunc_into(step.node, ins, buf)
 
     def ufunc_into(self, node, ins, buf):

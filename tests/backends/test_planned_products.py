@@ -33,6 +33,15 @@ def relu_layer(x, W, b, W2):
     return np.sum((h @ W2) ** 2)
 
 
+def relu_returned(x, w):
+    return np.sum(np.maximum(x, 0.0) * w)   # dx = where(x == 0, w * 0.5, w * (x > 0)): returned
+
+
+def relu_twice(x, w):
+    h = np.maximum(x, 0.0) * w
+    return np.sum(np.maximum(h, x) ** 2)     # two maximum adjoints, arrays on both sides
+
+
 def viewed_in_a_loop(x, W):
     h = np.maximum(x @ W, 0.0)
     acc = h.T
@@ -102,6 +111,7 @@ def test_relu_layer_products_and_where_in_buffers(size):
     lines = [ln.strip() for ln in src.splitlines()]
     assert not any(ln.startswith("dt") and "np.where(" in ln for ln in lines)
     assert "where=_buf" in src                      # the where into b's buffer
+    assert "np.multiply(dh, 0.5, out=_buf" in src   # g * 0.5 only where the tie mask holds
     assert "np.matmul(x, W, out=_buf" in src        # the product into the add's buffer
     relu = next(ln for ln in lines if ln.startswith("h = "))
     assert "out=_buf" in relu                       # read by h.T @ dt2, planned all the same
@@ -133,3 +143,13 @@ def test_viewed_value_read_in_a_loop(n):
 def test_value_whose_view_is_updated_is_not_planned(n):
     args = (RNG.standard_normal((n, 64)), RNG.standard_normal((64, 64)))
     _check(updated_view, args, ("x", "W"))
+
+
+@pytest.mark.parametrize("f", [relu_returned, relu_twice])
+@pytest.mark.parametrize("n", [16, 96, 600])
+def test_maximum_adjoints_with_ties(f, n):
+    x = RNG.standard_normal((n, n))
+    x[::3] = 0.0                             # ties with the literal 0
+    w = RNG.standard_normal((n, n))
+    w[1::4] = 0.0                            # (x * w) ties with x where x is zero
+    _check(f, (x, w), ("x", "w"))
