@@ -103,6 +103,10 @@ def _notes(path, done):
     for f in done.functions:
         for why in f.per_shape:
             print(f"  note: {f.mode}_{f.name} is compiled per shape: {why}", file=sys.stderr)
+        for symbol, (k, why) in {w: m for s in f.specialisations
+                                 for w, m in s.multiples.items()}.items():
+            print(f"  note: {f.mode}_{f.name} takes multiples of {k} only for {symbol}: {why}",
+                  file=sys.stderr)
     for name, (transform, loc) in done.left_out if done.out else ():
         print(f"  note: {name} is left out of {done.out}: it is marked @adcompiler.{transform} "
               f"({loc.filename}:{loc.lineno}), and compile writes {cli_inputs.COMPILED} only",

@@ -78,6 +78,8 @@ def test_the_transformer_at_realistic_sizes_takes_every_multiple_of_the_heads(tm
     assert done.returncode == 0, done.stderr
     assert "grad_transformer (1 signature, any sizes)" in done.stderr, done.stderr
     assert "per shape" not in done.stderr
+    assert ("  note: grad_transformer takes multiples of 4 only for d1: `dh = D // H` (line "
+            f"{line_of_heads(path)}) divides x.shape[1] by 4") in done.stderr, done.stderr
     text = (tmp_path / "block_grad.py").read_text()
     header = text[:text.index('"""', 3)]
     assert ("Sizes that must be multiples of a number (the function divides them by it):\n"
