@@ -180,3 +180,31 @@ def test_an_even_example_takes_every_even_size(tmp_path):
     cases = [("grad_f", (x,), reference(user.f, (x,))) for x in (normal(4), normal(8),
                                                                    normal(5000))]
     compare_calls(tmp_path, cases, module="halves_grad")
+
+
+def test_a_size_divided_by_a_module_constant_in_a_subscript_of_the_shape(tmp_path):
+    path = write(tmp_path, "heads.py", '''
+        import numpy as np
+        import adcompiler as ad
+
+        HEADS = 3
+
+
+        @ad.grad
+        def f(x):
+            heads = np.tanh(x).reshape(x.shape[0], HEADS, x.shape[1] // HEADS)
+            return np.sum(np.sum(heads, axis=2) ** 2) * (x.shape[1] // HEADS) ** -0.5
+
+
+        def example_f():
+            return (np.linspace(-1.0, 1.0, 40 * 15).reshape(40, 15),)
+        ''')
+    done = adcompiler("compile", path)
+    assert done.returncode == 0 and "grad_f (1 signature, any sizes)" in done.stderr, \
+        done.stderr
+    assert "# d1: any size of at least 2; d2: any multiple of 3 of at least 6" in \
+        (tmp_path / "heads_grad.py").read_text()
+    user = import_path(path)
+    cases = [("grad_f", (x,), reference(user.f, (x,)))
+             for x in (normal(40, 15), normal(3, 6), normal(500, 99))]
+    compare_calls(tmp_path, cases, module="heads_grad")
