@@ -102,3 +102,30 @@ def test_products_with_outer_cotangents_on_either_side(shapes, seed):
     for i in (0, 1):
         np.testing.assert_allclose(grads[i], numerical_grad(bilinear, list(args), i),
                                    rtol=1e-6, atol=1e-6)
+
+
+def traced(A, B, u, v):
+    """A diagonal (the trace's cotangent) beside an outer product, on either side of A @ B."""
+    C = A @ B
+    return u @ C @ v + np.trace(C) - np.sum(np.sin(B))
+
+
+def general(A, B, u, v, M):
+    """A general matrix term in the cotangent: the products stay."""
+    C = A @ B
+    return u @ C @ v + np.sum(C * M)
+
+
+@pytest.mark.parametrize("n,k,seed", [(5, 3, 8), (90, 40, 9)])
+def test_a_diagonal_beside_outer_products_and_a_general_term(n, k, seed):
+    rng = np.random.default_rng(seed)
+    A, B = rng.standard_normal((n, k)), rng.standard_normal((k, n))
+    u, v, M = rng.standard_normal(n), rng.standard_normal(n), rng.standard_normal((n, n))
+    assert _square_products(traced, (A, B, u, v), (0, 1),
+                            drop=(passes.expand_low_rank_products,)) == 2
+    assert _square_products(traced, (A, B, u, v), (0, 1)) == 0
+    grads = _check_against_plain(traced, (A, B, u, v), (0, 1), rtol=1e-10)
+    np.testing.assert_allclose(grads[0], numerical_grad(traced, [A, B, u, v], 0), rtol=1e-6,
+                               atol=1e-6)
+    assert _square_products(general, (A, B, u, v, M), (0, 1)) == 2
+    _check_against_plain(general, (A, B, u, v, M), (0, 1), rtol=1e-10)
