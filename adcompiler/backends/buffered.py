@@ -225,8 +225,9 @@ class BufferedEmission:
 
     def ufunc_into(self, node, ins, buf):
         """``np.<prim>(*ins, out=buf)``; on the numexpr path, a large one cut over threads:
-        ``_threaded(np.tanh, x, out=buf)`` (see :mod:`adcompiler.runtime.threaded`)."""
-        if not (self.numexpr and numexpr_chains.threadable(node)):
+        ``_threaded(np.tanh, x, out=buf)`` (see :mod:`adcompiler.runtime.threaded`); never
+        a product (its operands are not cut alike)."""
+        if node.prim == "matmul" or not (self.numexpr and numexpr_chains.threadable(node)):
             return ufunc_call(node, ins, buf, self.xp)
         self.uses_threads = True
         name, ins = ufunc_of(node, ins, self.xp)

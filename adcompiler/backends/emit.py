@@ -23,6 +23,7 @@ from .methods import method_expr
 from .naming import BUILTINS, Naming, reserved
 from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
+                      viewed_products,
                       buffer_is_dead, stack_rows)
 from .row_dots import row_dot_expr
 from .scatters import helper_source, rows_form
@@ -89,6 +90,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.sharing = Sharing(graph, self.rows)  # which values may hold one array
         rows = frozenset() if plain else row_arrays(graph, self.sharing)
         self.planned = set() if plain else set(plannable_nodes(graph, self.sharing, rows))
+        self.live.inlined -= viewed_products(self.planned, self.live)
         self.chains = set() if plain else set(buffered_chains(graph))
         self.names: dict = {}      # Value -> Python name
         self.holders: dict = {}    # Python name -> the values stored under it over time

@@ -108,6 +108,18 @@ def _viewed_safely(v, aliases, readers, returned, escaping) -> bool:
                    for a in aliases for r in readers.get(a, ()))
 
 
+def viewed_products(planned, live) -> set:
+    """Planned products that the emitter would inline into a view of them, ``q = (a @
+    Wq).reshape((128, 4, 32)).transpose((1, 0, 2))``: each is computed into its buffer by a
+    statement of its own instead, ``t1 = np.matmul(a, Wq, out=_buf2)`` (inlined, it was a fresh
+    array each call: the transformer block's q, k and v, 32 page faults each). Taking them out
+    of ``live.inlined`` (:class:`~adcompiler.backends.liveness.Liveness`) keeps its reads where
+    they were counted, at the view: their inputs only live longer."""
+    return {n.outputs[0] for n in planned
+            if n.prim == "matmul" and n.outputs[0] in live.inlined
+            and getattr(live.consumer.get(n.outputs[0]), "prim", None) in _VIEW_READERS}
+
+
 def row_arrays(graph, sharing) -> set:
     """Top-level large results of a ufunc or a 2-D product (``np.matmul(a, W, out=_buf0)``)
     that a loop body reads by rows (a ``getitem`` of one of its aliases), or that only
@@ -144,14 +156,14 @@ def row_arrays(graph, sharing) -> set:
 def _product_into_buffer(node) -> bool:
     """A product of two arrays of at least two dimensions (a batch of matrices too: the
     attention scores' adjoint ``dp = datt @ v.transpose(0, 2, 1)``, (H, S, S)), written
-    ``np.matmul(a, b, out=...)``. (Not where both have the result's shape: the emitter would
-    cut that call over threads as a ufunc.)"""
+    ``np.matmul(a, b, out=...)``, square ones too (the emitter never cuts a product over
+    threads as it does a large ufunc: :meth:`~adcompiler.backends.buffered.BufferedEmission.
+    ufunc_into`)."""
     if node.prim != "matmul" or node.regions or node.params:
         return False
     shapes = [x.aval.shape if isinstance(x, Value) and x.aval.kind == "array" else None
               for x in node.inputs]
-    return (all(s is not None and len(s) >= 2 for s in shapes)
-            and not all(s == node.outputs[0].aval.shape for s in shapes))
+    return all(s is not None and len(s) >= 2 for s in shapes)
 
 
 def pooled_stacks(graph, sharing) -> set:

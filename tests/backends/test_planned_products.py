@@ -153,3 +153,20 @@ def test_maximum_adjoints_with_ties(f, n):
     w = RNG.standard_normal((n, n))
     w[1::4] = 0.0                            # (x * w) ties with x where x is zero
     _check(f, (x, w), ("x", "w"))
+
+
+def projected_heads(a, Wq, Wk):
+    S, D = a.shape
+    q = (a @ Wq).reshape(S, 2, D // 2).transpose((1, 0, 2))   # square products, viewed
+    k = (a @ Wk).reshape(S, 2, D // 2).transpose((1, 0, 2))
+    return np.sum(np.tanh(q @ np.swapaxes(k, 1, 2)))
+
+
+@pytest.mark.parametrize("n", [8, 128, 512])
+def test_square_products_read_through_views(n):
+    args = (RNG.standard_normal((n, n)), RNG.standard_normal((n, n)) / n ** 0.5,
+            RNG.standard_normal((n, n)) / n ** 0.5)
+    src = _check(projected_heads, args, ("a", "Wq", "Wk"))
+    assert "_threaded(np.matmul" not in src          # a product is never cut like a ufunc
+    if n >= 128:                                     # 128 KiB and 2 MiB: planned, as statements
+        assert "np.matmul(a, Wq, out=_buf" in src and "np.matmul(a, Wk, out=_buf" in src
