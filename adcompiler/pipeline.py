@@ -26,7 +26,7 @@ from .frontend.lower import lower_function
 from .frontend.reading.depth import with_room
 from .ir import Aval, Literal, Value
 from .ir.verify import verify
-from .passes import optimize
+from .passes import contract_broadcast_products, optimize
 from .passes.logistic import recognise_logistics
 from .runtime import numba_cache
 from .runtime.compile import XP_NAMES, Compiled, load_backend
@@ -55,7 +55,7 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     plain = check_modes.is_unoptimised() if plain is None else plain
     if mode in FORWARD_MODES:
         return compile_jvp(fn, arguments, wrt, mode, plain, backend)
-    graph, arg_names = gradient_graph(fn, arguments, wrt, mode, cotangent, plain, backend,
+    graph, arg_names = _backend_graph(fn, arguments, wrt, mode, cotangent, plain, backend,
                                       checkpoint)
     if plain:  # source the frontend reads again: a branch's values bound on both paths
         graph = bind_on_every_path(graph)
@@ -64,17 +64,34 @@ def compile_gradient(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None,
     return _emit_and_load(graph, fname, arg_names, plain, backend)                # source
 
 
+def _backend_graph(fn, arguments, wrt, mode, cotangent, plain, backend, checkpoint):
+    """:func:`gradient_graph` as ``backend`` takes it. For ``"numba"``, broadcast-then-reduce
+    stays as written (no matrix products: the loop nests of
+    :mod:`adcompiler.backends.numba_nests` compute it without the cube, faster;
+    benchmarks/NUMBA.md), unless no numba kernel takes the graph and it has arrays of three or more dimensions: then
+    the NumPy code gets the products the NumPy backend would have."""
+    args = (fn, arguments, wrt, mode, cotangent, plain, backend, checkpoint)
+    if backend != "numba" or plain:
+        return gradient_graph(*args)
+    graph, names = gradient_graph(*args, skip=(contract_broadcast_products,))
+    if plan_loops(graph) or not any(v.aval.kind == "array" and v.aval.shape is not None and
+                                    len(v.aval.shape) >= 3 for n in graph.nodes
+                                    for v in n.outputs):
+        return graph, names
+    return gradient_graph(*args)
+
+
 def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, plain=False,
-                   backend="numpy", checkpoint=None):
+                   backend="numpy", checkpoint=None, skip=()):
     """``(graph, the names of its parameters)``: the optimised graph of ``mode`` ("grad",
     "value_and_grad" or "vjp"), emitted by :func:`compile_gradient` and read by the symbolic
-    mode (:mod:`adcompiler.checking.symbolic`)."""
+    mode (:mod:`adcompiler.checking.symbolic`); ``skip``: passes not run."""
     if mode == "vjp" and isinstance(cotangent, Tree):   # a container returned: one seed a leaf
         graph, seeds = seeded_graph(fn, arguments, cotangent, backend)
         checkpoint_loops(graph, checkpoint)  # segments replayed in the adjoint
         grads = add_adjoint(graph, _wrt_values(graph, wrt_leaves(wrt, arguments)), 1.0)
         graph.outputs = grads
-        return optimize(graph, plain), parameter_names(arguments) + [s.name for s in seeds]
+        return optimize(graph, plain, skip), parameter_names(arguments) + [s.name for s in seeds]
     graph, out = checked_graph(fn, arguments, mode, backend)                  # source -> IR
     if mode == "vjp":
         _check_cotangent(fn, out, cotangent)
@@ -88,7 +105,7 @@ def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, p
     # the seed's own name: `cotangent_1` where a local of the user's holds `cotangent` (it is
     # passed by position)
     arg_names = parameter_names(arguments) + ([seed.name] if mode == "vjp" else [])
-    return optimize(graph, plain), arg_names                                  # passes
+    return optimize(graph, plain, skip), arg_names                            # passes
 
 
 def checked_graph(fn, arguments: dict, mode: str, backend="numpy", output_mode=None):

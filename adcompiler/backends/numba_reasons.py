@@ -56,7 +56,7 @@ def parameter(p) -> str:
     if a.kind == "array" and a.dtype and (a.dtype.startswith("int") or a.dtype.startswith("uint")
                                           or a.dtype == "bool"):
         return (f"parameter {p.name} is {a}, an index or mask array: gathers and np.add.at "
-                "scatter-adds have no loop form here")
+                "scatter-adds are loop nests only outside `for` loops (numba_nests)")
     return f"parameter {p.name} is {a}, not a float64 array or a Python number"
 
 

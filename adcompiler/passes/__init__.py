@@ -73,11 +73,14 @@ PIPELINE = (
 )
 
 
-def optimize(graph, plain=False):
+def optimize(graph, plain=False, skip=()):
     """Run the pipeline; ``plain`` (code that will be transformed again) skips fusion and
     batching, which write forms the frontend does not read back, hoisting (see
-    :mod:`.hoist`) and the merged factorizations (whose whole calls have no rules)."""
+    :mod:`.hoist`) and the merged factorizations (whose whole calls have no rules); the passes
+    in ``skip`` are not run either (the numba backend keeps broadcast-then-reduce as loops)."""
     for run_pass in PIPELINE:
+        if run_pass in skip:
+            continue
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
                                   hoist_loop_invariant_rows, copy_updated_carries,
                                   merge_factorizations, reuse_inverses, sum_diagonals,
