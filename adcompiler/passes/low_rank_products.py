@@ -16,8 +16,12 @@ two matrices (2-D, no stacks) one of which is a tree of
 transposes, or diagonal matrices as ``passes.traces`` recognises them (``zeros`` with values scattered on the
 diagonal), with at least one outer product. The value is the product's, up to rounding (the
 same terms summed in another order; a diagonal's zero entries are not multiplied, so an
-infinite entry of the other matrix gives inf, not NaN). Nodes the rewrite leaves unread go at
-once (fusion, which runs later, counts readers).
+infinite entry of the other matrix gives inf, not NaN). ``A @ p`` with ``p`` a triangular
+solve's ``solve_triangular(T, b, trans=t)`` and ``A`` its ``op(T)`` (``T`` itself, or ``T.T``)
+is ``b`` (the product undoes the solve; exact but for the solve's rounding, and a singular
+``T`` no longer gives inf or NaN there): the GP's ``L.T @ solve(L.T, g)`` reads ``g``, and
+that adjoint solve goes. Nodes the rewrite leaves unread go at once (fusion, which runs
+later, counts readers).
 """
 
 from __future__ import annotations
@@ -140,7 +144,7 @@ def _rebuild(v, side, other, leaves, producers, built, at, out):
                   [None, None], {})
     out = out if out is not None else Value(shape)
     if v in leaves:
-        built.extend(_term(leaves[v], side, other, out, src, phase))
+        built.extend(_term(leaves[v], side, other, out, src, phase, producers))
         return out
     node = producers[v]
     args = tuple(_rebuild(u, side, other, leaves, producers, built, at, None)
@@ -149,10 +153,11 @@ def _rebuild(v, side, other, leaves, producers, built, at, out):
     return out
 
 
-def _term(leaf, side, other, out, src, phase):
+def _term(leaf, side, other, out, src, phase, producers):
     """The nodes of one leaf times ``other``: ``A * d`` / ``d[:, None] * A`` for a diagonal,
     ``(A @ p)[:, None] * q`` / ``p[:, None] * (q @ A)`` for ``outer(p, q)`` (a broadcast product,
-    which fusion takes into the sum's chain: no n x n array of its own)."""
+    which fusion takes into the sum's chain: no n x n array of its own); ``A @ p`` is ``b`` where
+    ``p`` solves ``A p = b`` by a triangular solve."""
     kind, operands = leaf
     if kind == "diagonal":
         (d,) = operands
@@ -162,13 +167,35 @@ def _term(leaf, side, other, out, src, phase):
         return (Node("expand_dims", (d,), {"axis": 1}, (column,), src, phase),
                 Node("multiply", (column, other), {}, (out,), src, phase))
     p, q = operands
-    pair = (other, p) if side else (q, other)
-    vector = Value(infer("matmul", [u.aval for u in pair], [None, None], {}))
-    made = Node("matmul", pair, {}, (vector,), src, phase)
+    solved = _solved(other, p, producers) if side else None
+    if solved is not None:    # op(T) @ solve(op(T), b) is b
+        made, vector = (), solved
+    else:
+        pair = (other, p) if side else (q, other)
+        vector = Value(infer("matmul", [u.aval for u in pair], [None, None], {}))
+        made = (Node("matmul", pair, {}, (vector,), src, phase),)
     column, row = (vector, q) if side else (p, vector)
     shaped = Value(infer("expand_dims", [column.aval], [None], {"axis": 1}))
-    return (made, Node("expand_dims", (column,), {"axis": 1}, (shaped,), src, phase),
+    return (*made, Node("expand_dims", (column,), {"axis": 1}, (shaped,), src, phase),
             Node("multiply", (shaped, row), {}, (out,), src, phase))
+
+
+def _solved(other, p, producers):
+    """``b`` where ``p`` is ``solve_triangular(T, b, trans=t)`` and ``other`` is ``T``
+    (``t`` 0) or ``T.T`` (``t`` 1): the product undoes the solve (a Cholesky rule's ``L.T``
+    times the adjoint solve's ``solve(L.T, g)``), else None."""
+    solve = producers.get(p)
+    if (solve is None or solve.prim != "solve_triangular"
+            or solve.params.get("unit_diagonal") or not _is_vector(solve.inputs[1])):
+        return None
+    factor, trans = solve.inputs[0], solve.params.get("trans", 0)
+    if trans == 0 and other is factor:
+        return solve.inputs[1]
+    made = producers.get(other)
+    if (trans == 1 and made is not None and made.prim == "transpose"
+            and made.params.get("axes") in (None, (1, 0)) and made.inputs[0] is factor):
+        return solve.inputs[1]
+    return None
 
 
 def _is_vector(v) -> bool:
