@@ -264,6 +264,17 @@ def _result_item(k, **fixed):
     return spell
 
 
+def _solve_triangular(node, args, xp_name):
+    """SciPy's ``solve_triangular``; in adjoint code with ``check_finite=False``: its operands
+    are made from forward values already computed, and the check is a pass over each operand
+    per call (the Cholesky rule's two n x n solves at n = 300: 2.86 -> 2.51 ms, one thread). A
+    NaN then propagates into the gradient, as through NumPy's ``solve``, not a ValueError."""
+    call = _generic(node, args, xp_name)
+    if node.phase == "adjoint" and xp_name == "np":
+        call.keywords.append(ast.keyword("check_finite", const(False)))
+    return call
+
+
 def _einsum(node, args, xp_name):
     """``np.einsum('ij,jk->ik', a, b)``: the subscripts first, as NumPy takes them."""
     optimize = node.params.get("optimize", False)
@@ -278,7 +289,7 @@ _SPECIAL = {
     "svd_vh": _result_item(2, full_matrices=False), "svdvals": _result_item(None, compute_uv=False),
     "qr_q": _result_item(0), "qr_r": _result_item(1), "lstsq_x": _result_item(0, rcond=None),
     "svd": _result_item(None, full_matrices=False),   # the whole (passes.factorizations)
-    "clip": _clip, "einsum": _einsum,
+    "clip": _clip, "einsum": _einsum, "solve_triangular": _solve_triangular,
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
     "concatenate": _seq, "stack": _seq, "sum_to": _sum_to, "last_writes": _last_writes,
     "zeros": _creation, "ones": _creation, "full": _creation,

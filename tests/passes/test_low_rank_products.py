@@ -136,3 +136,15 @@ def test_a_diagonal_beside_outer_products_and_a_general_term(n, k, seed):
                                atol=1e-6)
     assert _square_products(general, (A, B, u, v, M), (0, 1)) == 2
     _check_against_plain(general, (A, B, u, v, M), (0, 1), rtol=1e-10)
+
+
+def test_adjoint_triangular_solves_skip_scipys_finite_check():
+    """The adjoint's solves read forward values already computed: no check_finite pass over
+    the factor per call; the user's own (forward) solves keep SciPy's default check."""
+    args = _gp_inputs(70, 10)
+    g = ad.grad(gp_nll, wrt=(0,))
+    g(*args)
+    lines = [line.split("#")[0] for line in g.source.splitlines() if "solve_triangular(" in line]
+    forward = [line for line in lines if "(L, y," in line]
+    assert forward and all("check_finite" not in line for line in forward)
+    assert sum(line.count("check_finite=False") for line in lines) == 3
