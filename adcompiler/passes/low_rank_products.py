@@ -1,8 +1,8 @@
 """A matrix product with a sum of outer products and diagonal matrices as products of vectors:
-``A @ (D - outer(p, q) - outer(r, s).T)`` is ``A * d - (A @ p)[:, None] * q - (A @ s)[:, None] * r``,
-O(n^2) where the product is O(n^3). The adjoints of solves write such sums (``solve``'s rule
-gives ``-outer(solve(K.T, g), x)``, a log-determinant's diagonal its ``diag(1 / l)``), and the
-Cholesky rule multiplies its cotangent by ``L.T``: in a GP likelihood's gradient the n x n
+``A @ (D - outer(p, q) - outer(r, s).T)`` is ``A * d - (A @ p)[:, None] * q - (A @ s)[:, None]
+* r``, O(n^2) where the product is O(n^3). The adjoints of solves write such sums (``solve``'s
+rule gives ``-outer(solve(K.T, g), x)``, a log-determinant's diagonal its ``diag(1 / l)``), and
+the Cholesky rule multiplies its cotangent by ``L.T``: in a GP likelihood's gradient the n x n
 product ``L.T @ dL`` was a third of its O(n^3) work.
 
 Before: ``t14 = t8 @ dL`` with ``dL = dt3.reshape((n, n)) - t12 - t13``, ``t12 =
@@ -10,18 +10,17 @@ np.outer(u, t9)``, ``t13 = np.outer(t11, alpha).T``. After: ``t14 = t8 * dt2 - (
 * t9 - (t8 @ alpha)[:, None] * t11``, one fused chain into a planned buffer.
 
 Invariants: only adjoint code (a user's own product keeps NumPy's value), only a ``matmul`` of
-two matrices (2-D, no stacks) one of which is a tree of
-``add``, ``subtract``, ``negative`` and products with a scalar, of operands of its own shape
-(no broadcasting), whose leaves are all ``outer`` products of vectors (or ``p[:, None] * q``), their
-transposes, or diagonal matrices as ``passes.traces`` recognises them (``zeros`` with values scattered on the
-diagonal), with at least one outer product. The value is the product's, up to rounding (the
-same terms summed in another order; a diagonal's zero entries are not multiplied, so an
-infinite entry of the other matrix gives inf, not NaN). ``A @ p`` with ``p`` a triangular
-solve's ``solve_triangular(T, b, trans=t)`` and ``A`` its ``op(T)`` (``T`` itself, or ``T.T``)
-is ``b`` (the product undoes the solve; exact but for the solve's rounding, and a singular
-``T`` no longer gives inf or NaN there): the GP's ``L.T @ solve(L.T, g)`` reads ``g``, and
-that adjoint solve goes. Nodes the rewrite leaves unread go at once (fusion, which runs
-later, counts readers).
+two matrices (2-D, no stacks) one of which is a tree of ``add``, ``subtract``, ``negative`` and
+products with a scalar, of operands of its own shape (no broadcasting), whose leaves are all
+``outer`` products of vectors (or ``p[:, None] * q``), their transposes, or diagonal matrices
+as ``passes.traces`` recognises them (``zeros`` with values scattered on the diagonal), with at
+least one outer product. The value is the product's, up to rounding (the same terms summed in
+another order; a diagonal's zero entries are not multiplied, so an infinite entry of the other
+matrix gives inf, not NaN). ``A @ p`` with ``p`` a triangular solve's ``solve_triangular(T, b,
+trans=t)`` and ``A`` its ``op(T)`` (``T`` itself, or ``T.T``) is ``b`` (the product undoes the
+solve; exact but for the solve's rounding, and a singular ``T`` no longer gives inf or NaN
+there): the GP's ``L.T @ solve(L.T, g)`` reads ``g``, and that adjoint solve goes. Nodes the
+rewrite leaves unread go at once (fusion, which runs later, counts readers).
 """
 
 from __future__ import annotations
