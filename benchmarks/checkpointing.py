@@ -130,7 +130,12 @@ def main(argv=None):
     parser.add_argument("--policies", nargs="*", choices=sorted(POLICIES),
                         default=["sqrt", "levels3"])
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--while", dest="while_loops", action="store_true",
+                        help="the while-loop versions instead (checkpoint=s, every=): their "
+                             "section of CHECKPOINTING.md")
     opts = parser.parse_args(argv)
+    if opts.while_loops:
+        return while_main(opts)
     steps = opts.steps or ([10_000] if opts.quick else [10_000, 100_000])
     rows = []
     for T in steps:
@@ -142,7 +147,7 @@ def main(argv=None):
     text = table(rows)
     print(text)
     if not opts.no_write:
-        OUT.write_text(_page(text, rows))
+        OUT.write_text(_page(text, rows) + _while_section())
 
 
 def _page(text, rows) -> str:
@@ -165,6 +170,144 @@ at most 2 sqrt(T) stored states, at most 3x the time).
 
 {text}
 """
+
+
+# ---- while loops: the same workloads with a while on a counter (transforms/while_checkpoints.py)
+WHILE_MARK = "\n<!-- while loops: python -m benchmarks.checkpointing --while -->\n"
+
+
+def rnn_while(Wh, Wx, b, x, h0):
+    h = h0
+    t = 0
+    while t < x.shape[0]:
+        h = np.tanh(h @ Wh + x[t] @ Wx + b)
+        t = t + 1
+    return np.sum(h * h)
+
+
+def ode_while(W1, b1, W2, y0, obs):
+    dt = 0.05
+    y = y0
+    loss = 0.0
+    t = 0
+    while t < obs.shape[0]:
+        k1 = np.tanh(y @ W1 + b1) @ W2
+        k2 = np.tanh((y + 0.5 * dt * k1) @ W1 + b1) @ W2
+        k3 = np.tanh((y + 0.5 * dt * k2) @ W1 + b1) @ W2
+        k4 = np.tanh((y + dt * k3) @ W1 + b1) @ W2
+        y = y + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        r = y - obs[t]
+        loss = loss + np.mean(r * r)
+        t = t + 1
+    return loss / obs.shape[0]
+
+
+WHILE_CASES = {
+    "rnn": ("RNN, while on a counter", lambda T: (rnn_while, (0, 1, 2), _rnn(T)[2])),
+    "ode_rk4": ("RK4 neural ODE, while on a counter",
+                lambda T: (ode_while, (0, 1, 2), _ode(T)[2]))}
+
+
+def while_policies(T) -> dict:
+    """``checkpoint=s`` with ``s = 2 ceil(sqrt(T))`` (what "sqrt" would hold, given without
+    T), and ``every=ceil(sqrt(T))``, the best every= for a known T."""
+    root = math.isqrt(T - 1) + 1
+    return {f"`checkpoint={2 * root}`": 2 * root, f"`Checkpoint(every={root})`":
+            ad.Checkpoint(every=root)}
+
+
+def held_states(T, policy) -> int:
+    """Per-iteration states held at once, from the schedule: snapshots plus one segment's
+    residuals (epochs: their snapshots, one epoch's segments', ``2 ** e`` residuals)."""
+    from adcompiler.transforms.while_checkpoints import covered, split
+    if isinstance(policy, ad.Checkpoint):
+        return -(-T // policy.every) + min(policy.every, T)
+    epochs, per_epoch = split(policy)
+    used, done = 0, 0
+    while done < T and used < epochs:
+        done += per_epoch * 2 ** used
+        used += 1
+    rest = max(T - covered(policy), 0)
+    return used + min(per_epoch, T) + max(2 ** (used - 1), rest)
+
+
+def measure_while(name, T, rounds) -> list:
+    fn, wrt, args = WHILE_CASES[name][1](T)
+    full = ad.grad(fn, wrt=wrt)
+    want = full(*args)
+    graded = {label: ad.grad(fn, wrt=wrt, checkpoint=p) for label, p in while_policies(T).items()}
+    errors = {label: _close(g(*args), want) for label, g in graded.items()}
+    assert max(errors.values()) <= 1e-12, errors
+    runs = {"full": full, **graded}
+    peaks = {k: _peak_bytes(g, args) for k, g in runs.items()}
+    times = {k: [] for k in runs}
+    for r in range(rounds):   # interleaved, the order turning round
+        keys = list(runs) if r % 2 == 0 else list(runs)[::-1]
+        for key in keys:
+            t0 = time.perf_counter()
+            runs[key](*args)
+            times[key].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return [{"name": name, "T": T, "label": label, "held": held_states(T, p),
+             "peak_full": peaks["full"], "peak": peaks[label], "t_full": med["full"],
+             "t": med[label], "error": errors[label], "rounds": rounds}
+            for label, p in while_policies(T).items()]
+
+
+def while_table(rows) -> str:
+    lines = ["| workload | T | checkpoint= | stored states, unbounded | checkpointed | peak MB, "
+             "unbounded | checkpointed | memory ratio | time ratio (s per call, unbounded) | "
+             "max rel. difference |",
+             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(
+            f"| {WHILE_CASES[r['name']][0]} | {r['T']:,} | {r['label']} | {r['T']:,} | "
+            f"{r['held']:,} | {r['peak_full'] / 1e6:.1f} | {r['peak'] / 1e6:.1f} | "
+            f"{r['peak'] / r['peak_full']:.3f}x | {r['t'] / r['t_full']:.2f}x "
+            f"({r['t_full']:.2f} s) | {r['error']:.1e} |")
+    return "\n".join(lines)
+
+
+def while_main(opts):
+    steps = opts.steps or ([10_000] if opts.quick else [10_000, 100_000])
+    rows = []
+    for T in steps:
+        for name in ([opts.only] if opts.only else WHILE_CASES):
+            if name == "ode_rk4" and T > 10_000 and not opts.only:
+                continue   # about a minute a call unbounded: --only ode_rk4 to run it
+            rows.extend(measure_while(name, T, opts.rounds or (5 if T <= 10_000 else 3)))
+            print(while_table(rows[-2:]).splitlines()[-2:], flush=True)
+    text = while_table(rows)
+    print(text)
+    if not opts.no_write:
+        old = OUT.read_text() if OUT.exists() else ""
+        OUT.write_text(old.split(WHILE_MARK)[0] + WHILE_MARK + _while_page(text, rows))
+
+
+def _while_page(text, rows) -> str:
+    return f"""
+## While loops
+
+Written by `python -m benchmarks.checkpointing --while` (medians of
+{', '.join(sorted({str(r['rounds']) for r in rows}))} interleaved rounds; one process, a loaded
+shared 2-core machine: read the ratios, not the times). The RNN and RK4 ODE above with
+`while t < T: ...; t = t + 1` instead of the `for` loop, so the trip count is the loop's own:
+`checkpoint=s` (at most `s` snapshots whatever T, docs/reference/checkpointing.md#while-loops)
+with `s = 2 ceil(sqrt(T))`, and `Checkpoint(every=ceil(sqrt(T)))`, the best `every=` for a T
+known beforehand, against the unbounded gradient of the same while loop. *Stored states*: the
+snapshots (at most `s` for `checkpoint=s`) plus one segment's residuals that the schedule holds
+at once (computed from the schedule by `held_states`; tests/transforms/test_while_checkpoints.py
+traces runs to check the snapshots). The RK4 ODE at 10^5 steps is not in the default run (about
+10 s a call unbounded): `--only ode_rk4 --steps 100000`.
+
+{text}
+"""
+
+
+def _while_section() -> str:
+    """The while loops' section already written, kept when the for loops' part is rewritten."""
+    old = OUT.read_text() if OUT.exists() else ""
+    return WHILE_MARK + old.split(WHILE_MARK)[1] if WHILE_MARK in old else ""
 
 
 if __name__ == "__main__":
