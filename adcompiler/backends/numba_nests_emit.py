@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-from ..ir import Literal
+from ..ir import Literal, Value
 from . import numba_emit
 from .numba_emit import _count, _identifier, _lowered, _order, _unique, _Writer
 from .numba_nests import REDUCTIONS, SCATTERS
@@ -106,8 +106,21 @@ class _Emitter:
             a = p.aval
             args.append(name if a.kind != "array" else f"float({name})" if a.shape == () else
                         f"np.ascontiguousarray({name})")
-        return (f"def {self.fname}({', '.join(arg_names)}):\n"
-                f"    return {self.kernel}({', '.join(args)})")
+        call = f"{self.kernel}({', '.join(args)})"
+        outs = self.graph.outputs
+        zero_d = [isinstance(v, Value) and v.aval.kind == "array" and _shape(v) == () for v in outs]
+        if any(zero_d):   # as NumPy gives them: np.asarray's 0-d array, else np.float64
+            got = [f"out[{k}]" if len(outs) > 1 else "out" for k in range(len(outs))]
+            parts = [t if not z else f"np.asarray({t})" if self._summed_to(v) else
+                     f"np.float64({t})" for t, z, v in zip(got, zero_d, outs)]
+            return (f"def {self.fname}({', '.join(arg_names)}):\n    out = {call}\n"
+                    f"    return {', '.join(parts)}")
+        return f"def {self.fname}({', '.join(arg_names)}):\n    return {call}"
+
+    def _summed_to(self, v) -> bool:
+        node = self.producer.get(v)
+        return v in self.graph.params or (node is not None and node.prim in ("sum_to",
+                                                                             "asarray"))
 
     def _returned(self) -> str:
         texts = []
@@ -118,7 +131,7 @@ class _Emitter:
             base = v
             while base in self.views:
                 base = self.views[base]
-            copy = base in self.graph.params and v.aval.kind == "array"
+            copy = base in self.graph.params and _shape(v) != ()   # 0-d: passed as a float
             texts.append(self.names[v] + (".copy()" if copy else ""))
         return texts[0] if len(texts) == 1 else ", ".join(texts)
 

@@ -183,3 +183,16 @@ def test_numpy_code_where_no_kernel_is_written_keeps_the_products_of_the_numpy_b
     assert "NumPy code" in g.source and "@numba" not in g.source
     body = [line for line in g.source.splitlines() if '"""NumPy code' not in line]
     assert body == ref.source.splitlines() and "matmul" in g.source
+
+
+def test_0d_results_are_what_the_numpy_backend_returns():
+    def f(x, s):
+        return np.sum(np.max(x, axis=0) * s) + np.sum(np.max(x, axis=1) ** 2)
+
+    x, s = np.arange(6.0).reshape(2, 3), np.array(2.0)
+    g = ad.value_and_grad(f, wrt=(0, 1), backend="numba")
+    (v, (dx, ds)), (v0, (dx0, ds0)) = g(x, s), ad.value_and_grad(f, wrt=(0, 1))(x, s)
+    assert _is_nest_kernel(g.source)
+    assert type(v) is type(v0) and v == v0
+    assert type(ds) is type(ds0) and ds.shape == ds0.shape == () and ds == ds0
+    _close(dx, dx0)
