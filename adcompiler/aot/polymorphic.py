@@ -21,8 +21,18 @@ kernels take their literals as arguments then, so the sizes' numbers are in the 
 code fixes (a reshape to a constant, a product with a constant array) stays a number, and why is
 kept (``Specialisation.fixed``) for the module's header and the body's comment.
 
+Sizes the example has equal (S == D, square matrices) are tied by what the code needs, never by
+the example's numbers alone: a split whose code is the example's but for numbers is taken, and
+so is one whose code differs from the example's only where the example's code exploits the
+coincidence (the memory planner sharing a work array between an (S, D) and a (D, D) temporary at
+S == D only), as checked at two sets of sizes apart; the body is then merged from samples whose
+sizes are apart, without the example's code, and holds at S == D too (it shares no work array
+between shapes that merely happen to be equal). The decorator's own code for the example's
+signature may still exploit it.
+
 Invariants: a polymorphic body, specialised back to every size it was compiled for, reproduces that
-code byte for byte; its pattern (dtype, rank, the sizes of 1, and the symbols) is what the
+code byte for byte (the example's own code among them, unless the untying above left it out);
+its pattern (dtype, rank, the sizes of 1, and the symbols) is what the
 dispatcher matches, each symbol with its own least size (``x[:3]`` bounds x's axis 0 only; a
 symbol several axes share takes the largest: :func:`adcompiler.aot.sizedeps.least_sizes`). A
 function that decides on a size while compiling (:mod:`adcompiler.aot.sizedeps`), or whose code
@@ -144,9 +154,11 @@ class _Job:
         example = {s: self._size(g) for s, g in zip(symbols, groups)}
         variants = [Variant(example, self.spec.compiled)] + \
             [self._compile(s, groups, symbols) for s in sizes]
-        merged = antiunify.merge([v.compiled.source for v in variants],
-                                 [v.sizes for v in variants], 1,
-                                 {s: i + 2 for i, s in enumerate(symbols)},
+        merging = self._merged(variants, groups)
+        merged = antiunify.merge([v.compiled.source for v in merging],
+                                 [v.sizes for v in merging], len(merging) - len(sizes),
+                                 {s: i + 1 + len(merging) - len(sizes)
+                                  for i, s in enumerate(symbols)},
                                  {s: k for s, k in by.items() if k > 1})
         if isinstance(merged, str):
             raise _NotGeneric(merged)
@@ -157,8 +169,18 @@ class _Job:
         return dataclasses.replace(self.spec, signature=pattern, fixed=self.fixed,
                                    least=self._minimums(groups, symbols, ranks),
                                    multiples=self._multiples(groups, symbols),
-                                   compiled=dataclasses.replace(self.spec.compiled,
+                                   compiled=dataclasses.replace(merging[0].compiled,
                                                                 source=text))
+
+    def _merged(self, variants, groups):
+        """The variants the body is merged from: all, the example first; without the example
+        where ``groups`` split sizes it has equal and its code exploits that they coincide
+        (then the body compiled with them apart serves there too: it shares no work array
+        between shapes that merely happen to be equal)."""
+        coincide = len({self._size(g) for g in groups}) < len(groups)
+        if coincide and not self._same_code(variants[1]):
+            return variants[1:]
+        return variants
 
     @property
     def groups(self):
@@ -208,22 +230,26 @@ class _Job:
         return {name: self._fresh(self._size(g), taken, self._by(g))
                 for name, g in zip(names, groups)}
 
-    def _variant(self, groups):
+    def _variant(self, groups, apart=False):
         """The code compiled with fresh sizes for ``groups``, or None (and ``self.failure``)
-        unless it is the example's code but for numbers."""
+        unless it is the example's code but for numbers. ``apart``: ``groups`` split sizes the
+        example has equal, so its code may exploit that they coincide (a work array shared by
+        two shapes equal there only); then the same code at two sets of sizes apart will do."""
         names = list(range(len(groups)))
         try:
             variant = self._compile(self._sizes(groups, names), groups, names)
+            if self._same_code(variant) or apart and self._same_code(self._compile(
+                    self._sizes(groups, names, variant.sizes.values()), groups, names),
+                    variant.compiled):
+                return variant
         except _NotGeneric as exc:
             self.failure = str(exc)
             return None
-        if not self._same_code(variant):
-            self.failure = "the code compiled for other sizes differs in more than its numbers"
-            if len(antiunify.scan(variant.compiled.source)[0]) != len(self.skeleton):
-                self.failure += (" (its length changes with the sizes: a loop or a "
-                                 "comprehension over a size is unrolled)")
-            return None
-        return variant
+        self.failure = "the code compiled for other sizes differs in more than its numbers"
+        if len(antiunify.scan(variant.compiled.source)[0]) != len(self.skeleton):
+            self.failure += (" (its length changes with the sizes: a loop or a "
+                             "comprehension over a size is unrolled)")
+        return None
 
     def _compile(self, sizes, groups, names):
         flat = dict(self.flat)
@@ -250,10 +276,14 @@ class _Job:
             raise _NotGeneric(f"compiling it for other sizes fails: {first}") from None
         return Variant(sizes, compiled, cotangent)
 
-    def _same_code(self, variant) -> bool:
-        if antiunify.scan(variant.compiled.source)[0] != self.skeleton:
+    def _same_code(self, variant, reference=None) -> bool:
+        """Whether ``variant`` is ``reference``'s code (the example's) but for numbers."""
+        reference = reference or self.spec.compiled
+        skeleton = self.skeleton if reference is self.spec.compiled else \
+            antiunify.scan(reference.source)[0]
+        if antiunify.scan(variant.compiled.source)[0] != skeleton:
             return False
-        ours, theirs = constants_of(self.spec.compiled), constants_of(variant.compiled)
+        ours, theirs = constants_of(reference), constants_of(variant.compiled)
         return ours.keys() == theirs.keys() and all(_same(ours[k], theirs[k]) for k in ours)
 
     def _free(self, groups):
@@ -281,23 +311,40 @@ class _Job:
                             for p, axis in map(self.slots.__getitem__, group))
 
     def _untie(self, groups):
-        """Split the example's equal sizes where the code compiled with them apart is the same:
-        each member alone, else with the members after it."""
+        """Split the example's equal sizes where the code compiled with them apart is the same
+        (or, where the example's code exploits that they coincide, the same at two sets of
+        sizes apart): each member alone, else joining a member split off before it, else with
+        the later members alike (the same axis of arrays of its shape: ``x``'s and ``y``'s
+        steps apart from the width), else with all the members after it."""
         done, queue = [], [list(g) for g in groups]
         while queue:
             group = queue.pop(0)
-            kept = [group[0]]
+            kept, split, placed = [group[0]], [], set()   # split: groups split off from it
             for i in range(1, len(group)):
-                others = done + queue
-                if self._variant(others + [kept + group[i + 1:], [group[i]]]):
-                    done.append([group[i]])
-                elif i + 1 < len(group) and self._variant(others + [kept, group[i:]]):
-                    queue.append(group[i:])
+                member, others = group[i], done + queue
+                if member in placed:
+                    continue
+                rest = [j for j in group[i + 1:] if j not in placed]
+                alike = [j for j in rest if self._alike(j, member)]
+                found = next((t for t in _splits(split, member, alike) if self._variant(
+                    others + [kept + [j for j in rest if j not in _members(t)]] + t,
+                    apart=True)), None)
+                if found is not None:
+                    split = found
+                    placed |= _members(found)
+                elif rest and self._variant(others + split + [kept, [member] + rest],
+                                            apart=True):
+                    queue.append([member] + rest)
                     break
                 else:
-                    kept.append(group[i])
-            done.append(kept)
+                    kept.append(member)
+            done += split + [kept]
         return sorted(done, key=min)
+
+    def _alike(self, i, j) -> bool:
+        """Whether slots ``i`` and ``j`` are the same axis of arrays of the same shape."""
+        (p, a), (q, b) = self.slots[i], self.slots[j]
+        return a == b and self.flat[p].shape == self.flat[q].shape
 
     # ---- the dispatcher's pattern and the body's size reads -----------------------------------
     def _pattern(self, groups, symbols, variants):
@@ -318,6 +365,17 @@ class _Job:
                 entry = (entry[0], entry[1], dims)
             out.append(entry)
         return tuple(out)
+
+
+def _splits(split, member, alike) -> list:
+    """The ways to split ``member`` off: alone, joining each group split off before it, with
+    the members ``alike``; each as the list of the split-off groups."""
+    joined = [split[:k] + [split[k] + [member]] + split[k + 1:] for k in range(len(split))]
+    return [split + [[member]]] + joined + ([split + [[member] + alike]] if alike else [])
+
+
+def _members(groups) -> set:
+    return {i for g in groups for i in g}
 
 
 def _cotangent_entry(entry, variants):

@@ -97,23 +97,6 @@ def test_the_transformer_at_realistic_sizes_takes_every_multiple_of_the_heads(tm
     compare_calls(tmp_path, cases, module="block_grad")   # each took its guard
 
 
-def test_at_the_benchmarks_sizes_the_steps_stay_tied_to_the_width(tmp_path):
-    """The benchmark's sizes, 128 steps of width 128: the code compiled with the steps apart
-    from the width is not the example's but for numbers (its length changes: work arrays of one
-    shape are shared at S == D), so the module takes S == D, any multiple of 4."""
-    path = transformer_file(tmp_path, 128, 128, 512)
-    done = adcompiler("compile", path)
-    assert done.returncode == 0 and "grad_transformer (1 signature, any sizes)" in \
-        done.stderr, done.stderr
-    assert "x: float64[d1, d1]" in (tmp_path / "block_grad.py").read_text()
-    user = import_path(path)
-    cases = []
-    for S, D, F in ((128, 128, 512), (64, 64, 200), (12, 12, 7)):
-        args = transformer_args(S, D, F)
-        cases.append(("grad_transformer", args, reference(user.transformer, args)))
-    compare_calls(tmp_path, cases, module="block_grad")
-
-
 def test_a_width_not_a_multiple_of_the_heads_is_refused_saying_why(tmp_path):
     assert adcompiler("compile", transformer_file(tmp_path, 100, 128, 256)).returncode == 0
     out = run_isolated("""
