@@ -22,7 +22,14 @@ indexes (``iu_w``: a copy with negative entries wrapped as NumPy wraps them; an 
 range raises ``IndexError`` as NumPy does).
 
 Anything else (matrix products, control flow, index arrays that are not 1-D integer
-parameters, other dtypes) is refused with the reason the NumPy code's docstring gives.
+parameters, constant arrays, other dtypes) is refused with the reason the NumPy code's
+docstring gives.
+
+Measured (benchmarks/NUMBA.md, "Loop nests"; one thread, loaded machine): matrix factorization
+(10^5 pairs, rank 32) 0.11-0.15x the hand-written NumPy gradient's time, the NumPy backend
+0.35-0.46x; a mixture of 16 Gaussians over 10^5 points 0.49-0.53x, the NumPy backend 1.03-1.15x.
+One fused pass written by hand does better still (0.04x, 0.34-0.38x): nests that walk the same
+index space are not merged.
 """
 
 from __future__ import annotations
