@@ -838,6 +838,9 @@ THRESHOLDS = {
 
 # "module.CONSTANT" -> why it is not an array-size threshold
 NOT_SIZE_THRESHOLDS = {
+    "adcompiler.transforms.while_checkpoints.MAX_EPOCHS":
+        "epochs of doubling segments a checkpointed while loop runs (reach 2 ** 32 iterations, "
+        "a count of steps, not an array size; tests/transforms/test_while_checkpoints.py)",
     "adcompiler.backends.scatters.CHUNK":
         "flat indices the helper makes per np.add.at call (bounds its memory; the same sums, "
         "in the same order, at every size: tests/backends/test_scatters.py)",
@@ -888,6 +891,9 @@ NOT_SIZE_THRESHOLDS = {
 
 # (module, comparison as ast.unparse writes it) -> why it is not an array-size threshold
 LITERAL_COMPARISONS = {
+    ("adcompiler.pipeline", "len(v.aval.shape) >= 3"):
+        "an array's rank (a cube that gmm's broadcast makes), not its size: the numba backend's "
+        "fallback gets the NumPy backend's products (tests/backends/test_numba_nests.py)",
     ("adcompiler.cli.inputs", "len(text) <= 30"): "characters of a value shown in a message",
     ("adcompiler.checking.near_examples",
      "x.dtype.itemsize < 8"): "low precision dtypes get a looser tolerance",
