@@ -147,7 +147,8 @@ def main(argv=None):
     text = table(rows)
     print(text)
     if not opts.no_write:
-        OUT.write_text(_page(text, rows) + _while_section())
+        from .checkpointing_binomial import kept   # its section, as the while loops'
+        OUT.write_text(_page(text, rows) + kept() + _while_section())
 
 
 def _page(text, rows) -> str:

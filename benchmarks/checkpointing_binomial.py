@@ -103,6 +103,14 @@ sweep, recomputation, the steps run again with residuals), counted on the store'
 """
 
 
+def kept() -> str:
+    """The binomial section already written (kept when checkpointing.py rewrites the page)."""
+    text = OUT.read_text() if OUT.exists() else ""
+    if START not in text or END not in text:
+        return ""
+    return "\n" + START + text.split(START, 1)[1].split(END, 1)[0] + END + "\n"
+
+
 def write(rows):
     text = OUT.read_text() if OUT.exists() else ""
     if START in text and END in text:
