@@ -26,7 +26,7 @@ from .frontend.lower import lower_function
 from .frontend.reading.depth import with_room
 from .ir import Aval, Literal, Value
 from .ir.verify import verify
-from .passes import contract_broadcast_products, optimize
+from .passes import contract_broadcast_products, invert_cholesky_adjoints, optimize
 from .passes.logistic import recognise_logistics
 from .runtime import numba_cache
 from .runtime.compile import XP_NAMES, Compiled, load_backend
@@ -86,6 +86,7 @@ def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, p
     """``(graph, the names of its parameters)``: the optimised graph of ``mode`` ("grad",
     "value_and_grad" or "vjp"), emitted by :func:`compile_gradient` and read by the symbolic
     mode (:mod:`adcompiler.checking.symbolic`); ``skip``: passes not run."""
+    skip = tuple(skip) + _numpy_only(backend)
     if mode == "vjp" and isinstance(cotangent, Tree):   # a container returned: one seed a leaf
         graph, seeds = seeded_graph(fn, arguments, cotangent, backend)
         checkpoint_loops(graph, checkpoint)  # segments replayed in the adjoint
@@ -106,6 +107,13 @@ def gradient_graph(fn, arguments: dict, wrt: tuple, mode: str, cotangent=None, p
     # passed by position)
     arg_names = parameter_names(arguments) + ([seed.name] if mode == "vjp" else [])
     return optimize(graph, plain, skip), arg_names                            # passes
+
+
+def _numpy_only(backend) -> tuple:
+    """The passes other backends skip: their primitives have only a NumPy spelling
+    (``cho_inverse_lower``: SciPy's LAPACK wrapper); CuPy, Dask and numba code keep the
+    Cholesky rule's triangular solves."""
+    return () if backend == "numpy" else (invert_cholesky_adjoints,)
 
 
 def checked_graph(fn, arguments: dict, mode: str, backend="numpy", output_mode=None):
@@ -219,7 +227,7 @@ def compile_jvp(fn, arguments: dict, wrt: tuple, mode: str = "jvp", plain=None,
     graph.params.extend(dots)
     graph.outputs = list(graph.outputs) + add_tangents(graph, wrt_values, dots)  # forward mode
     verify(graph)
-    graph = optimize(graph, plain)                                            # passes
+    graph = optimize(graph, plain, _numpy_only(backend))                      # passes
     verify(graph)
     fname = f"{mode}_{graph.name}"  # grad_grad_f for grad(grad(f))
     arg_names = parameter_names(arguments) + [d.name for d in dots]

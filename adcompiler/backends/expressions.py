@@ -275,6 +275,14 @@ def _solve_triangular(node, args, xp_name):
     return call
 
 
+def _cho_inverse_lower(node, args, xp_name):
+    """``scipy.linalg.lapack.dpotri(L.T, lower=0)[0].T`` (``cho_inverse_lower`` in
+    :mod:`adcompiler.ir.primitives`): the lower triangle of ``K^-1``."""
+    transposed = ast.Attribute(args[0], "T", ast.Load())
+    call = _call(_attr(PRIMS[node.prim].spell, xp_name), [transposed], {"lower": const(0)})
+    return ast.Attribute(ast.Subscript(call, const(0), ast.Load()), "T", ast.Load())
+
+
 def _einsum(node, args, xp_name):
     """``np.einsum('ij,jk->ik', a, b)``: the subscripts first, as NumPy takes them."""
     optimize = node.params.get("optimize", False)
@@ -290,6 +298,7 @@ _SPECIAL = {
     "qr_q": _result_item(0), "qr_r": _result_item(1), "lstsq_x": _result_item(0, rcond=None),
     "svd": _result_item(None, full_matrices=False),   # the whole (passes.factorizations)
     "clip": _clip, "einsum": _einsum, "solve_triangular": _solve_triangular,
+    "cho_inverse_lower": _cho_inverse_lower,
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
     "concatenate": _seq, "stack": _seq, "sum_to": _sum_to, "last_writes": _last_writes,
     "zeros": _creation, "ones": _creation, "full": _creation,

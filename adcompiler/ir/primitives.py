@@ -410,6 +410,26 @@ def solve_triangular(a, b, lower=False, trans=0, unit_diagonal=False):
 
 _def("solve_triangular", solve_triangular, "linalg", "scipy.linalg.solve_triangular", 2,
      params=("lower", "trans", "unit_diagonal"), torch="LinalgSolveTriangularBackward0")
+def cho_inverse_lower(a):
+    """``tril(inv(a @ a.T))`` for ``a`` a Cholesky factor (lower triangular, upper triangle zero):
+    LAPACK's ``potri`` on ``a.T`` (the upper factor, Fortran-ordered as ``a`` is C-ordered: no
+    copy in) writes the upper triangle of ``K^-1`` in Fortran order and leaves the rest as the
+    input's (zero), so its transpose is the lower triangle, C-ordered. Without SciPy: NumPy's
+    inverse of the triangle, then its product (the same value, about twice the work)."""
+    try:
+        from scipy.linalg import lapack
+    except ImportError:
+        inv = np.linalg.inv(a)
+        return np.tril(inv.T @ inv)
+    return lapack.dpotri(a.T, lower=0)[0].T
+
+
+# The lower triangle of K^-1 from K's Cholesky factor L: made only by passes.cholesky_inverses,
+# in adjoint code and from a float64 ``cholesky`` output (its spelling, SciPy's LAPACK wrapper,
+# is float64's); never differentiated (plain code, the code transformed again, does not run that
+# pass), so it has no rule.
+_def("cho_inverse_lower", cho_inverse_lower, "linalg", "scipy.linalg.lapack.dpotri",
+     differentiable=False)
 _def("eigh_values", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[0], "linalg", "np.linalg.eigh",
      params=("UPLO",), torch="LinalgEighBackward0")
 _def("eigh_vectors", lambda a, UPLO="L": np.linalg.eigh(a, UPLO)[1], "linalg", "np.linalg.eigh",

@@ -174,8 +174,8 @@ def _square_shape(prim, shapes):
 
 
 # The factorizations' results (adcompiler/frontend/library/factorizations.py checks the shapes)
-_FACTORED = ("tril", "cholesky", "solve_triangular", "eigh_values", "eigh_vectors", "eigvalsh",
-             "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv", "lstsq_x")
+_FACTORED = ("tril", "cholesky", "cho_inverse_lower", "solve_triangular",
+             "eigh_values", "eigh_vectors", "eigvalsh", "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv", "lstsq_x")
 
 
 def _factored_shape(prim, shapes):
@@ -185,7 +185,7 @@ def _factored_shape(prim, shapes):
         return None
     batch, (m, n) = a[:-2], a[-2:]
     k = min(m, n)
-    if prim in ("tril", "cholesky", "eigh_vectors"):
+    if prim in ("tril", "cholesky", "cho_inverse_lower", "eigh_vectors"):
         return a
     if prim == "solve_triangular":   # b: one vector (n,), or matrices (..., n, k)
         b = shapes[1]

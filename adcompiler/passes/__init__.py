@@ -11,6 +11,7 @@ from .batch import batch_loop_accumulations
 from .broadcast_products import contract_broadcast_products
 from .broadcasts import drop_implicit_broadcasts
 from .carry import copy_updated_carries
+from .cholesky_inverses import invert_cholesky_adjoints
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .factorizations import merge_factorizations
@@ -60,6 +61,9 @@ PIPELINE = (
     expand_low_rank_products,         # after DCE and the triangular solves (final readers; its
                                       # own leftovers it removes), before sum_diagonals (whose
                                       # diagonal products it takes inside sums) and fusion
+    invert_cholesky_adjoints,         # after the low-rank products (which write the
+                                      # Cholesky cotangent's outer products it reads), before
+                                      # fusion (which would take its sum into a chain)
     sum_diagonals,                    # after DCE (true reader counts), before fusion (which
                                       # would take the product into a chain)
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
@@ -84,7 +88,7 @@ def optimize(graph, plain=False, skip=()):
         if plain and run_pass in (fuse_elementwise, batch_loop_accumulations,
                                   hoist_loop_invariant_rows, copy_updated_carries,
                                   merge_factorizations, reuse_inverses, sum_diagonals,
-                                  expand_low_rank_products,
+                                  expand_low_rank_products, invert_cholesky_adjoints,
                                   solve_with_factors, contract_broadcast_products):
             continue
         graph = run_pass(graph)
