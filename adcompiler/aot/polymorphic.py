@@ -22,12 +22,14 @@ code fixes (a reshape to a constant, a product with a constant array) stays a nu
 kept (``Specialisation.fixed``) for the module's header and the body's comment.
 
 Sizes the example has equal (S == D, square matrices) are tied by what the code needs, never by
-the example's numbers alone: a split whose code is the example's but for numbers is taken, and
-so is one whose code differs from the example's only where the example's code exploits the
-coincidence (the memory planner sharing a work array between an (S, D) and a (D, D) temporary at
-S == D only), as checked at two sets of sizes apart; the body is then merged from samples whose
-sizes are apart, without the example's code, and holds at S == D too (it shares no work array
-between shapes that merely happen to be equal). The decorator's own code for the example's
+the example's numbers alone: first split by their roles (:mod:`adcompiler.aot.roles`: the axes
+the function's shapes need equal, from lowering only, then one compile), else one at a
+time; a split whose code is the example's but for numbers is taken, and so is one whose code
+differs from the example's only where the example's code exploits the coincidence (the memory
+planner sharing a work array between an (S, D) and a (D, D) temporary at S == D only), as
+checked at two sets of sizes apart; the body is then merged from samples whose sizes are apart,
+without the example's code, and holds at S == D too (it shares no work array between shapes
+that merely happen to be equal). The decorator's own code for the example's
 signature may still exploit it.
 
 Invariants: a polymorphic body, specialised back to every size it was compiled for, reproduces that
@@ -53,7 +55,7 @@ import math
 
 import numpy as np
 
-from . import antiunify, small_bodies
+from . import antiunify, roles, small_bodies
 from .containers import leaf_labels
 from ..errors import COMPUTING_ERRORS, CompileError
 from ..frontend.lower import lower_function
@@ -143,7 +145,7 @@ class _Job:
     def run(self, groups=None):
         """The Specialisation for every size; ``groups``: the sizes grouped as another job
         found them (the body for small inputs takes the first body's), else found here."""
-        groups = self._untie(self._free(self.groups)) if groups is None else groups
+        groups = self._split(self._free(self.groups)) if groups is None else groups
         self.found = groups
         symbols = _symbols(len(groups), self.spec.compiled.source)
         base = self._sizes(groups, symbols)   # then each symbol moved alone, then all moved
@@ -251,7 +253,8 @@ class _Job:
                              "comprehension over a size is unrolled)")
         return None
 
-    def _compile(self, sizes, groups, names):
+    def _avals(self, sizes, groups, names):
+        """The arguments' avals with each group's slots at ``sizes[name]``."""
         flat = dict(self.flat)
         for name, group in zip(names, groups):
             for i in group:
@@ -259,7 +262,10 @@ class _Job:
                 shape = list(flat[param].shape)
                 shape[axis] = sizes[name]
                 flat[param] = Aval("array", flat[param].dtype, tuple(shape))
-        avals = _with_leaves(self.avals, flat)
+        return _with_leaves(self.avals, flat)
+
+    def _compile(self, sizes, groups, names):
+        avals = self._avals(sizes, groups, names)
         g = self.gradient
         try:
             cotangent = lower_function(g.primal, avals).outputs[0].aval if g.mode == "vjp" \
@@ -309,6 +315,27 @@ class _Job:
         return " and ".join(f"len({self.labels.get(p, p)})" if len(self.flat[p].shape) == 1
                             else f"{self.labels.get(p, p)}.shape[{axis}]"
                             for p, axis in map(self.slots.__getitem__, group))
+
+    def _split(self, groups):
+        """The example's equal sizes split by their roles (:mod:`adcompiler.aot.roles`: the
+        classes the function's shapes need equal, one compile to check them), else one at a
+        time (:meth:`_untie`)."""
+        found = self._roles(groups)
+        if found is not None and len(found) > len(groups) and self._variant(found, apart=True):
+            return found
+        return self._untie(groups)
+
+    def _roles(self, groups):
+        """The finest grouping of the slots of ``groups`` that the function lowers with, each
+        group at a size of its own, or None."""
+        def sizes(blocks):
+            taken = set()
+            return [self._fresh(self._size(b), taken, self._by(b)) for b in blocks]
+
+        def lower(blocks, sized):
+            lower_function(self.gradient.primal,
+                           self._avals(sized, blocks, range(len(blocks))))
+        return roles.equal_classes([[i] for g in groups for i in g], sizes, lower)
 
     def _untie(self, groups):
         """Split the example's equal sizes where the code compiled with them apart is the same

@@ -92,17 +92,21 @@ def test_a_batch_equal_to_the_width_and_square_weights_are_untied(tmp_path):
     assert "grad_mlp (1 signature, any sizes), grad_chain (1 signature, any sizes)" in \
         done.stderr, done.stderr
     mlp, chain = signatures((tmp_path / "square_grad.py").read_text())[::2]
-    assert mlp == "(W1: float64[d1, d1], W2: float64[d1, d1], x: float64[d2, d1], y: " \
-        "float64[d2, d1])", mlp
-    assert chain == "(W: float64[d1, d1], V: float64[d1, d2], x: float64[d3, d1])", chain
+    assert mlp == "(W1: float64[d1, d2], W2: float64[d2, d3], x: float64[d4, d1], y: " \
+        "float64[d4, d3])", mlp   # by their roles: input, hidden, output and batch apart
+    assert chain == "(W: float64[d1, d2], V: float64[d2, d3], x: float64[d4, d1])", chain
     user = import_path(path)
     cases = []
-    for batch, width in ((64, 64), (10, 64), (200, 32), (7, 7), (2, 3)):
-        args = (normal(width, width, scale=0.1), normal(width, width, scale=0.1),
-                normal(batch, width), normal(batch, width))
+    for batch, width, hidden, out in ((64, 64, 64, 64), (10, 64, 64, 64), (200, 32, 32, 32),
+                                      (7, 7, 7, 7), (2, 3, 3, 3), (64, 16, 64, 5),
+                                      (30, 64, 12, 64)):
+        args = (normal(width, hidden, scale=0.1), normal(hidden, out, scale=0.1),
+                normal(batch, width), normal(batch, out))
         cases.append(("grad_mlp", args, reference(user.mlp, args)))
-    for steps, width, out in ((96, 96, 96), (50, 96, 96), (96, 96, 40), (30, 8, 70), (5, 5, 5)):
-        args = (normal(width, width, scale=0.1), normal(width, out, scale=0.1),
+    for steps, width, hidden, out in ((96, 96, 96, 96), (50, 96, 96, 96), (96, 96, 96, 40),
+                                      (30, 8, 8, 70), (5, 5, 5, 5), (96, 20, 96, 96),
+                                      (12, 96, 7, 96)):
+        args = (normal(width, hidden, scale=0.1), normal(hidden, out, scale=0.1),
                 normal(steps, width))
         cases.append(("grad_chain", args, reference(user.chain, args)))
     compare_calls(tmp_path, cases, module="square_grad")
@@ -124,3 +128,52 @@ def test_where_the_examples_code_exploits_the_coincidence_the_body_is_compiled_a
         assert done.returncode == 0, done.stderr
         texts.append((folder / "square_grad.py").read_text())
     assert texts[0] == texts[1]
+
+
+WEIGHTED = '''
+    import numpy as np
+
+    import adcompiler as ad
+
+
+    @ad.grad(wrt=("W", "w"))
+    def weighted(W, x, w):
+        h = np.tanh(x @ W)
+        return np.sum(w[:, None] * h * h) + np.sum(w * w)
+
+
+    def example_weighted():
+        rng = np.random.default_rng(3)
+        return (rng.standard_normal((64, 64)) * 0.1, rng.standard_normal((64, 64)),
+                rng.standard_normal(64))
+'''
+
+
+def test_sizes_only_splittable_together_are_split_by_their_roles(tmp_path):
+    """``x: (S, D)`` with per-step weights ``w: (S,)`` and ``W: (D, D)`` at S == D: neither
+    size moves alone (``x``'s steps need ``w``'s, ``x``'s width ``W``'s) and ``x`` and ``w``
+    are not of one shape; the classes the function's shapes need equal
+    (:mod:`adcompiler.aot.roles`) split them in one step."""
+    path = write(tmp_path, "weighted.py", WEIGHTED)
+    done = adcompiler("compile", path)
+    assert done.returncode == 0, done.stderr
+    assert "grad_weighted (1 signature, any sizes)" in done.stderr, done.stderr
+    sig = signatures((tmp_path / "weighted_grad.py").read_text())[0]
+    assert sig == "(W: float64[d1, d2], x: float64[d3, d1], w: float64[d3])", sig
+    user = import_path(path)
+    cases = []
+    for steps, width, out in ((64, 64, 64), (10, 64, 64), (200, 32, 9), (7, 7, 7), (2, 3, 5),
+                              (64, 13, 64), (30, 64, 30)):
+        args = (normal(width, out, scale=0.1), normal(steps, width), normal(steps))
+        cases.append(("grad_weighted", args, reference(user.weighted, args)))
+    compare_calls(tmp_path, cases, module="weighted_grad")
+
+
+def test_role_classes_join_the_axes_a_shape_error_names():
+    """Each lowering's error joins the two axes whose (distinct) sizes it names unequal."""
+    from adcompiler.aot import roles
+    assert roles.unequal_pair("matmul: shapes (11, 13) and (19, 23) are not aligned "
+                              "(13 != 19)", [11, 13, 19, 23]) == (1, 2)
+    assert roles.unequal_pair("Mismatch is between arg 0 with shape (11, 23) and arg 1 with "
+                              "shape (17, 1).", [11, 17, 23]) == (0, 1)
+    assert roles.unequal_pair("(13 != 4)", [11, 13]) is None   # a size a constant fixes
