@@ -120,3 +120,30 @@ def test_the_primitive_with_and_without_scipy(monkeypatch, n):
     monkeypatch.undo()
     np.testing.assert_allclose(without, want, rtol=1e-10, atol=1e-14)
     assert not np.triu(without, 1).any()
+
+
+def _random_program(seed):
+    """A log-determinant and three quadratic forms ``u^T K^-1 v`` (some ``u`` is ``v``, some
+    not), with weights and vectors (of ``y``: itself, ``cos``, ``sin``, ``tanh``) drawn from
+    ``seed``."""
+    rng = np.random.default_rng(seed)
+    (i1, j1), (i2, j2), (i3, j3) = (tuple(int(k) for k in p) for p in rng.integers(0, 4, (3, 2)))
+    w0, w1, w2, w3 = (float(w) for w in rng.uniform(-2.0, 2.0, 4))
+
+    def program(theta, X, y):
+        n = X.shape[0]
+        K = np.exp(theta[0]) * (X @ X.T) / X.shape[1] + np.exp(theta[1]) * np.eye(n)
+        L = np.linalg.cholesky(K)
+        v = (y, np.cos(y), np.sin(y), np.tanh(y))
+        return (w0 * np.sum(np.log(np.diag(L)))
+                + w1 * (v[i1] @ np.linalg.solve(L.T, np.linalg.solve(L, v[j1])))
+                + w2 * (v[i2] @ np.linalg.solve(L.T, np.linalg.solve(L, v[j2])))
+                + w3 * (v[i3] @ np.linalg.solve(L.T, np.linalg.solve(L, v[j3])))
+                + np.exp(theta[2]) * np.sum(y))
+    return program
+
+
+@pytest.mark.parametrize("n,seed", [(8, 30), (8, 31), (80, 32), (80, 33), (300, 34)])
+def test_random_quadratic_forms(monkeypatch, n, seed):
+    monkeypatch.setenv("ADCOMPILER_CACHE", "0")
+    _check(_random_program(seed), _inputs(n, seed))
