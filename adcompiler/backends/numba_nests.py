@@ -83,6 +83,11 @@ class _Planner:
 
     def plan(self) -> NestPlan:
         index_params = self._check_params()
+        for v in self.graph.outputs:
+            if not isinstance(v, Literal) and v not in self.producer and \
+                    v not in self.graph.params:
+                raise _Refused(f"it returns {v.name or 'an array'} ({v.aval}), a constant "
+                               "array, which the NumPy code makes anew each call")
         stored, indexes = self.stored, []
         for node in self.graph.nodes:
             self._check_node(node, index_params)
