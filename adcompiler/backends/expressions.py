@@ -269,10 +269,34 @@ def _solve_triangular(node, args, xp_name):
     are made from forward values already computed, and the check is a pass over each operand
     per call (the Cholesky rule's two n x n solves at n = 300: 2.86 -> 2.51 ms, one thread). A
     NaN then propagates into the gradient, as through NumPy's ``solve``, not a ValueError."""
+    if xp_name == "da":
+        return _dask_solve_triangular(node, args)
     call = _generic(node, args, xp_name)
     if node.phase == "adjoint" and xp_name == "np":
         call.keywords.append(ast.keyword("check_finite", const(False)))
     return call
+
+
+def _cholesky(node, args, xp_name):
+    """``np.linalg.cholesky(a)``, the lower factor; Dask's returns the upper one unless asked
+    (``da.linalg.cholesky(a, lower=True)``)."""
+    call = _generic(node, args, xp_name)
+    if xp_name == "da":
+        call.keywords.append(ast.keyword("lower", const(True)))
+    return call
+
+
+def _dask_solve_triangular(node, args):
+    """``da.linalg.solve_triangular``, which takes no ``trans=``: solving with ``a.T`` is
+    solving with the transpose, whose triangle is the other one (SciPy's would compute a Dask
+    operand into NumPy and hand ``da.`` calls after it a NumPy array)."""
+    a, b = args
+    trans = bool(node.params.get("trans"))
+    if trans:
+        a = ast.Attribute(a, "T", ast.Load())
+    lower = bool(node.params.get("lower")) != trans
+    func = ast.parse("da.linalg.solve_triangular", mode="eval").body
+    return _call(func, [a, b], {"lower": const(lower)})
 
 
 def _cho_inverse_lower(node, args, xp_name):
@@ -298,6 +322,7 @@ _SPECIAL = {
     "qr_q": _result_item(0), "qr_r": _result_item(1), "lstsq_x": _result_item(0, rcond=None),
     "svd": _result_item(None, full_matrices=False),   # the whole (passes.factorizations)
     "clip": _clip, "einsum": _einsum, "solve_triangular": _solve_triangular,
+    "cholesky": _cholesky,
     "cho_inverse_lower": _cho_inverse_lower,
     "reshape": _positional("shape"), "broadcast_to": _broadcast_to,
     "concatenate": _seq, "stack": _seq, "sum_to": _sum_to, "last_writes": _last_writes,

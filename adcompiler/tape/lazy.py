@@ -40,6 +40,20 @@ def missing(what: str) -> TypeError:
         "(docs/scaling-out.md lists what runs chunk-wise).")
 
 
+class _DaskLinalg:
+    """``dask.array.linalg`` with NumPy's meaning of ``cholesky``: the lower factor (Dask's
+    returns the upper one unless asked, ``lower=True``)."""
+
+    def __init__(self, linalg):
+        self._linalg = linalg
+
+    def cholesky(self, a):
+        return self._linalg.cholesky(a, lower=True)
+
+    def __getattr__(self, name):
+        return getattr(self._linalg, name)
+
+
 class DaskModule:
     """``dask.array`` with the NumPy names the tape calls that Dask spells otherwise or lacks
     (``array(copy=)``, ``copy``, ``size``); every other name is Dask's own, and a name Dask
@@ -49,7 +63,7 @@ class DaskModule:
         import dask.array
         self.da = dask.array
         self.ndarray = dask.array.Array
-        self.linalg = dask.array.linalg
+        self.linalg = _DaskLinalg(dask.array.linalg)
 
     def __getattr__(self, name):
         if name == "da":
@@ -134,8 +148,10 @@ class DaskOps(ArrayOps):
         return _add_at(self.xp.da, shape, dtype, idx, g)
 
     def solve_triangular(self, a, b, lower=False, trans=0, unit_diagonal=False):
-        if trans or unit_diagonal:
-            raise missing("scipy.linalg.solve_triangular with trans or unit_diagonal")
+        if unit_diagonal or trans not in (0, 1, "N", "T"):
+            raise missing("scipy.linalg.solve_triangular with unit_diagonal or trans='C'")
+        if trans in (1, "T"):   # the transpose's triangle is the other one
+            return self.xp.linalg.solve_triangular(a.T, b, lower=not lower)
         return self.xp.linalg.solve_triangular(a, b, lower=lower)
 
 
