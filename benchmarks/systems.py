@@ -169,12 +169,7 @@ def _compile_in(folder, fn, workload, args, main, refused):
     with open(path, "w") as f:
         f.write("import math\n\nimport numpy as np\n\nimport adcompiler as ad\n\n\n"
                 f"@ad.grad(wrt={tuple(workload.wrt)!r})\n{inspect.getsource(fn)}")
-    shapes = []
-    for name, value in zip(inspect.signature(fn).parameters, args):
-        dims = "float" if isinstance(value, float) else ",".join(map(str, np.shape(value)))
-        dtype = "" if isinstance(value, float) or np.asarray(value).dtype == np.float64 else \
-            f":{np.asarray(value).dtype}"      # index arrays (matrix factorization): int64
-        shapes += ["--shape", f"{name}={dims or '()'}{dtype}"]
+    shapes = shape_options(fn, args)
     errors = io.StringIO()
     with contextlib.redirect_stderr(errors):
         code = main(["compile", path, "-o", os.path.join(folder, "compiled.py"), *shapes])
@@ -184,6 +179,20 @@ def _compile_in(folder, fn, workload, args, main, refused):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, f"grad_{fn.__name__}")
+
+
+def shape_options(fn, args) -> list:
+    """``adcompiler compile``'s ``--shape`` options giving each parameter of ``fn`` the shape
+    (and a dtype other than float64) of ``args``."""
+    import inspect
+
+    options = []
+    for name, value in zip(inspect.signature(fn).parameters, args):
+        dims = "float" if isinstance(value, float) else ",".join(map(str, np.shape(value)))
+        dtype = "" if isinstance(value, float) or np.asarray(value).dtype == np.float64 else \
+            f":{np.asarray(value).dtype}"      # index arrays (matrix factorization): int64
+        options += ["--shape", f"{name}={dims or '()'}{dtype}"]
+    return options
 
 
 def _warm_as_one_call(load, args, refused):

@@ -21,6 +21,7 @@ import adcompiler as ad
 from adcompiler.backends.check_modes import unoptimised
 from adcompiler.cli.main import main
 from benchmarks import workloads as W
+from benchmarks.systems import shape_options
 from tests.aot.test_every_size import compare_calls
 from tests.cli.test_cli import run_isolated
 from tests.programs.test_benchmarks_smoke import TINY
@@ -48,17 +49,6 @@ AT = {"elementwise": "elementwise_1e6", "rosenbrock": "rosenbrock_1e6"}
 def workload(name):
     return W.BY_NAME[AT.get(name, name)] if name in AT else \
         next(w for w in W.WORKLOADS if w.fn.__name__ == name)
-
-
-def shape_options(fn, args) -> list:
-    """``--shape`` options giving each parameter the shape (and integer dtype) of ``args``."""
-    options = []
-    for name, value in zip(inspect.signature(fn).parameters, args):
-        dims = "float" if isinstance(value, float) else ",".join(map(str, np.shape(value)))
-        dtype = "" if isinstance(value, float) or np.asarray(value).dtype == np.float64 else \
-            f":{np.asarray(value).dtype}"
-        options += ["--shape", f"{name}={dims or '()'}{dtype}"]
-    return options
 
 
 def compile_module(tmp_path, bench) -> str:
