@@ -20,10 +20,10 @@ import time
 import adcompiler as ad
 from adcompiler.backends.binomial import _Binomial
 
+from .checkpointing import BINOMIAL_END as END
+from .checkpointing import BINOMIAL_START as START
 from .checkpointing import CASES, OUT, _close, _peak_bytes
 
-START, END = "<!-- binomial: python -m benchmarks.checkpointing_binomial -->", \
-    "<!-- end binomial -->"
 
 
 def policies(T) -> dict:
@@ -101,14 +101,6 @@ sweep, recomputation, the steps run again with residuals), counted on the store'
 {table(rows)}
 {END}
 """
-
-
-def kept() -> str:
-    """The binomial section already written (kept when checkpointing.py rewrites the page)."""
-    text = OUT.read_text() if OUT.exists() else ""
-    if START not in text or END not in text:
-        return ""
-    return "\n" + START + text.split(START, 1)[1].split(END, 1)[0] + END + "\n"
 
 
 def write(rows):

@@ -85,11 +85,11 @@ def held(trips: int, policy, state: int, step: int) -> int:
     return sum(counts) * state + lengths[-1] * step + tail
 
 
-def choose(trips: int, state: int, step: int, memory: int, node):
+def choose(trips: int, state: int, step: int, memory: int, node, Checkpoint):
     """``(snapshots, levels)`` for a loop of ``trips`` iterations (carried values of ``state``
     bytes, an iteration's residuals at most ``step``) under ``memory`` bytes, and a note saying
-    what was chosen; ``(None, None)`` where every iteration's residuals fit."""
-    from .checkpointing import Checkpoint
+    what was chosen; ``(None, None)`` where every iteration's residuals fit. ``Checkpoint``: the
+    policy class the candidates are made of (passed in: its module imports this one)."""
     says = f"memory={_spell(memory)} ({_spell(state)} a snapshot, {_spell(step)} a step)"
     if trips * step <= memory:
         return None, None, f"{says}: all {trips:,} iterations kept"

@@ -193,7 +193,8 @@ def _within_memory(policy, node):
         raise CompileError(f"checkpoint memory= needs the shapes of the loop's carried values "
                            f"at compile time (the loop `{(node.source or '').strip()}`)",
                            hint="give checkpoint=K snapshots instead")
-    snapshots, levels, said = choose(node.inputs[0].value, state, step, policy.memory, node)
+    snapshots, levels, said = choose(node.inputs[0].value, state, step, policy.memory, node,
+                                     type(policy))
     if levels is None:
         return None, said
     return Checkpoint(snapshots=snapshots, every=policy.every, levels=levels), said
