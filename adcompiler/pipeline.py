@@ -68,8 +68,8 @@ def _backend_graph(fn, arguments, wrt, mode, cotangent, plain, backend, checkpoi
     """:func:`gradient_graph` as ``backend`` takes it. For ``"numba"``, broadcast-then-reduce
     stays as written (no matrix products: the loop nests of
     :mod:`adcompiler.backends.numba_nests` compute it without the cube, faster;
-    benchmarks/NUMBA.md), unless no numba kernel takes the graph and it has arrays of three or more dimensions: then
-    the NumPy code gets the products the NumPy backend would have."""
+    benchmarks/NUMBA.md), unless no numba kernel takes the graph and it has arrays of three or
+    more dimensions: then the NumPy code gets the products the NumPy backend would have."""
     args = (fn, arguments, wrt, mode, cotangent, plain, backend, checkpoint)
     if backend != "numba" or plain:
         return gradient_graph(*args)

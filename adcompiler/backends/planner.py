@@ -23,8 +23,8 @@ Invariants: an elementwise value (or a 2-D product) is planned only if it cannot
 neither it nor any value that may hold its array (a slot it starts, a branch's result...) is
 returned; it is not yielded (phis, carried values, residual stacks), not the initial value of a
 slot its loop updates entry by entry, not updated in place (nor any view of it), and where it is
-viewed no view escapes either (:func:`_viewed_safely`). A loop's stack is planned (:func:`pooled_stacks`)
-when none of its aliases (rows, views of them, slots) is returned; so is a row array
+viewed no view escapes either (:func:`_viewed_safely`). A loop's stack is planned
+(:func:`pooled_stacks`) when none of its aliases (rows, views of them, slots) is returned; so is a row array
 (:func:`row_arrays`: an elementwise or 2-D product result read by rows in a loop) when none of
 its aliases escapes or is updated in place. A buffer holds one value at a time and is released
 only once no value that may hold it is read again (:func:`buffer_is_dead`): liveness is over

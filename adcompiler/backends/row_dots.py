@@ -1,8 +1,8 @@
 """A sum over the last axis of a product of two arrays of one shape, ``np.sum(a * b, axis=1)``
 (a batch of dot products: the matrix factorization's predictions), as ``np.einsum('ij,ij->i',
 a, b)`` (with ``keepdims``, ``[..., None]`` of it: a softmax's adjoint ``sum(g * q, axis=2,
-keepdims=True)`` over (4, 128, 128), 14 us against 42 us multiplied then summed): no temporary of the product's size (25.6 MB at 10^5 x 32, the forward part's peak)
-and one pass (about a third of the multiply-then-sum's time there).
+keepdims=True)`` over (4, 128, 128), 14 us against 42 us multiplied then summed): no temporary
+of the product's size (25.6 MB at 10^5 x 32, the forward part's peak) and one pass (about a third of the multiply-then-sum's time there).
 
 Invariants: NumPy code only, never plain code; the product is read by the sum alone (inlined
 into it), both operands have its shape (no broadcasting), a float dtype, and it holds at least

@@ -175,7 +175,8 @@ def _square_shape(prim, shapes):
 
 # The factorizations' results (adcompiler/frontend/library/factorizations.py checks the shapes)
 _FACTORED = ("tril", "cholesky", "cho_inverse_lower", "solve_triangular",
-             "eigh_values", "eigh_vectors", "eigvalsh", "svd_u", "svd_s", "svd_vh", "svdvals", "qr_q", "qr_r", "pinv", "lstsq_x")
+             "eigh_values", "eigh_vectors", "eigvalsh", "svd_u", "svd_s", "svd_vh", "svdvals",
+             "qr_q", "qr_r", "pinv", "lstsq_x")
 
 
 def _factored_shape(prim, shapes):

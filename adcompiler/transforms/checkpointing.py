@@ -41,8 +41,9 @@ class Checkpoint:
     """A memory budget for reverse mode through ``for`` loops (``grad(f, checkpoint=...)``).
 
     ``snapshots``: how many carried states a loop's forward keeps (``None``: ``ceil(sqrt(T))``
-    for a loop of ``T`` iterations, ``ceil(T ** (1 / levels))`` with more levels). The reverse sweep then keeps one segment's residuals,
-    ``ceil(T / snapshots)`` iterations of them, at a time. ``levels``: with ``levels=d > 2``
+    for a loop of ``T`` iterations, ``ceil(T ** (1 / levels))`` with more levels). The reverse
+    sweep then keeps one segment's residuals, ``ceil(T / snapshots)`` iterations of them, at a
+    time. ``levels``: with ``levels=d > 2``
     each segment is itself checkpointed, recursively (``d - 1`` levels of snapshots, about
     ``d * T ** (1 / d)`` states held, each step run ``d`` times forward). ``every``: a ``while`` loop, whose
     trip count ``T`` is known only once it has run, keeps a snapshot every ``every``
