@@ -81,6 +81,18 @@ def check_grads(f, *args, wrt=(0,), rtol=1e-6, atol=1e-7):
     return grads
 
 
+def assert_close_normwise(got, want, rtol):
+    """Per array of ``got`` and ``want`` (tuples or single arrays): the same shape and dtype,
+    and the largest error at most ``rtol`` times the largest value."""
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert np.max(np.abs(g - w), initial=0.0) <= rtol * max(np.max(np.abs(w)), 1e-300)
+
+
 def import_source(source: str, directory, prefix: str = "m"):
     """Write ``source`` to a file in ``directory`` named by its hash, and import it as a module."""
     name = f"{prefix}_{hashlib.sha1(source.encode()).hexdigest()[:16]}"

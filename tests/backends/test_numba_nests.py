@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import adcompiler as ad
 from adcompiler.passes import broadcast_products
 from benchmarks import workloads
+from tests.helpers import assert_close_normwise
 
 pytest.importorskip("numba")
 
@@ -25,14 +26,7 @@ def _no_disk_cache(monkeypatch):
 
 
 def _close(got, want, rtol=1e-12):
-    """Normwise, per array: the largest error against the largest value."""
-    got = got if isinstance(got, tuple) else (got,)
-    want = want if isinstance(want, tuple) else (want,)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype
-        assert np.max(np.abs(g - w), initial=0.0) <= rtol * max(np.max(np.abs(w)), 1e-300)
+    assert_close_normwise(got, want, rtol)
 
 
 def _is_nest_kernel(source):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import adcompiler as ad
 from adcompiler.backends import numba_emit
 from benchmarks import workloads
-from tests.helpers import import_source
+from tests.helpers import assert_close_normwise, import_source
 
 pytest.importorskip("numba")
 
@@ -27,14 +27,7 @@ def _no_disk_cache(monkeypatch):
 
 
 def _close(got, want, rtol=1e-13):
-    """Normwise, per array: the largest error against the largest value."""
-    got = got if isinstance(got, tuple) else (got,)
-    want = want if isinstance(want, tuple) else (want,)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype
-        assert np.max(np.abs(g - w)) <= rtol * max(np.max(np.abs(w)), 1e-300)
+    assert_close_normwise(got, want, rtol)
 
 
 def heat(u0, kappa, obs):
