@@ -68,6 +68,8 @@ def cotangent(ops, prim, argnum, g, ans, args, params):
         out = VARIADIC[prim](ops, argnum, g, ans, *args, **params)
     else:
         out = VJPS[prim][argnum](ops, g, ans, *args, **params)
+    if out is None:   # an idiom's "no share" (another argument's rule took the whole derivative)
+        return None
     if prim in BROADCASTING:
         out = ops.unbroadcast(out, args[argnum])
     return _as_dtype_of(ops, out, args[argnum])

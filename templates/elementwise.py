@@ -230,21 +230,31 @@ defvjp("maximum", _logaddexp_max(0), _logaddexp_max(1), broadcasting=True)
 defvjp("abs", _abs_vjp, broadcasting=True)
 
 
-# ---- a normalisation x / sum(x, axis, keepdims=True) seen whole (softmax): adjoints only -----
+# ---- x / sum(x, axis, keepdims=True) (softmax) and x / sqrt(mean(x * x) + eps) (layer norm)
+# ---- seen whole: adjoints only ---------------------------------------------------------------
 def _normalised(k):
     """divide's adjoint for argument ``k``; for ``x / sum(x, axis, keepdims=True)``
     (:mod:`templates.idioms.normalisation`) the numerator takes the whole derivative,
-    ``(g - sum(g * ans, axis)) / y``, and the denominator zero."""
+    ``(g - sum(g * ans, axis)) / y``, and the denominator zero; likewise for ``x / sqrt(mean(x
+    * x, axis) + eps)`` (:mod:`templates.idioms.root_mean_square`), ``(g - ans * mean(g *
+    ans, axis)) / y``."""
     plain = (lambda ops, g, ans, x, y: g / y, lambda ops, g, ans, x, y: -g * ans / y)[k]
 
     def rule(ops, g, ans, x, y):
         from .idioms.normalisation import normalised_axis  # on first use: import stays light
+        from .idioms.root_mean_square import rms_axis
         found = normalised_axis(ops, ans, x, y)
-        if found is None:
+        scaled = rms_axis(ops, ans, x, y) if found is None else None
+        if found is None and scaled is None:
             return plain(ops, g, ans, x, y)
+        if k == 1 and scaled is not None:
+            return None   # no share: y's chain (sqrt, add, mean, square) is not walked for it
         if k == 1:
             zero = 0.0 if ops.dtype(y) == "float64" else ops.astype(0.0, ops.dtype(y))
             return ops.broadcast_to(zero, ops.shape(y))
+        if scaled is not None:   # (g - a * mean(g * a)) / y; the mean as a sum over its count
+            rows = ops.sum(g * ans, axis=scaled[0], keepdims=True) / (ops.size(x) // ops.size(y))
+            return (g - ans * rows) / y
         return (g - ops.sum(g * ans, axis=found[0], keepdims=True)) / y
     return rule
 

@@ -139,7 +139,8 @@ def _backprop_node(b: Builder, node, g, ct):
             raise CompileError(f"no derivative rule for argument {i} of `{node.prim}` "
                                f"(in: {node.source})")
         c = cotangent(b, node.prim, i, g, node.outputs[0], args, node.params)
-        accumulate(b, ct, x, c)
+        if c is not None:   # None: no share for x (an idiom gave its part to another argument)
+            accumulate(b, ct, x, c)
 
 
 def _finish(b: Builder, param: Value, g):
