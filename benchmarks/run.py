@@ -134,13 +134,17 @@ def _measure(task, settings, budget: dict) -> dict:
 
 def _retry_disturbed(rows, tasks, settings, budget, bar) -> None:
     """Measure again, while the budget lasts, the rows that ran beside other work (the
-    hand-written ones first: every ratio divides by them); keep the quieter measurement."""
+    hand-written ones first: every ratio divides by them); keep the quieter measurement. A row
+    whose first gradient alone took longer than the budget has left is not measured again: a
+    cold torch.compile repays its compile (minutes on an unrolled loop) in every process."""
     disturbed = sorted((i for i, r in enumerate(rows) if r["status"] == "ok"
                         and (r.get("others_cpu") or 0) > load.BUSY_LIMIT),
                        key=lambda i: (rows[i]["system"] != "hand", -rows[i]["others_cpu"]))
     for i in disturbed:
         if budget["retry"] <= 0:
             break
+        if (rows[i].get("first_s") or 0.0) > budget["retry"]:
+            continue
         began = time.perf_counter()
         bar.start(f"again: {tasks[i][0]} / {tasks[i][1]}", 0)
         row = _measure(tasks[i], settings, budget)
