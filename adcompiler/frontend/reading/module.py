@@ -120,6 +120,8 @@ def load_module(path: str) -> StaticModule:
                 stmt, lambda node: _static_value(module.namespace, node), _UNKNOWN)):
             record.__module__ = os.path.splitext(os.path.basename(path))[0]
             _bind(module, stmt.name, record, stmt)   # class Layer(NamedTuple): W: ...
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            _forget(module, stmt, _bound_names(stmt), COMPUTED)   # a value built in a loop
         else:
             _forget(module, stmt, _bound_names(stmt), "a statement adcompiler does not run")
     module.changed = find_changes(module, tree)
