@@ -23,7 +23,7 @@ import traceback
 import numpy as np
 
 from . import examples
-from ..errors import CompileError, Location
+from ..errors import COMPUTING_ERRORS, CompileError, Location
 from ..frontend.library.binding import CallError
 from ..ir import Aval, Value
 
@@ -52,11 +52,17 @@ def unused(fn, avals, literals):
     return _check_bwd(fn, out, args, literals)
 
 
+# What a rule's own code raises by mistake (NumPy's complaints, a misspelt name, an import it
+# lacks): located at its line. Anything else (a caller's TimeoutError, what a signal handler
+# raises) is not the rule's doing and passes through unchanged.
+_RULE_ERRORS = (*COMPUTING_ERRORS, NameError, ImportError)
+
+
 def run_rule(fn, rule, args):
-    """``rule(*args)``; what it raises is a CompileError at the user's line that raised it."""
+    """``rule(*args)``; a mistake it raises is a CompileError at the user's line that raised it."""
     try:
         out = rule(*args)
-    except Exception as exc:
+    except _RULE_ERRORS as exc:
         what = "fwd" if rule is fn.fwd else "bwd"
         raise CompileError(
             f"{_name(rule)}, the {what} rule of custom_vjp `{fn.__name__}`, raised "
