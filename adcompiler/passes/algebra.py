@@ -188,7 +188,8 @@ def promising(block, links) -> bool:
         ins = n.inputs
         if n.prim == "negative" and inner(ins[0], _PRODUCTS | {"negative"}):
             return True
-        if n.prim in _PRODUCTS and any(inner(x, {"negative"}) for x in ins):
+        if n.prim in _PRODUCTS and any(inner(x, {"negative"}) for x in ins) \
+                and not _sign_stuck(n, block, made):
             return True
         if n.prim == "multiply" and any(inner(x, {"divide"}) and _unit(made[x].inputs[0])
                                         for x in ins):
@@ -204,6 +205,31 @@ def promising(block, links) -> bool:
         return True
     return any(p.prim in ("broadcast_to", "full") or (p.prim == "divide" and isinstance(
         p.inputs[0], Literal)) or _scaled_twin(p, block) for _, p in links)
+
+
+def _sign_stuck(n, block, made) -> bool:
+    """Whether the sign of a negated factor of product ``n`` stays where it is in SymPy's
+    form: the product tree under it is the block's result (no sum or call to take the sign),
+    with one negated factor, of no sum, and no integral literal (an Integer coefficient takes
+    the sign: ``2*(-a)`` is ``-2*a``; a Float one does not, as :func:`.algebra_sympy.emit`
+    writes it). So ``0.0001/(1 + exp(t1*t2)) * -t1``, the logistic loss's adjoint, is left
+    without importing SymPy, which would find nothing cheaper."""
+    root = n
+    while root.outputs[0] not in block.outputs:
+        readers = [m for m in block.nodes if root.outputs[0] in m.inputs]
+        if len(readers) != 1 or readers[0].prim not in _PRODUCTS:
+            return False
+        root = readers[0]
+    leaves = _leaves(root, _PRODUCTS, made)
+    negated = [made[x] for x in leaves if x in made and made[x].prim == "negative"]
+    return (len(negated) == 1
+            and not any(x in made and made[x].prim in _SUMS | _PRODUCTS | {"negative"}
+                        for x in negated[0].inputs)
+            and not any(isinstance(x, Literal) and _integral(x.value) for x in leaves))
+
+
+def _integral(v) -> bool:
+    return isinstance(v, (bool, int)) or (isinstance(v, float) and v.is_integer())
 
 
 def _scaled_twin(p, block) -> bool:

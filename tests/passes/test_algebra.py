@@ -149,8 +149,9 @@ def tanh_layer(x):
 def test_sympy_is_asked_only_where_it_may_pay():
     """Polynomial blocks go to the fast tier (passes/algebra_poly.py) and SymPy is never
     imported for them: the benchmark's elementwise and Rosenbrock gradients compile without
-    it (its import alone takes ~0.2 s). A quotient of sums (a shifted softplus) still goes
-    to SymPy."""
+    it (its import alone takes ~0.2 s), nor the logistic regression's (whose sign SymPy cannot
+    fold: the import was 34 MB of its first gradient's peak memory, #33). A quotient of sums
+    (a shifted softplus) still goes to SymPy."""
     script = textwrap.dedent(f"""
         import sys
         import numpy as np
@@ -160,6 +161,7 @@ def test_sympy_is_asked_only_where_it_may_pay():
         x = np.linspace(-1.5, 1.3, {N})
         for fn in (t.elementwise, t.rosenbrock, t.poly, t.sigmoid_loss, t.tanh_layer):
             ad.grad(fn).specialize(x)
+        ad.grad(t.logistic, wrt=("w",)).specialize(*t.logistic_inputs())
         print("sympy" in sys.modules)
         ad.grad(t.shifted_softplus).specialize(x)
         print("sympy" in sys.modules)
@@ -178,3 +180,46 @@ def test_blocks_the_fast_tier_leaves_to_sympy():
     assert not algebra._CACHE
     ad.grad(logcosh).specialize(x)      # sinh(x)/cosh(x): SymPy's identities
     assert len(algebra._CACHE) == 1
+
+
+def logistic(w, X, y):   # the benchmark workload: a mean, so the adjoint's factor is 1/n
+    return np.mean(np.log1p(np.exp(-(2.0 * y - 1.0) * (X @ w))))
+
+
+def logistic_sum(w, X, y):   # a sum: the adjoint's factor is the seed 1, which takes the sign
+    return np.sum(np.log1p(np.exp(-(2.0 * y - 1.0) * (X @ w))))
+
+
+def logistic_inputs():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((N, 3))
+    return rng.standard_normal(3) * 0.5, X, (rng.uniform(size=N) < 0.5).astype(np.float64)
+
+
+@pytest.mark.parametrize("fn, before, after, line", [
+    # 1/n / (1 + exp(t1*t2)) * -t1: SymPy's form -(1/n)*t1/(...) costs as much (the Float
+    # 1/n does not take the sign), so the block is left alone without asking SymPy
+    (logistic, [(0, 2), (1, 6)], [(0, 2), (1, 6)], "dt3 = 0.0002 / (1.0 + np.exp(t1 * t2)) * -t1"),
+    # 1 / (1 + exp(t1*t2)) * -t1: the Integer 1 takes the sign, one operation less
+    (logistic_sum, [(0, 2), (1, 6)], [(0, 2), (1, 5)], "dt3 = -t1 / (np.exp(t1 * t2) + 1)"),
+], ids=["mean", "sum"])
+def test_a_sign_is_folded_only_where_sympy_can(fn, before, after, line, without_pass):
+    args = logistic_inputs()
+    g = ad.grad(fn, wrt=("w",))
+    spec = g.specialize(*args)
+    costs = sorted(algebra.cost(n.regions[0].nodes) for n in walk(spec.graph.nodes)
+                   if n.prim == "fused")
+    assert costs == after and line in spec.source
+    (got,) = g(*args)
+    without_pass()
+    spec = ad.grad(fn, wrt=("w",)).specialize(*args)
+    assert sorted(algebra.cost(n.regions[0].nodes) for n in walk(spec.graph.nodes)
+                  if n.prim == "fused") == before
+    np.testing.assert_allclose(got, ad.grad(fn, wrt=("w",))(*args)[0], rtol=1e-12, atol=1e-15)
+    w, X, y = args
+    eps = 1e-6
+    for j in range(w.size):
+        up, down = w.copy(), w.copy()
+        up[j] += eps
+        down[j] -= eps
+        assert got[j] == pytest.approx((fn(up, X, y) - fn(down, X, y)) / (2 * eps), rel=1e-6)
