@@ -125,7 +125,9 @@ def _method(meta: dict) -> list[str]:
         "from /proc/stat; before each task the runner waits (briefly) for a quieter machine, and "
         "at the end measures the most disturbed tasks again while its budget lasts, keeping the "
         f"quieter measurement. {meta.get('load_line', '')}",
-        "- Threads: " + (f"{s['threads']} (OMP/OpenBLAS/MKL/NUMBA_NUM_THREADS set in the workers)"
+        "- Threads: " + (f"{s['threads']} (OMP/OpenBLAS/MKL/NUMBA_NUM_THREADS set in the workers, "
+                         f"each worker pinned to {s['threads']} CPU(s) where the machine has more: "
+                         "XLA does not keep to the variables)"
                          if s.get("threads") else "each library's default (none set)") + ".",
         "- PyTorch runs `torch.autograd.grad` on float64 CPU tensors (threads left default); "
         "JAX runs `jax.jit(jax.grad(f, argnums))` with `jax_enable_x64` on CPU, waiting for "

@@ -97,6 +97,23 @@ def worker_env(threads: int | None) -> dict:
     return env
 
 
+def worker_cpus(threads: int | None) -> set[int] | None:
+    """The CPUs a worker with ``threads`` set is pinned to (the last ``threads`` of those the
+    runner may use), or None: no count set, no fewer CPUs than that, or no affinity here.
+    The thread variables do not bind every library: with them (and ``XLA_FLAGS``) set to 1,
+    jax 0.10's XLA still ran one matrix product on three threads (benchmarks/MLP.md)."""
+    if not threads or not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    return set(allowed[-threads:]) if threads < len(allowed) else None
+
+
+def _pinning(threads: int | None):
+    """What the worker runs before it starts: its pin to ``worker_cpus(threads)``, if any."""
+    cpus = worker_cpus(threads)
+    return None if cpus is None else lambda: os.sched_setaffinity(0, cpus)
+
+
 def run_one(workload: str, system: str, settings: dict, threads: int | None) -> dict:
     """Measure one pair in a fresh process; a crash or timeout becomes a result row."""
     cmd = [sys.executable, "-m", "benchmarks.worker", system, workload,
@@ -105,7 +122,7 @@ def run_one(workload: str, system: str, settings: dict, threads: int | None) -> 
     timeout = settings["timeout"] * (COMPILE_TIMEOUT_FACTOR if system == "torch_compile" else 1)
     try:
         done = subprocess.run(cmd, cwd=ROOT, env=worker_env(threads), capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, preexec_fn=_pinning(threads))
     except subprocess.TimeoutExpired:
         return {"workload": workload, "system": system, "status": "timeout",
                 "message": f"no result within {timeout} s"}

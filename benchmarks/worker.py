@@ -19,6 +19,7 @@ import argparse
 import ctypes
 import gc
 import json
+import os
 import resource
 import statistics
 import sys
@@ -96,9 +97,14 @@ def _first_gradient(runner, result: dict):
     return out
 
 
+def _cpus() -> int | None:
+    """How many CPUs this worker may run on (the runner pins a one-thread pass's to one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
 def measure(system: str, name: str, target_s: float, min_repeats: int) -> dict:
     """All figures for ``system`` on workload ``name``; ``status`` says how far it got."""
-    result = {"system": system, "workload": name, "status": "ok"}
+    result = {"system": system, "workload": name, "status": "ok", "cpus": _cpus()}
     try:
         systems.import_system(system)
     except Exception as e:  # noqa: BLE001 (any import failure means: not available)
