@@ -36,7 +36,7 @@ nothing else reads; the result keeps the reduction's output value, shape and dty
 
 from __future__ import annotations
 
-from ..ir import Literal, Value, walk
+from ..ir import Literal, Value, sizing, walk
 from ..ir.builder import Builder
 from .rewrite import Walker, substitute, use_counts
 
@@ -275,13 +275,15 @@ def _product(P, p_rows, Q, q_rows):
     """``P' @ Q'`` (``P'`` is ``P`` where ``p_rows``, else ``P.T``; ``Q'`` likewise), or
     ``(Q'.T @ P'.T).T`` where that transposes fewer entries: a transposed operand is a view,
     which keeps its array out of the planned buffers (``dmu``'s ``(X.T @ G).T``, not
-    ``G.T @ X``, leaves the (n, k) ``G`` in one)."""
+    ``G.T @ X``, leaves the (n, k) ``G`` in one). Entries are counted as
+    :func:`adcompiler.ir.sizing.elements` counts them: ahead of time the choice is the same
+    for every size (the mixture's ``dmu`` at d < k and d > k alike)."""
     def size(v):
-        return v.aval.known_shape[0] * v.aval.known_shape[1]
+        return sizing.elements(v.aval.known_shape[:2])
 
     direct = (0 if p_rows else size(P)) + (0 if q_rows else size(Q))
     flipped = (size(P) if p_rows else 0) + (size(Q) if q_rows else 0) \
-        + P.aval.known_shape[not p_rows] * Q.aval.known_shape[q_rows]
+        + sizing.elements((P.aval.known_shape[not p_rows], Q.aval.known_shape[q_rows]))
     if direct <= flipped:
         return (P if p_rows else P.T) @ (Q if q_rows else Q.T)
     return ((Q.T if q_rows else Q) @ (P.T if p_rows else P)).T
