@@ -149,19 +149,31 @@ def fit_number(values, sizes, base, moves, divisors=None):
     kind = type(values[0])
     if kind not in (int, float) or any(type(v) is not kind for v in values):
         return None
-    candidates = []
-    if kind is int:
-        candidates += _sums(values, sizes, base, moves)
-    for view, view_moves in _views(sizes, moves, divisors or {}):
-        candidates += _products(values, view, base, view_moves, kind)
-    for expr in candidates:
-        fit = Fit(expr)
-        try:
-            if all(fit.literal(s) == repr(v) for s, v in zip(sizes, values)):
-                return fit
-        except (ArithmeticError, TypeError, ValueError):
-            continue
+    for candidates in _candidates(values, sizes, base, moves, divisors or {}, kind):
+        for expr in candidates:
+            fit = Fit(expr)
+            try:
+                if all(fit.literal(s) == repr(v) for s, v in zip(sizes, values)):
+                    return fit
+            except (ArithmeticError, TypeError, ValueError):
+                continue
     return None
+
+
+def _candidates(values, sizes, base, moves, divisors, kind):
+    """The formulas to try, a list at a time, the likeliest first: sums (ints), products of
+    the sizes, of the divided sizes' quotients, then (floats) of a size less or more one or
+    two: ``0.5 / (n - 1)`` for a variance with ``ddof=1``."""
+    if kind is int:
+        yield _sums(values, sizes, base, moves)
+    for view, view_moves in _views(sizes, moves, divisors):
+        yield _products(values, view, base, view_moves, kind)
+    if kind is float:
+        for view, view_moves in _shifted(sizes, moves):
+            try:
+                yield _products(values, view, base, view_moves, kind)
+            except (ArithmeticError, ValueError):
+                continue
 
 
 def _views(sizes, moves, divisors):
@@ -174,6 +186,18 @@ def _views(sizes, moves, divisors):
         by = dict(choice)
         yield ([{names.get(d, d): v // by.get(d, 1) for d, v in s.items()} for s in sizes],
                {names[d]: i for d, i in moves.items()})
+
+
+def _shifted(sizes, moves, shifts=(-1, 1, -2, 2)):
+    """``(sizes, moves)`` with one size's symbol ``d`` as ``(d - 1)``, ``(d + 1)``...: each
+    symbol and shift alone, where every sample's shifted size is positive."""
+    for d in moves:
+        for k in shifts:
+            if any(s[d] + k < 1 for s in sizes):
+                continue
+            name = f"({d} {'-' if k < 0 else '+'} {abs(k)})"
+            yield ([{name if e == d else e: v + k if e == d else v for e, v in s.items()}
+                    for s in sizes], {name if e == d else e: i for e, i in moves.items()})
 
 
 def _sums(values, sizes, base, moves):
@@ -219,13 +243,35 @@ def _products(values, sizes, base, moves, kind):
         return _half_powers(c, powers)
     up = [d if e == 1 else f"{d} ** {e}" for d, e in powers.items() if e > 0]
     down = [d if e == -1 else f"{d} ** {-e}" for d, e in powers.items() if e < 0]
-    return _spellings(c, up, down, kind)
+    exact = _float_factors(v0, sizes[base], powers) if kind is float and powers else []
+    return _spellings(c, up, down, kind) + [_scaled(f, up, down) for f in exact]
+
+
+def _float_factors(v0, sizes, powers, reach=4) -> list:
+    """The floats ``f`` nearest ``v0`` over its sizes' product: ``0.5 * d * 1.8378770664093453``
+    folds to ``f * d`` with ``f = 0.9189385332046727``, a float no small fraction gives bit for
+    bit; ``v0 / d`` may round to a neighbour of ``f``, so the few floats either side come too
+    (each checked against every sample)."""
+    f = v0 / math.prod(sizes[d] ** e for d, e in powers.items())
+    out, below, above = [f], f, f
+    for _ in range(reach):
+        below, above = math.nextafter(below, -math.inf), math.nextafter(above, math.inf)
+        out += [below, above]
+    return out
+
+
+def _scaled(f, up, down) -> str:
+    """``f * d1 * d2 / d3``: the float ``f`` times the sizes, as Python evaluates it."""
+    text = repr(f) + "".join(f" * {u}" for u in up)
+    return text + (f" / {down[0]}" if len(down) == 1 else
+                   f" / ({' * '.join(down)})" if down else "")
 
 
 def _spellings(c, up, down, kind):
     num = " * ".join(([str(c.numerator)] if c.numerator != 1 or not up else []) + up)
     den = " * ".join(([str(c.denominator)] if c.denominator != 1 else []) + down)
-    paren = (lambda s: s if " " not in s else f"({s})")
+    paren = (lambda s: s if " " not in s or s[0] + s[-1] == "()" and s.count("(") == 1
+             else f"({s})")
     if kind is int:
         out = [num] if not den else [f"{paren(num)} // {paren(den)}"]
     elif not down:
