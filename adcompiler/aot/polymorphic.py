@@ -29,11 +29,15 @@ differs from the example's only where the example's code exploits the coincidenc
 planner sharing a work array between an (S, D) and a (D, D) temporary at S == D only), as
 checked at two sets of sizes apart; the body is then merged from samples whose sizes are apart,
 without the example's code, and holds at S == D too (it shares no work array between shapes
-that merely happen to be equal). The decorator's own code for the example's
-signature may still exploit it.
+that merely happen to be equal). So with a size equal to a number of the code: at the
+mixture's d = 2 the algebra folds the 2 of ``-d * a`` with the 2.0 of ``-2.0 * b`` (``-(2 * (a
++ b))``), and at n = 2000 ``n / 1000.0`` is written as the int 2; the body merged from samples
+apart holds at every d and n. The decorator's own code for the example's signature may still
+exploit it.
 
 Invariants: a polymorphic body, specialised back to every size it was compiled for, reproduces that
-code byte for byte (the example's own code among them, unless the untying above left it out);
+code byte for byte (the example's own code among them, unless a coincidence above left it
+out);
 its pattern (dtype, rank, the sizes of 1, and the symbols) is what the
 dispatcher matches, each symbol with its own least size (``x[:3]`` bounds x's axis 0 only; a
 symbol several axes share takes the largest: :func:`adcompiler.aot.sizedeps.least_sizes`). A
@@ -157,11 +161,13 @@ class _Job:
         variants = [Variant(example, self.spec.compiled)] + \
             [self._compile(s, groups, symbols) for s in sizes]
         merging = self._merged(variants, groups)
-        merged = antiunify.merge([v.compiled.source for v in merging],
-                                 [v.sizes for v in merging], len(merging) - len(sizes),
-                                 {s: i + 1 + len(merging) - len(sizes)
-                                  for i, s in enumerate(symbols)},
-                                 {s: k for s, k in by.items() if k > 1})
+        merged = _merge(merging, len(sizes), symbols, by)
+        if isinstance(merged, str) and merging[0] is variants[0]:
+            # the example's numbers may coincide where the samples' do not (n / 1000.0 is the
+            # whole 2 at n = 2000, written as the int 2): the samples apart serve it too
+            apart = _merge(variants[1:], len(sizes), symbols, by)
+            if not isinstance(apart, str):
+                merging, merged = variants[1:], apart
         if isinstance(merged, str):
             raise _NotGeneric(merged)
         pattern = self._pattern(groups, symbols, variants)
@@ -176,11 +182,12 @@ class _Job:
 
     def _merged(self, variants, groups):
         """The variants the body is merged from: all, the example first; without the example
-        where ``groups`` split sizes it has equal and its code exploits that they coincide
-        (then the body compiled with them apart serves there too: it shares no work array
-        between shapes that merely happen to be equal)."""
-        coincide = len({self._size(g) for g in groups}) < len(groups)
-        if coincide and not self._same_code(variants[1]):
+        where its code exploits a coincidence of its sizes, with each other (``groups`` split
+        sizes it has equal) or with a number of the code (at d = 2, ``-d * a - 2.0 * b``
+        factors to ``-(2 * (a + b))``): then the body compiled with sizes apart serves there
+        too (it shares no work array between shapes that merely happen to be equal, and its
+        algebra holds for every d)."""
+        if not self._same_code(variants[1]):
             return variants[1:]
         return variants
 
@@ -232,15 +239,16 @@ class _Job:
         return {name: self._fresh(self._size(g), taken, self._by(g))
                 for name, g in zip(names, groups)}
 
-    def _variant(self, groups, apart=False):
+    def _variant(self, groups):
         """The code compiled with fresh sizes for ``groups``, or None (and ``self.failure``)
-        unless it is the example's code but for numbers. ``apart``: ``groups`` split sizes the
-        example has equal, so its code may exploit that they coincide (a work array shared by
-        two shapes equal there only); then the same code at two sets of sizes apart will do."""
+        unless it is the example's code but for numbers, or, where the example's code exploits
+        a coincidence of its sizes (:meth:`_merged`: two shapes equal there only sharing a work
+        array, a size equal to a number of the code folding with it), the same code at two
+        sets of sizes apart."""
         names = list(range(len(groups)))
         try:
             variant = self._compile(self._sizes(groups, names), groups, names)
-            if self._same_code(variant) or apart and self._same_code(self._compile(
+            if self._same_code(variant) or self._same_code(self._compile(
                     self._sizes(groups, names, variant.sizes.values()), groups, names),
                     variant.compiled):
                 return variant
@@ -321,7 +329,7 @@ class _Job:
         classes the function's shapes need equal, one compile to check them), else one at a
         time (:meth:`_untie`)."""
         found = self._roles(groups)
-        if found is not None and len(found) > len(groups) and self._variant(found, apart=True):
+        if found is not None and len(found) > len(groups) and self._variant(found):
             return found
         return self._untie(groups)
 
@@ -354,13 +362,11 @@ class _Job:
                 rest = [j for j in group[i + 1:] if j not in placed]
                 alike = [j for j in rest if self._alike(j, member)]
                 found = next((t for t in _splits(split, member, alike) if self._variant(
-                    others + [kept + [j for j in rest if j not in _members(t)]] + t,
-                    apart=True)), None)
+                    others + [kept + [j for j in rest if j not in _members(t)]] + t)), None)
                 if found is not None:
                     split = found
                     placed |= _members(found)
-                elif rest and self._variant(others + split + [kept, [member] + rest],
-                                            apart=True):
+                elif rest and self._variant(others + split + [kept, [member] + rest]):
                     queue.append([member] + rest)
                     break
                 else:
@@ -392,6 +398,15 @@ class _Job:
                 entry = (entry[0], entry[1], dims)
             out.append(entry)
         return tuple(out)
+
+
+def _merge(merging, samples, symbols, by):
+    """:func:`adcompiler.aot.antiunify.merge` of the variants ``merging``, whose last
+    ``samples`` are the base sizes, then each symbol moved alone, then all moved."""
+    base = len(merging) - samples
+    return antiunify.merge([v.compiled.source for v in merging], [v.sizes for v in merging],
+                           base, {s: base + 1 + i for i, s in enumerate(symbols)},
+                           {s: k for s, k in by.items() if k > 1})
 
 
 def _splits(split, member, alike) -> list:
