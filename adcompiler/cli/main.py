@@ -30,6 +30,7 @@ from ..errors import CompileError
 from ..version import __version__
 from ..aot.examples import SHAPES_HELP
 from ..frontend.lower import lower_function
+from ..frontend.reading.depth import with_room
 from ..api.highlight import terminal
 from ..runtime import cache
 from ..api.signature import bind_arguments, classify
@@ -167,7 +168,7 @@ def _graph(args) -> int:
     arguments = bind_arguments(gradient.primal, examples[0], {})
     avals = {n: classify(v, n, n in gradient.wrt) for n, v in arguments.items()}
     with explained(module):
-        forward = lower_function(gradient.primal, avals)
+        forward = with_room(lower_function)(gradient.primal, avals)   # a 2,000-term sum
     title = f"{gradient.mode} of {fname} ({os.path.basename(path)})"
     cli_output.check_drawing(args.output, path, args.force, f"{fname}.dot")  # made meanwhile?
     try:
