@@ -421,3 +421,19 @@ def test_functions_defined_in_notebook_cells_are_not_called_stale(tmp_path, monk
     np.testing.assert_allclose(ad.grad(namespace["loss"])(x), 3 * x ** 2, rtol=1e-14)
     np.testing.assert_allclose(ad.grad(first)(x), np.cos(x) * x + np.sin(x), rtol=1e-14)
     assert len(list((tmp_path / "cache").glob("*.npz"))) == 2   # one entry per cell's code
+
+
+def test_every_command_takes_a_2000_term_expression_without_a_traceback(tmp_path):
+    """compile and show are tested in tests/frontend/test_deep_expressions.py; graph lowered the
+    function without room to recurse and printed a RecursionError's traceback (exit 1)."""
+    body = " + ".join(f"{i}.0 * x" for i in range(2000))
+    path = write(tmp_path, "deep_sum.py", "import numpy as np\n\nimport adcompiler as ad\n\n\n"
+                 f"@ad.grad\ndef loss(x):\n    return np.sum({body})\n\n\n"
+                 "def example_loss():\n    return (np.ones(3),)\n")
+    drawn = adcompiler("graph", f"{path}:loss", "-o", tmp_path / "loss.dot")
+    assert drawn.returncode == 0 and "Traceback" not in drawn.stderr, drawn.stderr
+    dot = (tmp_path / "loss.dot").read_text()
+    assert dot.startswith("digraph") and dot.count("->") > 2 * 2000
+    checked = adcompiler("check", path)
+    assert checked.returncode == 0 and "Traceback" not in checked.stderr, checked.stderr
+    assert "all gradients agree with finite differences" in checked.stdout
