@@ -34,7 +34,7 @@ MIDDLING = {
     "mlp": lambda: W.make_mlp(batch=100, d_in=50, hidden=70, classes=6),
     "rnn": lambda: W.make_rnn(T=20, hidden=40, d_in=10, batch=8),
     "small_mlp": lambda: W.make_small_mlp(batch=30, d_in=10, hidden=60),
-    "gmm": lambda: W.make_gmm(n=5000, k=5, d=2),   # d stays the example's: see below
+    "gmm": lambda: W.make_gmm(n=5000, k=5, d=3),
     "heat": lambda: W.make_heat(n=1000, steps=30),
     "gp_nll": lambda: W.make_gp(n=120, d=2),
     "matfact": lambda: W.make_matfact(users=300, items=200, rank=8, pairs=5000),
@@ -80,19 +80,33 @@ def test_the_module_compiled_at_the_benchmarks_sizes_takes_other_sizes(tmp_path,
     compare_calls(tmp_path, cases, module="compiled")
 
 
-def test_the_mixtures_dimension_stays_the_examples_and_the_module_says_so(tmp_path):
+def test_the_mixtures_dimension_is_a_number_in_its_formula_and_takes_every_size(tmp_path):
+    """gmm reads ``d = X.shape[1]`` and computes with it as a number (``d * log_sigma``,
+    ``0.5 * d * log_2pi``): compiled at the benchmark's d = 2, where the algebra folds the size
+    into the code's 2.0 (``-(2 * (a + b))``), the module takes every d of 2 or more (the body is
+    merged from samples apart from the example, and the float ``0.5 * d * log_2pi`` is
+    ``0.9189385332046727 * d2`` bit for bit); d = 1 broadcasts, so it is a signature of its own,
+    and the module says so."""
     bench = workload("gmm")
-    compile_module(tmp_path, bench)
-    header = (tmp_path / "compiled.py").read_text().split('"""')[1]
-    assert "grad_gmm: mu.shape[1] and X.shape[1] stays 2" in header, header
-    mu, log_sigma, logit_w, X = W.make_gmm(n=50, k=3, d=3)
-    np.savez(tmp_path / "three.npz", mu, log_sigma, logit_w, X)
+    said = compile_module(tmp_path, bench)
+    assert "grad_gmm (1 signature, any sizes" in said, said
+    text = (tmp_path / "compiled.py").read_text()
+    assert "stays 2" not in text.split('"""')[1]
+    assert "0.9189385332046727 * d2" in text   # 0.5 * d * log_2pi, exact at every d
+    cases = []
+    for n, k, d in ((50, 3, 3), (5000, 5, 5), (3000, 7, 8), (2001, 16, 2), (40, 2, 17)):
+        args = W.make_gmm(n=n, k=k, d=d)
+        with unoptimised():
+            expected = ad.grad(bench.fn, wrt=bench.wrt)(*args)
+        cases.append(("grad_gmm", args, expected))
+    compare_calls(tmp_path, cases, module="compiled")
+    np.savez(tmp_path / "one.npz", *W.make_gmm(n=50, k=3, d=1))
     said = run_isolated("""
         import numpy as np, compiled
-        data = np.load("three.npz")
+        data = np.load("one.npz")
         try:
             compiled.grad_gmm(*[data[f"arr_{i}"] for i in range(4)])
         except TypeError as e:
             print(e)
     """, tmp_path)
-    assert "X.shape[1] is 3, but the code is compiled for 2 only" in said, said
+    assert "mu: float64[d1, d2]" in said and "float64[3, 1]" in said, said

@@ -21,6 +21,7 @@ from adcompiler.backends import numexpr_chains, planner
 from adcompiler.backends.check_modes import unoptimised
 from adcompiler.passes import fuse
 from tests.cli.test_cli import COUNT_SLOW, adcompiler, import_path, run_isolated, write
+from tests.helpers import assert_close_normwise
 
 RNG = np.random.default_rng(30)
 
@@ -102,10 +103,11 @@ def flat(result) -> list:
     return [np.asarray(result)]
 
 
-def compare_calls(directory, cases, module="workloads_grad"):
+def compare_calls(directory, cases, module="workloads_grad", normwise=None):
     """Run every ``(call, args, expected)`` on the module in one isolated process (no
     adcompiler there); each call must take its guard, never ``_dispatch``, and give
-    ``expected`` to 1e-12."""
+    ``expected`` to 1e-12 (``normwise``: each array's largest error at most that times its
+    largest entry, where an entry is a sum that cancels)."""
     np.savez(directory / "cases.npz", *[a for _, args, _ in cases for a in args])
     spec = [(call, [type(a).__name__ if isinstance(a, float) else "array" for a in args])
             for call, args, _ in cases]
@@ -131,8 +133,15 @@ assert slow == [], slow
         expected = flat(expected)
         assert len([k for k in got.files if k.startswith(f"{i}_")]) == len(expected), call
         for j, e in enumerate(expected):
-            np.testing.assert_allclose(got[f"{i}_{j}"], e, rtol=1e-12, atol=1e-14,
-                                       err_msg=f"{call} at {[np.shape(a) for a in args]}")
+            where = f"{call} at {[np.shape(a) for a in args]}"
+            if normwise is not None:
+                try:
+                    assert_close_normwise(got[f"{i}_{j}"], np.asarray(e), normwise)
+                except AssertionError as exc:
+                    raise AssertionError(where) from exc
+            else:
+                np.testing.assert_allclose(got[f"{i}_{j}"], e, rtol=1e-12, atol=1e-14,
+                                           err_msg=where)
 
 
 def reference(gradient, args):
