@@ -103,6 +103,8 @@ def _notes(path, done):
     for f in done.functions:
         for why in f.per_shape:
             print(f"  note: {f.mode}_{f.name} is compiled per shape: {why}", file=sys.stderr)
+        for why in dict.fromkeys(w for s in f.specialisations for w in s.fixed):
+            print(f"  note: {f.mode}_{f.name} keeps a size: {why}", file=sys.stderr)
         for symbol, (k, why) in {w: m for s in f.specialisations
                                  for w, m in s.multiples.items()}.items():
             print(f"  note: {f.mode}_{f.name} takes multiples of {k} only for {symbol}: {why}",
