@@ -228,6 +228,15 @@ FIXED = '''
 
 
     @ad.grad
+    def unrolled(x):
+        return sum(np.sum(np.sin(x[i]) * (i + 1.0)) for i in range(x.shape[0]))
+
+
+    def example_unrolled():
+        return (np.full((6, 4), 0.1),)
+
+
+    @ad.grad
     def first_three(x):
         total = 0.0
         for i in range(3):
@@ -250,25 +259,36 @@ def test_a_reshape_to_a_constant_is_named_and_loops_over_rows_are_not(tmp_path):
     note = f"  note: grad_reshaped is compiled per shape: compiling it for other sizes fails: " \
            f"{path}:7:27: error: ValueError: cannot reshape array of size"
     assert note in done.stderr, done.stderr
+    # a size a comprehension is unrolled over stays the example's: said on the terminal too
+    assert "grad_unrolled (1 signature, any sizes)" in done.stderr
+    assert "  note: grad_unrolled keeps a size: x.shape[0] stays 6: the code compiled for other " \
+           "sizes differs in more than its numbers (its length changes with the sizes: a loop " \
+           "or a comprehension over a size is unrolled)\n" in done.stderr, done.stderr
     text = (tmp_path / "fixed_grad.py").read_text()
     header = " ".join(text[:text.index('"""', 3)].split())
     assert "Compiled per shape (the code compiled for other sizes could not be merged): - " \
            "grad_reshaped: compiling it for other sizes fails:" in header
     assert "into shape (6,2)" in header
     assert "# d1, d2: any sizes of at least 2" in text      # over_rows: for row in x
+    assert "- grad_unrolled: x.shape[0] stays 6: the code compiled for other sizes differs" \
+        in header
     out = run_isolated("""
         import numpy as np, fixed_grad as m
-        try:
-            m.grad_reshaped(np.ones((4, 3)))
-        except TypeError as exc:
-            print(str(exc).splitlines()[0])
+        for call in (m.grad_reshaped, m.grad_unrolled):
+            try:
+                call(np.ones((4, 3)))
+            except TypeError as exc:
+                print(str(exc).splitlines()[0])
     """, tmp_path)
-    assert out.strip() == (
+    assert out.splitlines() == [
         "grad_reshaped(): inconsistent sizes: x.shape[0] is 4, but the code is compiled for 3 "
         "only (the module's header says why); x.shape[1] is 3, but the code is compiled for 4 "
-        "only (the module's header says why)")
+        "only (the module's header says why)",
+        "grad_unrolled(): inconsistent sizes: x.shape[0] is 4, but the code is compiled for 6 "
+        "only (the module's header says why)"]
     user = import_path(path)
-    cases = []
+    x = normal(6, 9)                                      # any number of columns
+    cases = [("fixed_grad", "grad_unrolled", (x,), {}, reference(user.unrolled, (x,)))]
     for shape in ((3, 2), (7, 5), (250, 64), (100, 128)):
         x = normal(*shape)
         for name in ("over_rows", "first_three"):
