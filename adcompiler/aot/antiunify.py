@@ -2,13 +2,15 @@
 
 The sources must agree token for token except in numbers (numbers inside comments included);
 a number that differs becomes a formula of the size symbols (``d1``, ``d2``...) that gives it in
-every source: ``c * d1**a * d2**b`` (``-0.125`` is ``-(1 / d1)``), or, for integers,
-``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). A size the function divides by
-a constant (``divisors``: ``{"d2": 4}``, every sample a multiple) may stand as its quotient,
-and a float as a half power of it: ``(d2 // 4) ** -0.5`` for ``dh ** -0.5``, ``dh = D // 4``.
-Invariant, checked by construction: the merged template, specialised back to each source's
-sizes, reproduces that source byte for byte; otherwise :func:`merge` returns the reason
-instead of a template.
+every source: ``c * d1**a * d2**b`` (``-0.125`` is ``-(1 / d1)``; a float ``c`` itself where
+no small fraction is it, and for floats ``d1 - 1`` and the like in place of ``d1``), ``c *
+np.sqrt(d1)`` or ``c * np.log(d1)`` (floats folded from ``math.sqrt(d)``, ``math.log(n)``),
+or, for integers, ``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). A size the
+function divides by a constant (``divisors``: ``{"d2": 4}``, every sample a multiple) may
+stand as its quotient, and a float as a half power of it: ``(d2 // 4) ** -0.5`` for ``dh **
+-0.5``, ``dh = D // 4``. Invariant, checked by construction: the merged template, specialised
+back to each source's sizes, reproduces that source byte for byte; otherwise :func:`merge`
+returns the reason instead of a template.
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import re
 import tokenize
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 _OPEN = {"(", "[", ",", "=", ":", "return", "+=", "-=", "*=", "/="}
+_CALL = re.compile(r"np\.\w+\(\w+\)")   # np.sqrt(d1): an atom
 _CLOSE = {")", "]", ",", ":", "", "\n", "#"}
 
 
@@ -40,10 +46,12 @@ class Fit:
 
     def literal(self, sizes) -> str:
         """The literal the compiler writes for these sizes."""
-        return repr(eval(self.expr, {"__builtins__": {"float": float}}, dict(sizes)))  # noqa: S307
+        value = eval(self.expr, {"__builtins__": {"float": float}, "np": np},  # noqa: S307
+                     dict(sizes))
+        return repr(float(value) if isinstance(value, np.floating) else value)
 
     def spelled(self, before, after) -> str:
-        atom = self.expr.isidentifier() or self.expr.isdigit()
+        atom = self.expr.isidentifier() or self.expr.isdigit() or _CALL.fullmatch(self.expr)
         return self.expr if atom or (before in _OPEN and after in _CLOSE) else f"({self.expr})"
 
 
@@ -169,6 +177,7 @@ def _candidates(values, sizes, base, moves, divisors, kind):
     for view, view_moves in _views(sizes, moves, divisors):
         yield _products(values, view, base, view_moves, kind)
     if kind is float:
+        yield _calls(values, sizes, base, moves)
         for view, view_moves in _shifted(sizes, moves):
             try:
                 yield _products(values, view, base, view_moves, kind)
@@ -247,16 +256,42 @@ def _products(values, sizes, base, moves, kind):
     return _spellings(c, up, down, kind) + [_scaled(f, up, down) for f in exact]
 
 
-def _float_factors(v0, sizes, powers, reach=4) -> list:
+def _float_factors(v0, sizes, powers) -> list:
     """The floats ``f`` nearest ``v0`` over its sizes' product: ``0.5 * d * 1.8378770664093453``
     folds to ``f * d`` with ``f = 0.9189385332046727``, a float no small fraction gives bit for
     bit; ``v0 / d`` may round to a neighbour of ``f``, so the few floats either side come too
     (each checked against every sample)."""
-    f = v0 / math.prod(sizes[d] ** e for d, e in powers.items())
+    return _near(v0 / math.prod(sizes[d] ** e for d, e in powers.items()))
+
+
+def _near(f, reach=4) -> list:
+    """``f`` and the ``reach`` floats either side of it."""
     out, below, above = [f], f, f
     for _ in range(reach):
         below, above = math.nextafter(below, -math.inf), math.nextafter(above, math.inf)
         out += [below, above]
+    return out
+
+
+_FUNCTIONS = {"np.sqrt": math.sqrt, "np.log": math.log}
+
+
+def _calls(values, sizes, base, moves) -> list:
+    """``c * np.sqrt(d)``, ``c / np.log(d)``...: a float the compiler folded from
+    ``math.sqrt(d)`` or ``math.log(n)``, where one size changes it, spelled with NumPy's
+    function (the module needs NumPy only)."""
+    changing = [d for d, k in moves.items() if values[k] != values[base]]
+    if len(changing) != 1:
+        return []
+    d, v0 = changing[0], values[base]
+    out = []
+    for name, f in _FUNCTIONS.items():
+        at = f(sizes[base][d])
+        if at <= 0:
+            continue
+        call = f"{name}({d})"
+        out += [call if c == 1 else f"{c!r} * {call}" for c in _near(v0 / at)]
+        out += [f"1 / {call}" if c == 1 else f"{c!r} / {call}" for c in _near(v0 * at)]
     return out
 
 
@@ -288,7 +323,8 @@ def _spellings(c, up, down, kind):
 
 def _half_powers(c, powers):
     """``(d2 // 4) ** -0.5``: a float that is a power of a quotient of sizes with a half
-    exponent (``dh ** -0.5``; a size's own square root is not a number the compiler makes)."""
+    exponent (``dh ** -0.5``; a size's own square root, folded from ``math.sqrt(d)``, is
+    :func:`_calls`' ``np.sqrt(d)``)."""
     if not all("//" in d for d in powers):
         return []
     term = " * ".join(f"{d} ** {e!r}" for d, e in powers.items())

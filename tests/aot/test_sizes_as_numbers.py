@@ -1,10 +1,11 @@
 """A size the function computes with as a number gives a module for every size (issue #30).
 
 ``d = X.shape[1]`` then ``d * log_sigma``, ``0.5 * d * math.log(2 * math.pi)``, ``x.sum() / n``,
-``/ (n - 1)``, ``float(n)``, ``np.sqrt(d)``: the compiler folds the size into the code's numbers,
-so the merge (:mod:`adcompiler.aot.antiunify`) must find each number's formula, bit for bit
-(``0.5 * d * 1.8378770664093453`` is ``0.9189385332046727 * d2``; ``0.5 / (n - 1)`` is
-``1 / (2 * (d1 - 1))``), and the example's own coincidences must not fix its sizes: at d = 2
+``/ (n - 1)``, ``float(n)``, ``np.sqrt(d)``, ``math.sqrt(d)``, ``math.log(n)``: the compiler
+folds the size into the code's numbers, so the merge (:mod:`adcompiler.aot.antiunify`) must find
+each number's formula, bit for bit (``0.5 * d * 1.8378770664093453`` is
+``0.9189385332046727 * d2``; ``0.5 / (n - 1)`` is ``1 / (2 * (d1 - 1))``; ``math.sqrt(d)`` is
+``np.sqrt(d2)``), and the example's own coincidences must not fix its sizes: at d = 2
 the algebra folds ``-d * a - 2.0 * b``'s 2 with the 2.0 (``-(2 * (a + b))``), and at n = 2000
 ``n / 1000.0`` is written as the int 2; the body is then merged from the samples apart, whose
 algebra holds at every size. A choice made by size (the distance product's orientation, at
@@ -86,6 +87,16 @@ SOURCE = '''
 
 
     @ad.grad
+    def rescaled(x):
+        n, d = x.shape
+        return np.sum(np.tanh(x / math.sqrt(d)) * math.log(n))
+
+
+    def example_rescaled():
+        return (np.random.default_rng(10).standard_normal((700, 64)),)
+
+
+    @ad.grad
     def weighted(x):
         n, d = x.shape
         return d * np.sum(np.array([1.0, 2.0]) * np.tanh(x) ** 2) / n
@@ -96,7 +107,7 @@ SOURCE = '''
 '''
 
 EXAMPLES = {"isotropic": (6000, 2), "mixture": (5000, 16, 3), "tempered": (700, 400),
-            "unbiased": (2000, 200), "weighted": (6000, 2)}
+            "unbiased": (2000, 200), "rescaled": (700, 64), "weighted": (6000, 2)}
 
 
 def test_the_examples_lie_above_the_thresholds_and_the_calls_on_both_sides():
@@ -123,6 +134,9 @@ def cases_of(user) -> list:
     for n, d in ((3, 2), (1000, 2), (2000, 200), (4999, 60)):   # example 2000 x 200
         args = (normal(n, d),)
         cases.append(("grad_unbiased", args, reference(user.unbiased, args)))
+    for n, d in ((5, 3), (300, 10), (2000, 81)):   # example 700 x 64
+        args = (normal(n, d),)
+        cases.append(("grad_rescaled", args, reference(user.rescaled, args)))
     for n in (3, 50, 9000):   # example 6000 x 2: d stays 2
         args = (normal(n, 2),)
         cases.append(("grad_weighted", args, reference(user.weighted, args)))
@@ -134,7 +148,8 @@ def test_sizes_used_as_numbers_give_a_module_for_every_size(tmp_path):
     done = adcompiler("compile", path)
     assert done.returncode == 0, done.stderr
     assert "grad_isotropic (2 signatures, any sizes)" in done.stderr, done.stderr
-    for name in ("grad_mixture", "value_and_grad_tempered", "grad_unbiased", "grad_weighted"):
+    for name in ("grad_mixture", "value_and_grad_tempered", "grad_unbiased", "grad_rescaled",
+                 "grad_weighted"):
         assert f"{name} (1 signature, any sizes)" in done.stderr, done.stderr
     assert "per shape" not in done.stderr, done.stderr
     text = (tmp_path / "sizes_grad.py").read_text()
@@ -143,6 +158,7 @@ def test_sizes_used_as_numbers_give_a_module_for_every_size(tmp_path):
     assert "0.9189385332046727 * d2" in text           # 0.5 * d * log(2 pi)
     assert "1 / (2 * (d1 - 1))" in text                # 0.5 / (n - 1)
     assert "d1 / 1000" in text and "np.sqrt(d2)" in text
+    assert "x / np.sqrt(d2)" in text and "np.log(d1)" in text   # math.sqrt(d), math.log(n)
     # only the size a constant array fixes stays, said in the header and the body's comment
     assert header.count("stays") == 1, header
     assert "- grad_weighted: x.shape[1] stays 2: its sizes are tied, to each other or to a " \
@@ -165,3 +181,29 @@ def test_a_call_at_a_fixed_size_other_than_the_examples_is_refused_saying_which(
             print(e)
     """, tmp_path)
     assert "x: float64[d1, 2]" in said and "x: float64[50, 3]" in said, said
+
+
+def test_a_number_no_formula_gives_keeps_the_body_per_shape_saying_which(tmp_path):
+    """``n * (n - 1) / 2`` is a polynomial of one size, which the samples (each size moved
+    once) cannot fit: the body stays per shape, and the note names the number and its line."""
+    path = write(tmp_path, "pairs.py", '''
+        import numpy as np
+
+        import adcompiler as ad
+
+
+        @ad.grad
+        def pairs(x):
+            n = x.shape[0]
+            return np.sum(np.tanh(x)) / (n * (n - 1) / 2)
+
+
+        def example_pairs():
+            return (np.random.default_rng(11).standard_normal((700, 64)),)
+    ''')
+    done = adcompiler("compile", path)
+    assert done.returncode == 0, done.stderr
+    assert "grad_pairs (1 signature, per shape)" in done.stderr, done.stderr
+    assert "the number 4.087471898630697e-06 in `# dx = 4.087471898630697e-06 * (1 - t1 * t1)`" \
+        " changes with the sizes in a way that is not a product or a sum of sizes" \
+        in " ".join(done.stderr.split()), done.stderr
