@@ -32,3 +32,13 @@ def _verify_plans():
         os.environ.pop("ADCOMPILER_VERIFY_PLANS", None)
     else:
         os.environ["ADCOMPILER_VERIFY_PLANS"] = saved
+
+
+@pytest.fixture(autouse=True)
+def _numba_threads(monkeypatch):
+    """Generated numba kernels as numba with threads writes them, whatever NUMBA_NUM_THREADS
+    says: with one thread no loop is a ``prange`` (``numba_target.threads_pay``), and the tests
+    of the thresholds read the ``prange`` loops. tests/backends/test_numba_backend.py tests the
+    one-thread rule itself (``monkeypatch.undo()``)."""
+    from adcompiler.backends import numba_target
+    monkeypatch.setattr(numba_target, "threads_pay", lambda: True)

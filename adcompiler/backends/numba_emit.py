@@ -26,8 +26,11 @@ Choices, measured in benchmarks/NUMBA.md:
 - ``exp``, ``tanh`` and ``expm1`` call :mod:`adcompiler.runtime.numba_math`, written so that
   LLVM vectorises them (numba's ``math.exp`` is a scalar libm call here: no SVML); the other
   functions are ``math`` calls.
+  ``tanh(a)`` in a loop that also computes ``exp(-a)`` (or ``exp(a)``) comes with it from one
+  ``vexp_tanh`` call (``_tanh_from_exp``).
 - ``numba.prange`` (threads) for a piece of at least :data:`PARALLEL_MIN` elements, or
-  :data:`PARALLEL_MIN_CALLS` where it calls a transcendental function. Starting the threads costs
+  :data:`PARALLEL_MIN_CALLS` where it calls a transcendental function. Never where numba has one
+  thread (``NUMBA_NUM_THREADS=1``; ``numba_target.threads_pay``). Starting the threads costs
   about 4 µs. Measured on two cores (median; serial against parallel): Rosenbrock's gradient,
   arithmetic only, 10.1 against 9.9 µs at 2^15 elements, 19.2 against 14.2 µs at 2^16 and 581
   against 303 µs at 2^20; the elementwise workload's (tanh and exp) 14.2 against 8.8 µs at 2^12.
@@ -66,6 +69,8 @@ _INFIX = {r.name: (r.op, _PRECEDENCE[r.op]) for r in ELEMENTWISE
           if r.op in _PRECEDENCE and r.arity == 2}
 _OWN = {"exp": "vexp", "tanh": "vtanh", "expm1": "vexpm1"}  # from adcompiler.runtime.numba_math
 _TANH_E = "tanh_from_exp"  # tanh(a) from the loop's e^-a: numba_math.vtanh_e(a, e)
+_EXP_TANH = "exp_tanh"     # the pair (e^-a, tanh a): numba_math.vexp_tanh(a)
+_ITEMS = ("exp_tanh_0", "exp_tanh_1")   # its two elements
 _COMPARE = {r.name: r.op for r in ELEMENTWISE if r.op in ("<", "<=", ">", ">=", "==", "!=")}
 # NumPy's own function, for NaN as NumPy gives it (the binary ones: all arguments)
 _NUMPY = {r.name: r.numba for r in ELEMENTWISE if r.numba and r.numba.startswith("np.")
@@ -85,7 +90,7 @@ def emit_numba(plan, graph, fname: str, arg_names: list, cache=False) -> str:
     """The module source: imports, the kernel, and ``def fname(*arg_names)``; ``cache``: the
     kernel is compiled with ``cache=True`` (loaded by :mod:`adcompiler.runtime.numba_cache`)."""
     kernel = f"_{fname}_loops"
-    reserved = {"j", "numba", "np", "math", kernel, "wide_vectors", "vtanh_e",
+    reserved = {"j", "numba", "np", "math", kernel, "wide_vectors", "vtanh_e", "vexp_tanh",
                 *_OWN.values()}
     params = [p.name for p in graph.params]
     inside = {}   # the kernel's name for each parameter: another where it would shadow a global
@@ -198,7 +203,8 @@ def _loop_source(lo, hi, writes, own, inside, taken, wide=False, counter=None, s
     for term in terms:
         _count(term, uses)
     calls = any(t[0] == "op" and _is_transcendental(t[1]) for t in uses)
-    par = not serial and hi - lo >= (PARALLEL_MIN_CALLS if calls else PARALLEL_MIN)
+    par = not serial and hi - lo >= (PARALLEL_MIN_CALLS if calls else PARALLEL_MIN) and \
+        numba_target.threads_pay()
     writer = _Writer(own, inside, taken, unsigned=_unique("i", taken) if par else None)
     writer.counter = counter
     seen, ordered = set(), []
@@ -220,11 +226,11 @@ def _loop_source(lo, hi, writes, own, inside, taken, wide=False, counter=None, s
 
 
 def _tanh_from_exp(terms):
-    """``tanh(a)`` as ``vtanh_e(a, e)`` where the loop also computes ``e = exp(-a)``, and as
-    ``-vtanh_e(-a, e)`` where it computes ``e = exp(a)``: tanh then costs a division and a few
-    multiplies instead of an exponential of its own (the elementwise gradient at 10^6: 2.5 ->
-    1.6 ms a call, one thread; benchmarks/ELEMENTWISE.md). The exponential is read twice, so
-    it is bound to a local once."""
+    """``tanh(a)`` and ``exp(-a)`` in one loop as the two elements of ``vexp_tanh(a)``, and
+    ``tanh(a)`` with ``exp(a)`` as ``-vexp_tanh(-a)[1]`` with ``vexp_tanh(-a)[0]``: one
+    exponential and one division for both (the elementwise gradient at 10^6, one thread: 2.5 ms
+    a call with vtanh and vexp, 1.6 with vtanh_e, 1.3 with vexp_tanh; benchmarks/ELEMENTWISE.md).
+    The pair is read twice, so it is bound to a local once."""
     uses: dict = {}
     for term in terms:
         _count(term, uses)
@@ -236,9 +242,13 @@ def _tanh_from_exp(terms):
         a = t[2][0]
         minus_a = ("op", "negative", (a,))
         if minus_a in exps:
-            swap[t] = ("op", _TANH_E, (a, exps[minus_a]))
+            pair = ("op", _EXP_TANH, (a,))
+            swap[t] = ("op", _ITEMS[1], (pair,))
+            swap[exps[minus_a]] = ("op", _ITEMS[0], (pair,))
         elif a in exps:
-            swap[t] = ("op", "negative", (("op", _TANH_E, (minus_a, exps[a])),))
+            pair = ("op", _EXP_TANH, (minus_a,))
+            swap[t] = ("op", "negative", (("op", _ITEMS[1], (pair,)),))
+            swap[exps[a]] = ("op", _ITEMS[0], (pair,))
     return [_swapped(term, swap, {}) for term in terms] if swap else terms
 
 
@@ -374,6 +384,11 @@ class _Writer:
         if prim == _TANH_E:
             self.used.add("vtanh_e")
             return f"vtanh_e({a})", _ATOM
+        if prim == _EXP_TANH:
+            self.used.add("vexp_tanh")
+            return f"vexp_tanh({a})", _ATOM
+        if prim in _ITEMS:
+            return f"{a}[{_ITEMS.index(prim)}]", _ATOM
         if self.buffers is not None:  # NumPy's function, for NumPy's inf/NaN and warnings
             return f"np.{prim}({a})", _ATOM
         if prim in self.own:

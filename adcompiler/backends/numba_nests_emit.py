@@ -68,7 +68,7 @@ class _Emitter:
         self.plan, self.graph, self.cache, self.fname = plan, graph, cache, fname
         self.kernel = f"_{fname}_nests"
         self.taken = {"numba", "np", "math", "acc", "v", "_checked", self.kernel, "wide_vectors",
-                      "vtanh_e", *numba_emit._OWN.values()}
+                      "vtanh_e", "vexp_tanh", *numba_emit._OWN.values()}
         self.names = {}     # Value -> its name in the kernel (parameters, stored values)
         for p in graph.params:
             self.names[p] = _unique(_identifier(p.name), self.taken)

@@ -32,7 +32,7 @@ from .loop_plan import Unplanned
 
 # names the kernel's code uses for itself (numba_emit's loops: j, i; the own math)
 RESERVED = frozenset({"j", "i", "numba", "np", "math", "wide_vectors", "vexp", "vtanh",
-                      "vexpm1", "vtanh_e"})
+                      "vexpm1", "vtanh_e", "vexp_tanh"})
 
 
 @dataclass(frozen=True)

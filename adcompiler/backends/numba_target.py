@@ -1,9 +1,10 @@
 """What the CPU that numba-generated loops run on does well, decided when the code is
 generated: whether a loop asks for 512-bit vectors (``wide_vectors()`` of
-:mod:`adcompiler.runtime.numba_math`).
+:mod:`adcompiler.runtime.numba_math`), and whether numba may run more than one thread.
 
 Invariant: ``ADCOMPILER_NUMBA_VECTOR_BITS`` (``256`` or ``512``) overrides the CPU's answer; the
-answer never changes the values computed, only the vector width LLVM may use.
+answers never change the values computed, only the vector width LLVM may use and whether a
+loop is a ``prange``.
 """
 
 from __future__ import annotations
@@ -36,3 +37,13 @@ def wide_vectors_pay() -> bool:
     from llvmlite import binding
     features = binding.get_host_cpu_features()
     return binding.get_host_cpu_name() in _WIDE_CPUS and bool(features.get("avx512f"))
+
+
+def threads_pay() -> bool:
+    """Whether a loop may be a ``prange``: numba has more than one thread
+    (``NUMBA_NUM_THREADS``, which numba reads once; ``numba.set_num_threads`` can only lower the
+    count). With one, a ``range`` loop does the same work without the parallel region: measured
+    on Rosenbrock's gradient at 10^6, one thread, 557 against 605 µs a call, and the kernel
+    compiles in about half the time (benchmarks/ELEMENTWISE.md)."""
+    from numba import config
+    return config.NUMBA_NUM_THREADS > 1

@@ -1,6 +1,7 @@
-"""adcompiler.runtime.numba_math: vexp, vexpm1 and vtanh against NumPy, in ulp, on dense grids
-and at the edges (signed zeros, infinities, NaN, overflow, subnormal results), called from a
-numba loop as the numba backend's kernels call them; and the loop vectorises."""
+"""adcompiler.runtime.numba_math: vexp, vexpm1, vtanh, vtanh_e and vexp_tanh against NumPy, in
+ulp, on dense grids and at the edges (signed zeros, infinities, NaN, overflow, subnormal
+results), called from a numba loop as the numba backend's kernels call them; and the loop
+vectorises."""
 
 import re
 
@@ -9,7 +10,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from adcompiler.runtime.numba_math import vexp, vexpm1, vtanh, vtanh_e  # noqa: E402
+from adcompiler.runtime.numba_math import vexp, vexp_tanh, vexpm1, vtanh, vtanh_e  # noqa: E402
 
 MAX_ULP = 2
 FASTMATH = [False, {"contract"}]       # the backend compiles with {'contract'}
@@ -218,3 +219,76 @@ def test_the_loop_of_tanh_from_the_exponential_vectorises():
     llvm = f.inspect_llvm(f.signatures[0])
     assert re.search(r"<(4|8) x double>", llvm), "the loop did not vectorise"
     assert not re.search(r"call [^\n]*@(exp|tanh|llvm\.exp\.)", llvm), "a libm call remains"
+
+
+# ---- vexp_tanh(a): (e^-a, tanh a) from one exponential ---------------------------------------
+PAIR_MAX_ULP = 3   # tanh: 2.5 ulp from the exact value at worst (mpmath, 80,000 random points)
+K_EDGES = np.concatenate([np.linspace(0.3, 0.4, 20_001), -np.linspace(0.3, 0.4, 20_001),
+                          np.linspace(1.0, 1.1, 20_001), -np.linspace(1.0, 1.1, 20_001)])
+
+
+def _pair_kernel(fastmath):
+    @numba.njit(fastmath=fastmath, error_model="numpy")
+    def run(x, e, t, e_alone):
+        for i in range(x.size):
+            e[i], t[i] = vexp_tanh(x[i])
+            e_alone[i] = vexp(-x[i])
+    return run
+
+
+def _pair(x, fastmath):
+    key = "pair " + str(fastmath)
+    if key not in _KERNELS:
+        _KERNELS[key] = _pair_kernel(fastmath)
+    out = tuple(np.empty_like(x) for _ in range(3))
+    _KERNELS[key](x, *out)
+    return out
+
+
+@pytest.mark.parametrize("grid", ["WIDE", "NARROW", "TINY", "AROUND_SWITCH", "K_EDGES",
+                                  "SUBNORMAL_RESULTS"])
+@pytest.mark.parametrize("fastmath", FASTMATH, ids=str)
+def test_exp_and_tanh_from_one_exponential_on_grids(fastmath, grid):
+    """K_EDGES: where k of -a = k ln2 + r steps from 0 to +-1 and +-1 to +-2; SUBNORMAL_RESULTS
+    negated: e^-a subnormal."""
+    x = -SUBNORMAL_RESULTS if grid == "SUBNORMAL_RESULTS" else globals()[grid]
+    with np.errstate(over="ignore"):
+        e, t, e_alone = _pair(x, fastmath)
+        assert np.array_equal(e, e_alone, equal_nan=True)    # vexp(-a) bit for bit
+        _assert_close(x, e, np.exp(-x), "vexp_tanh[0]")
+    d = ulp_distance(t, np.tanh(x))
+    i = int(np.argmax(d))
+    assert d[i] <= PAIR_MAX_ULP, f"vexp_tanh({x[i]!r})[1] = {t[i]!r}: {int(d[i])} ulp"
+
+
+@pytest.mark.parametrize("fastmath", FASTMATH, ids=str)
+def test_exp_and_tanh_from_one_exponential_at_special_values(fastmath):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, 800.0, -800.0, 20.0, -20.0, 20.5, -20.5,
+                  1e-300, -5e-324, 1e-10, -1e-10, 746.0, -709.78, -710.0, np.nan])
+    with np.errstate(over="ignore"):
+        e, t, _ = _pair(x, fastmath)
+        want_e, want_t = np.exp(-x), np.tanh(x)
+    assert t[:10].tolist() == [0.0, -0.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0]
+    assert np.signbit(t[:2]).tolist() == [False, True]
+    assert t[10:14].tolist() == x[10:14].tolist()            # tanh rounds to a itself
+    assert np.array_equal(t[:17], want_t[:17]) and np.isnan(t[17])
+    assert e[:6].tolist() == [1.0, 1.0, 0.0, np.inf, 0.0, np.inf]
+    assert e[14] == 0.0 and e[15] < np.inf and e[16] == np.inf and np.isnan(e[17])
+    assert (ulp_distance(e[:17], want_e[:17]) <= 1).all()
+
+
+def test_the_loop_of_exp_and_tanh_from_one_exponential_vectorises():
+    @numba.njit(fastmath={"contract"}, error_model="numpy")
+    def f(x, out):
+        for i in range(x.size):
+            e, t = vexp_tanh(x[i])
+            out[i] = t + e
+
+    x = np.linspace(-3.0, 3.0, 1001)
+    out = np.empty_like(x)
+    f(x, out)
+    np.testing.assert_allclose(out, np.tanh(x) + np.exp(-x), rtol=1e-15, atol=1e-15)
+    llvm = f.inspect_llvm(f.signatures[0])
+    assert re.search(r"<(4|8) x double>", llvm), "the loop did not vectorise"
+    assert not re.search(r"call [^\n]*@(exp|tanh|llvm\.exp\.|llvm\.floor)", llvm), "a call remains"
+    assert len(re.findall(r"fdiv [a-z ]*<(4|8) x double>", llvm)) == 1   # one for both
