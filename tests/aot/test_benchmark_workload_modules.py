@@ -110,3 +110,29 @@ def test_the_mixtures_dimension_is_a_number_in_its_formula_and_takes_every_size(
             print(e)
     """, tmp_path)
     assert "mu: float64[d1, d2]" in said and "float64[3, 1]" in said, said
+
+
+def test_the_mixture_at_d_1_is_a_second_example_signature_and_takes_every_n_and_k(tmp_path):
+    """d = 1 broadcasts (a (n, 1) array is no (n, d) one), so a module for it returns it from
+    ``example_gmm()`` beside the benchmark's d = 2 (both at its 10^5 points and 16 components):
+    then d = 1 takes every n and k too, and d = 2's body every other d."""
+    bench = workload("gmm")
+    path = tmp_path / "workload.py"
+    path.write_text("import numpy as np\n\nimport adcompiler as ad\n\n\n"
+                    f"@ad.grad(wrt={tuple(bench.wrt)!r})\n{inspect.getsource(bench.fn)}\n\n"
+                    "def example_gmm():\n"
+                    "    rng = np.random.default_rng(0)\n"
+                    "    return [(rng.standard_normal((16, d)), 0.1 * rng.standard_normal(16),\n"
+                    "             0.1 * rng.standard_normal(16), rng.standard_normal((100_000, d)))\n"
+                    "            for d in (2, 1)]\n")
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        assert main(["compile", str(path), "-o", str(tmp_path / "compiled.py")]) == 0
+    assert "grad_gmm (2 signatures, any sizes" in said.getvalue(), said.getvalue()
+    cases = []
+    for n, k, d in ((50, 3, 1), (5000, 5, 1), (100_000, 16, 1), (3000, 7, 4)):
+        args = W.make_gmm(n=n, k=k, d=d)
+        with unoptimised():
+            expected = ad.grad(bench.fn, wrt=bench.wrt)(*args)
+        cases.append(("grad_gmm", args, expected))
+    compare_calls(tmp_path, cases, module="compiled")
