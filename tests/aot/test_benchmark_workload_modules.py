@@ -123,8 +123,8 @@ def test_the_mixture_at_d_1_is_a_second_example_signature_and_takes_every_n_and_
                     "def example_gmm():\n"
                     "    rng = np.random.default_rng(0)\n"
                     "    return [(rng.standard_normal((16, d)), 0.1 * rng.standard_normal(16),\n"
-                    "             0.1 * rng.standard_normal(16), rng.standard_normal((100_000, d)))\n"
-                    "            for d in (2, 1)]\n")
+                    "             0.1 * rng.standard_normal(16),\n"
+                    "             rng.standard_normal((100_000, d))) for d in (2, 1)]\n")
     said = io.StringIO()
     with contextlib.redirect_stderr(said):
         assert main(["compile", str(path), "-o", str(tmp_path / "compiled.py")]) == 0
