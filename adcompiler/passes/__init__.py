@@ -16,6 +16,7 @@ from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .factorizations import merge_factorizations
 from .fuse import fuse_elementwise
+from .head_layouts import transpose_head_products
 from .hoist import hoist_loop_invariant_rows
 from .inverses import reuse_inverses
 from .logistic import expand_logistics
@@ -23,6 +24,7 @@ from .low_rank_products import expand_low_rank_products
 from .triangular_solves import solve_with_factors
 from .scales import hoist_scales
 from .simplify import simplify
+from .small_factors import gather_small_factors
 from .traces import sum_diagonals
 
 PIPELINE = (
@@ -66,6 +68,11 @@ PIPELINE = (
                                       # fusion (which would take its sum into a chain)
     sum_diagonals,                    # after DCE (true reader counts), before fusion (which
                                       # would take the product into a chain)
+    transpose_head_products,          # after DCE (true readers: the merge's products),
+                                      # before fusion (which counts the transposes it adds)
+    gather_small_factors,             # after hoist_scales (scales placed) and DCE (true
+                                      # reader counts: a tree's inner values read once),
+                                      # before fusion (which would take the tree into a chain)
     copy_updated_carries,             # after DCE (the final loops and their readers): a loop
                                       # writing entries of a carried array it does not own
                                       # copies it once before, not every iteration
@@ -89,7 +96,8 @@ def optimize(graph, plain=False, skip=()):
                                   hoist_loop_invariant_rows, copy_updated_carries,
                                   merge_factorizations, reuse_inverses, sum_diagonals,
                                   expand_low_rank_products, invert_cholesky_adjoints,
-                                  solve_with_factors, contract_broadcast_products):
+                                  solve_with_factors, contract_broadcast_products,
+                                  transpose_head_products, gather_small_factors):
             continue
         graph = run_pass(graph)
     return graph

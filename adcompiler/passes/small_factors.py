@@ -1,0 +1,143 @@
+"""An adjoint's product of arrays, quotients and literal scales, ``(dp - t) / y * p * c`` with
+``y`` far smaller than the product (a row of sums, broadcast), regrouped so that the small
+factors and the scales meet first, on the small array: ``(dp - t) * p * (c / y)``.
+
+Before (a softmax's adjoint in attention, over (H, S, S)): a divide by ``y`` (H, S, 1), a
+multiply by ``p``, a multiply by the scale ``c``: three passes, one of them a division (about
+three multiplications' time). After: ``c / y`` on H * S entries, then two multiplications. A
+lone quotient by a small array, a layer norm's ``(g - a * m) / y``, becomes ``(g - a * m) * (1
+/ y)``: a multiplication in place of a division, where the product holds at least
+:data:`.fuse.MIN_SIZE` elements (below, the extra call costs what the division saves).
+
+Terms. The *tree* of a root ``multiply`` or ``divide`` is the multiplies and divides below it
+(numerators and denominators) whose result is read by nothing else, of the root's shape and
+dtype; its *leaves* the other operands, each with an exponent 1 or -1. A leaf is *small* when
+it has at least :data:`RATIO` times fewer elements than the root and every small leaf has one
+shape, or is a Python number (a scale, a literal or a traced float). The rewrite multiplies the
+large leaves in order (numerators, then the quotients by large denominators) and then by the
+small leaves' product, itself computed on the small shape.
+
+Invariants: adjoint code only (the user's own quotients keep NumPy's rounding); only top-level
+nodes; every array leaf has the root's dtype (no promotion moves); a tree is rewritten only when
+it then makes fewer passes over the root's shape, or as many with no division among them where
+there was one; the root's Value is kept (its readers are untouched). Values change by rounding
+only (``a / y`` against ``a * (1 / y)``: an ulp).
+"""
+
+from __future__ import annotations
+
+from ..ir import Literal, Node, Value, sizing
+from ..ir.shapes import infer
+from .fuse import MIN_SIZE
+from .rewrite import use_counts
+
+RATIO = 8   # a small leaf has this many times fewer elements than the product, at least
+
+
+def gather_small_factors(graph):
+    uses = use_counts(graph)
+    producers = {n.outputs[0]: n for n in graph.nodes if len(n.outputs) == 1}
+    chosen, dropped = {}, set()
+    for node in reversed(graph.nodes):   # roots first: a tree's inner nodes are taken whole
+        if node not in dropped:
+            found = _regrouped(node, uses, producers, dropped)
+            if found is not None:
+                chosen[node] = found
+    out, reciprocals = [], {}   # in program order, so that one 1.0 / y serves its later readers
+    for node in graph.nodes:
+        if node in chosen:
+            out.extend(_rebuilt(node, *chosen[node], reciprocals))
+        elif node not in dropped:
+            out.append(node)
+    graph.nodes = out
+    return graph
+
+
+def _is_product(node) -> bool:
+    return node.phase == "adjoint" and node.prim in ("multiply", "divide") \
+        and len(node.inputs) == 2 and len(node.outputs) == 1 and _array(node.outputs[0])
+
+
+def _array(v) -> bool:
+    return isinstance(v, Value) and v.aval.kind == "array" and v.aval.is_float \
+        and v.aval.known_shape is not None
+
+
+def _leaves(node, uses, producers, inner):
+    """``[(operand, exponent)]`` of ``node``'s tree; its inner nodes appended to ``inner``."""
+    out = []
+    for i, x in enumerate(node.inputs):
+        sign = -1 if node.prim == "divide" and i == 1 else 1
+        below = producers.get(x)
+        if (below is not None and _is_product(below) and uses.get(x) == 1
+                and x.aval == node.outputs[0].aval):
+            inner.append(below)
+            out.extend((y, e * sign) for y, e in _leaves(below, uses, producers, inner))
+        else:
+            out.append((x, sign))
+    return out
+
+
+def _small(x, root) -> bool:
+    if isinstance(x, Literal):
+        return isinstance(x.value, float) or type(x.value) is int
+    if not isinstance(x, Value):
+        return False
+    if x.aval.is_scalar:
+        return x.aval.is_float
+    return _array(x) and x.aval.dtype == root.aval.dtype and RATIO * sizing.elements(
+        x.aval.known_shape) <= sizing.elements(root.aval.known_shape)
+
+
+def _regrouped(node, uses, producers, dropped):
+    """The nodes computing ``node``'s output regrouped, or None where that is no saving."""
+    if not _is_product(node):
+        return None
+    root, inner = node.outputs[0], []
+    leaves = _leaves(node, uses, producers, inner)
+    small = [(x, e) for x, e in leaves if _small(x, root)]
+    large = sorted(((x, e) for x, e in leaves if not _small(x, root)), key=lambda xe: -xe[1])
+    shapes = {x.aval.known_shape for x, _ in small if isinstance(x, Value) and not x.aval.is_scalar}
+    if not small or not large or len(shapes) > 1 or large[0][1] < 0:
+        return None
+    if any(_array(x) and x.aval.dtype != root.aval.dtype for x, _ in large):
+        return None
+    divides = sum(1 for n in [node, *inner] if n.prim == "divide")
+    after, divides_after = len(large), sum(1 for _, e in large if e < 0)
+    fewer = after < len(inner) + 1
+    lighter = (after == len(inner) + 1 and divides_after < divides
+               and sizing.elements(root.aval.known_shape) >= MIN_SIZE)
+    if not (fewer or lighter):
+        return None
+    dropped.update(inner)
+    return large, small
+
+
+def _rebuilt(node, large, small, reciprocals):
+    """``large`` multiplied (and divided) in order, then times the small leaves' product (a
+    lone ``1.0 / y`` taken from ``reciprocals`` where an earlier tree made it)."""
+    made = []
+
+    def emit(prim, a, b, out=None):
+        if out is None:
+            out = Value(infer(prim, [a.aval, b.aval], [_lit(a), _lit(b)], {}))
+        made.append(Node(prim, (a, b), {}, (out,), node.source, node.phase))
+        return out
+
+    factor = None   # the scales first: c / y, not 1.0 / y * c
+    for x, e in sorted(small, key=lambda xe: not (isinstance(xe[0], Literal) and xe[1] > 0)):
+        if factor is None:
+            factor = x if e > 0 else reciprocals.get(x)
+            if factor is None:
+                factor = reciprocals[x] = emit("divide", Literal(1.0), x)
+        else:
+            factor = emit("multiply" if e > 0 else "divide", factor, x)
+    acc = large[0][0]
+    for x, e in large[1:]:
+        acc = emit("multiply" if e > 0 else "divide", acc, x)
+    emit("multiply", acc, factor, out=node.outputs[0])
+    return made
+
+
+def _lit(x):
+    return x.value if isinstance(x, Literal) else None
