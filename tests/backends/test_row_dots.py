@@ -68,3 +68,35 @@ def test_three_axes():
 def test_products_kept(f, args):
     src = _check(f, args(np.random.default_rng(3)), (0, 1))
     assert "einsum" not in src, src
+
+
+def mean_rows(x, w):
+    xc = x - np.mean(x, axis=-1, keepdims=True)
+    return np.sum(np.tanh(xc / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + 1e-5) * w))
+
+
+def mean_no_keepdims(a, b):
+    return np.sum(np.sin(np.mean(a * b, axis=1)))
+
+
+@pytest.mark.parametrize("shape", [(127, 32), (128, 32), (512, 640), (4, 40, 64)])
+def test_a_mean_is_the_einsum_over_the_count(shape):
+    rng = np.random.default_rng(4)
+    args = (rng.standard_normal(shape), rng.standard_normal(shape))
+    src = _check(mean_rows, args, (0, 1))
+    letters = "ijk"[:len(shape)]
+    spec = f"np.einsum('{letters},{letters}->{letters[:-1]}', xc, xc) / {shape[-1]})[..., None]"
+    assert (spec in src) == (np.prod(shape) * 8 >= planner.MIN_BYTES), src
+
+
+def test_a_mean_without_keepdims_and_float32():
+    rng = np.random.default_rng(5)
+    args = (rng.standard_normal((300, 32)), rng.standard_normal((300, 32)))
+    assert "np.einsum('ij,ij->i', a, b) / 32" in _check(mean_no_keepdims, args, (0, 1))
+    x, w = (rng.standard_normal((300, 64)).astype(np.float32) for _ in range(2))
+    got = ad.grad(mean_rows, wrt=(0,))(x, w)
+    with unoptimised():
+        want = ad.grad(mean_rows, wrt=(0,))(x, w)
+    got, want = (v[0] if isinstance(v, tuple) else v for v in (got, want))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

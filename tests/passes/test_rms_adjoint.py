@@ -93,7 +93,8 @@ def test_the_idiom_is_what_the_code_computes():
     g(*args)
     code = "\n".join(ln for ln in g.source.splitlines() if not ln.strip().startswith("#"))
     assert "np.negative(" not in code and "0.5" not in code
-    assert code.count("np.einsum('ij,ij->i', ") == 1
+    assert code.count("np.einsum('ij,ij->i', ") == 2                    # the forward's mean
+    assert code.count("np.einsum('ij,ij->i', xc, xc)") == 1             # and the adjoint's
 
 
 def test_float32_stays_float32():
