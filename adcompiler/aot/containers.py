@@ -58,6 +58,16 @@ def flat_params(params, containers) -> list:
     return out
 
 
+def labels(params, containers) -> list:
+    """The bodies' parameters as the user writes them, for messages: each container parameter
+    replaced by its leaves' spellings (``params['W1']``, ``p.W``, ``layers[0]``)."""
+    out = []
+    for name in params:
+        out.extend(leaf_labels(name, containers[name]).values() if name in containers
+                   else (name,))
+    return out
+
+
 def unpack_lines(containers, what) -> list:
     """A check that each container has the structure compiled for (its types, keys, lengths and
     static entries: the bodies folded those in, so another would be silently wrong), then

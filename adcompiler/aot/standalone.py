@@ -119,7 +119,7 @@ class _Writer:
         table = f"_{fn.mode.upper()}_{fn.name.upper()}"
         containers = aot_containers.common(fn)   # unpacked by the dispatcher (.containers)
         self.needed.update(aot_containers.classes(self.module, containers, fn.name))
-        params = aot_containers.flat_params(
+        params = aot_containers.labels(   # the table names them in its messages only
             _params(self.module.functions[fn.name], fn.mode, _wrt(fn, self.module)), containers)
         self.blocks += [_table(fn, table, names, params, self.backend == "cupy"),
                         self.dispatcher(fn, table, names)]

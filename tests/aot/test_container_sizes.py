@@ -65,4 +65,4 @@ def test_a_params_dict_module_takes_other_layer_sizes(tmp_path):
         assert list(grads) == ["W1", "b1", "W2", "b2"]
         for key in grads:
             np.testing.assert_allclose(grads[key], expected[key], rtol=1e-12, atol=1e-14)
-    assert "inconsistent sizes" in out[-1] and "params_b1" in out[-1]
+    assert "inconsistent sizes" in out[-1] and "params['b1']" in out[-1]
