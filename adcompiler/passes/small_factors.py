@@ -9,6 +9,11 @@ lone quotient by a small array, a layer norm's ``(g - a * m) / y``, becomes ``(g
 / y)``: a multiplication in place of a division, where the product holds at least
 :data:`.fuse.MIN_SIZE` elements (below, the extra call costs what the division saves).
 
+A numerator ``x`` and a small denominator ``y`` of a tree whose quotient ``x / y`` the forward
+part computed already are that quotient, read again: the softmax's adjoint ``(dp - t) / y * p
+* c`` (``p`` the exponentials, ``y`` their sums) is ``(dp - t) * q * c`` with ``q = p / y``,
+the softmax itself: no division, no broadcast pass.
+
 Terms. The *tree* of a root ``multiply`` or ``divide`` is the multiplies and divides below it
 (numerators and denominators) whose result is read by nothing else, of the root's shape and
 dtype; its *leaves* the other operands, each with an exponent 1 or -1. A leaf is *small* when
@@ -37,10 +42,10 @@ RATIO = 8   # a small leaf has this many times fewer elements than the product, 
 def gather_small_factors(graph):
     uses = use_counts(graph)
     producers = {n.outputs[0]: n for n in graph.nodes if len(n.outputs) == 1}
-    chosen, dropped = {}, set()
+    chosen, dropped, quotients = {}, set(), _quotients(graph)
     for node in reversed(graph.nodes):   # roots first: a tree's inner nodes are taken whole
         if node not in dropped:
-            found = _regrouped(node, uses, producers, dropped)
+            found = _regrouped(node, uses, producers, dropped, quotients)
             if found is not None:
                 chosen[node] = found
     out, reciprocals = [], {}   # in program order, so that one 1.0 / y serves its later readers
@@ -51,6 +56,17 @@ def gather_small_factors(graph):
             out.append(node)
     graph.nodes = out
     return graph
+
+
+def _quotients(graph) -> dict:
+    """``(x, y) -> (x / y, position)`` for the forward part's top-level divides of two Values
+    (the first of each pair); under ``None``, each node's position."""
+    found = {None: {n: i for i, n in enumerate(graph.nodes)}}
+    for i, n in enumerate(graph.nodes):
+        if n.phase == "forward" and n.prim == "divide" and len(n.outputs) == 1 and all(
+                isinstance(x, Value) for x in n.inputs):
+            found.setdefault(tuple(n.inputs), (n.outputs[0], i))
+    return found
 
 
 def _is_product(node) -> bool:
@@ -89,21 +105,23 @@ def _small(x, root) -> bool:
         x.aval.known_shape) <= sizing.elements(root.aval.known_shape)
 
 
-def _regrouped(node, uses, producers, dropped):
+def _regrouped(node, uses, producers, dropped, quotients):
     """The nodes computing ``node``'s output regrouped, or None where that is no saving."""
     if not _is_product(node):
         return None
     root, inner = node.outputs[0], []
-    leaves = _leaves(node, uses, producers, inner)
+    leaves = _reuse_quotients(_leaves(node, uses, producers, inner), quotients, node)
     small = [(x, e) for x, e in leaves if _small(x, root)]
     large = sorted(((x, e) for x, e in leaves if not _small(x, root)), key=lambda xe: -xe[1])
-    shapes = {x.aval.known_shape for x, _ in small if isinstance(x, Value) and not x.aval.is_scalar}
-    if not small or not large or len(shapes) > 1 or large[0][1] < 0:
+    shapes = {x.aval.known_shape for x, _ in small
+              if isinstance(x, Value) and not x.aval.is_scalar}
+    if not large or len(shapes) > 1 or large[0][1] < 0 or (len(large) == 1 and not small):
         return None
     if any(_array(x) and x.aval.dtype != root.aval.dtype for x, _ in large):
         return None
     divides = sum(1 for n in [node, *inner] if n.prim == "divide")
-    after, divides_after = len(large), sum(1 for _, e in large if e < 0)
+    after = len(large) - 1 + (1 if small else 0)   # passes over the root's shape
+    divides_after = sum(1 for _, e in large if e < 0)
     fewer = after < len(inner) + 1
     lighter = (after == len(inner) + 1 and divides_after < divides
                and sizing.elements(root.aval.known_shape) >= MIN_SIZE)
@@ -111,6 +129,20 @@ def _regrouped(node, uses, producers, dropped):
         return None
     dropped.update(inner)
     return large, small
+
+
+def _reuse_quotients(leaves, quotients, node):
+    """``leaves`` with a pair ``x`` (exponent 1), ``y`` (-1) replaced by ``q`` where the forward
+    part computes ``q = x / y`` before ``node`` (a softmax's ``p / t`` in its adjoint's ``... / t
+    * p``); a forward node is never a tree's, so never dropped."""
+    before = quotients[None][node]
+    for i, (x, e) in enumerate(leaves):
+        for j, (y, f) in enumerate(leaves):
+            found = quotients.get((x, y)) if e > 0 > f else None
+            if found is not None and found[1] < before:
+                rest = [leaf for k, leaf in enumerate(leaves) if k not in (i, j)]
+                return _reuse_quotients(rest + [(found[0], 1)], quotients, node)
+    return leaves
 
 
 def _rebuilt(node, large, small, reciprocals):
@@ -132,10 +164,12 @@ def _rebuilt(node, large, small, reciprocals):
                 factor = reciprocals[x] = emit("divide", Literal(1.0), x)
         else:
             factor = emit("multiply" if e > 0 else "divide", factor, x)
-    acc = large[0][0]
-    for x, e in large[1:]:
-        acc = emit("multiply" if e > 0 else "divide", acc, x)
-    emit("multiply", acc, factor, out=node.outputs[0])
+    acc, last = large[0][0], len(large) - 1
+    for k, (x, e) in enumerate(large[1:], 1):
+        out = node.outputs[0] if k == last and factor is None else None
+        acc = emit("multiply" if e > 0 else "divide", acc, x, out=out)
+    if factor is not None:
+        emit("multiply", acc, factor, out=node.outputs[0])
     return made
 
 

@@ -8,6 +8,8 @@ where the tree does not qualify (an inner value read elsewhere, small factors of
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -33,6 +35,15 @@ def traced_scale(x, w, c):
     return np.sum(np.tanh(x * c / np.sum(x * x, axis=1, keepdims=True)) * w)
 
 
+def scaled_quotient(x, w):
+    r = np.sum(x * x, axis=1, keepdims=True) + 1.0
+    return 0.5 * np.sum(np.sin(x / r) * w)
+
+
+def scaled_by_rows(x, w, r):
+    return np.sum(np.sin(x / r) * w) * 0.5        # dx = w * cos(x / r) / r * 0.5
+
+
 def inner_read_again(x, w):
     r = np.sum(x * x, axis=1, keepdims=True) + 1.0
     return np.sum(np.sin(x / r * w)) + np.sum(np.cos(x / r))
@@ -43,7 +54,7 @@ def two_small_shapes(x, w, rows, cols):
 
 
 SHAPES = {"below": (6, 8), "above": (128, 96), "numexpr": (512, 640)}
-CASES = [scaled_softmax, layer_norm, inner_read_again]
+CASES = [scaled_softmax, layer_norm, scaled_quotient, inner_read_again]
 
 
 def _check(f, args, wrt, rtol=1e-10):
@@ -79,11 +90,21 @@ def test_against_the_unoptimised_gradient(f, size):
                                        atol=1e-8)
 
 
-def test_the_scale_meets_the_sums_first():
+def test_the_forward_quotient_is_read_again():
+    """``(g - t) / y * p * c``: ``p / y`` is the forward's softmax, read again; no division."""
     args = (RNG.standard_normal((4, 64, 64)), RNG.standard_normal((4, 64, 64)))
     code = _code(_check(scaled_softmax, args, ("s",)))
-    assert "0.25 / t" in code             # c / y, on (4, 64, 1)
-    assert code.count("np.divide(") == 1  # the forward's p / sum(p); none in the adjoint
+    adjoint = code.split("np.einsum(", 1)[1]
+    assert "divide" not in adjoint and " / " not in adjoint
+    assert code.count("np.divide(") == 1  # the forward's p / sum(p)
+
+
+def test_the_scale_meets_the_small_factor_first():
+    x, w = RNG.standard_normal((128, 96)), RNG.standard_normal((128, 96))
+    args = (x, w, RNG.uniform(1, 2, (128, 1)))
+    code = _code(_check(scaled_by_rows, args, ("x",)))
+    assert re.search(r"= 0\.5 / r$", code, re.M), code   # c / y, on (128, 1)
+    assert code.count("divide(") == 1                     # the forward's x / r
 
 
 def test_a_lone_quotient_becomes_a_product_above_fusion_size():
