@@ -34,7 +34,6 @@ def primal_section(module, roots, header_imports) -> str:
         needed.add(name)
         todo += [n.id for n in _nodes(stmt) if isinstance(n, ast.Name)]
     stmts = {id(module.definitions[n]): module.definitions[n] for n in needed}
-    text = "".join(module.lines)
     out = f"# ---- from {os.path.basename(module.path)}, as written (decorators removed) ----"
     previous = None
     for stmt in sorted(stmts.values(), key=lambda s: s.lineno):
@@ -45,7 +44,7 @@ def primal_section(module, roots, header_imports) -> str:
         elif is_def:
             piece = "".join(module.lines[stmt.lineno - 1:stmt.end_lineno]).rstrip()
         else:
-            piece = ast.get_source_segment(text, stmt)
+            piece = segment(module.lines, stmt)
             if isinstance(stmt, (ast.Import, ast.ImportFrom)) and _imports_adcompiler(stmt):
                 piece, is_def = _stand_in(module, stmt, needed, stmts.values()), True
             if not piece or piece in header_imports:
@@ -53,6 +52,16 @@ def primal_section(module, roots, header_imports) -> str:
         out += ("\n\n\n" if is_def or previous in (None, True) else "\n") + piece
         previous = is_def
     return out
+
+
+def segment(lines, node) -> str:
+    """The source text of ``node`` (as ``ast.get_source_segment`` gives it), sliced from the
+    file's lines: that function re-splits the whole file per call, which made a module of long
+    literals compile in quadratic time (columns are UTF-8 byte offsets, as the ast counts)."""
+    chunk = [line.encode("utf-8") for line in lines[node.lineno - 1:node.end_lineno]]
+    chunk[-1] = chunk[-1][:node.end_col_offset]
+    chunk[0] = chunk[0][node.col_offset:]
+    return b"".join(chunk).decode("utf-8")
 
 
 def _stand_in(module, stmt, needed, copied) -> str:

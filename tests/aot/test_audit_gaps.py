@@ -4,8 +4,12 @@ errors name a container's leaves as the user writes them (``params['b1']``, ``la
 copied by slicing the file's lines (not by re-splitting the whole file per statement); a
 function-body constant too large to write as a literal is a located error, in the user's words."""
 
+import ast
+import io
 import textwrap
 
+from adcompiler.aot import user_code
+from adcompiler.cli.main import main
 from tests.cli.test_cli import adcompiler, run_isolated, write
 
 DICT_MODEL = '''
@@ -87,3 +91,67 @@ def test_record_field_and_list_item_size_errors_name_them_as_written(tmp_path):
                                 "np.ones((5, 3)))")
     assert "len(layers[0]) is 7 but" in item and "p.W.shape[1] is 4" in item, item
     assert "p_W" not in field + item and "layers_0" not in field + item
+
+
+SEGMENTS = '''\
+import numpy as np
+NAME = "café ü"  # a comment after it
+C = np.array([1.5, 2.5,
+              3.5])   # and after a statement of two lines
+if True: K = 2; J = 3
+E = "é"; F = 1.0
+D = {"é": 1.0,
+     "b": 2.0}
+'''
+
+
+def test_a_statement_sliced_from_the_lines_is_get_source_segments_text():
+    tree = ast.parse(SEGMENTS)
+    lines = io.StringIO(SEGMENTS).readlines()
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.stmt, ast.expr))]
+    assert len(nodes) > 20
+    for node in nodes:
+        assert user_code.segment(lines, node) == ast.get_source_segment(SEGMENTS, node), \
+            ast.dump(node)
+
+
+LITERAL_MODEL = '''
+    import numpy as np
+    import adcompiler as ad
+
+    SCALE = 2.0  # é: a byte offset that is not a character's
+    C = np.array([0.5, 1.5,
+                  2.5, 3.5])
+    NAME = "é"; D = np.eye(2)   # two statements on a line
+
+
+    @ad.grad
+    def loss(x):
+        return np.sum(x * C[:3]) * SCALE + np.sum(D)
+
+
+    def example_loss():
+        return (np.ones(3),)
+    '''
+
+
+def test_module_level_statements_are_copied_without_resplitting_the_file(tmp_path, monkeypatch):
+    """``ast.get_source_segment`` splits the whole file again per statement (80,000 floats at
+    module level took 12 s to compile, 1 s now: benchmarks/compile_scaling.py)."""
+    calls = []
+    real = ast.get_source_segment
+    monkeypatch.setattr(ast, "get_source_segment",
+                        lambda *a, **k: calls.append(a) or real(*a, **k))
+    model = write(tmp_path, "literal_model.py", LITERAL_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ADCOMPILER_CACHE", "0")
+    assert main(["compile", model.name, "-o", "literal_model_grad.py"]) == 0
+    assert calls == []
+    text = (tmp_path / "literal_model_grad.py").read_text()
+    assert ("SCALE = 2.0\nC = np.array([0.5, 1.5,\n              2.5, 3.5])\nD = np.eye(2)\n"
+            in text), text[:600]
+    got = run_isolated("""
+        import numpy as np, literal_model_grad
+        print(literal_model_grad.grad_loss(np.ones(3)).tolist())
+        """, tmp_path)
+    assert got.strip() == "[1.0, 3.0, 5.0]"
