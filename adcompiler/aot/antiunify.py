@@ -5,7 +5,9 @@ a number that differs becomes a formula of the size symbols (``d1``, ``d2``...) 
 every source: ``c * d1**a * d2**b`` (``-0.125`` is ``-(1 / d1)``; a float ``c`` itself where
 no small fraction is it, and for floats ``d1 - 1`` and the like in place of ``d1``), ``c *
 np.sqrt(d1)`` or ``c * np.log(d1)`` (floats folded from ``math.sqrt(d)``, ``math.log(n)``),
-or, for integers, ``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``). A size the
+or, for integers, ``a1 * d1 + a2 * d2 + k`` (``range(5)`` is ``range(d1 - 1)``), else a
+polynomial of degree two of the sizes or one over it (:mod:`.polynomials`: ``2 / (d1 * (d1 -
+1))`` for ``n * (n - 1) / 2`` pairs), where the samples are enough to fit one. A size the
 function divides by a constant (``divisors``: ``{"d2": 4}``, every sample a multiple) may
 stand as its quotient, and a float as a half power of it: ``(d2 // 4) ** -0.5`` for ``dh **
 -0.5``, ``dh = D // 4``. Invariant, checked by construction: the merged template, specialised
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+
+from . import polynomials
 
 _OPEN = {"(", "[", ",", "=", ":", "return", "+=", "-=", "*=", "/="}
 _CALL = re.compile(r"np\.\w+\(\w+\)")   # np.sqrt(d1): an atom
@@ -74,24 +78,41 @@ class Template:
         return "".join(lines)
 
 
+class Unfitted(str):
+    """Why a merge failed, where a number has no formula yet: ``symbols``, the sizes whose
+    moves change such numbers (further samples moving them may fit a polynomial of them)."""
+
+    def __new__(cls, why, symbols):
+        self = super().__new__(cls, why)
+        self.symbols = frozenset(symbols)
+        return self
+
+
 def merge(sources, sizes, base, moves, divisors=None):
     """A Template for ``sources`` (compiled for the size dicts ``sizes``), or the reason there is
     none. ``sizes[base]`` is a reference point and ``sizes[moves[d]]`` differs from it in ``d``
-    only: they find each formula; every source checks it. ``divisors``: ``{symbol: k}`` for the
-    sizes the function divides by k."""
+    only: they find each formula; every source checks it (and further samples, after those,
+    fit polynomials). ``divisors``: ``{symbol: k}`` for the sizes the function divides by k. A
+    reason that a number has no formula is an :class:`Unfitted`, naming the sizes it moves
+    with."""
     scanned = [scan(s) for s in sources]
     if any(s[0] != scanned[0][0] for s in scanned):
         return "the code compiled for other sizes differs in more than its numbers"
-    holes = []
+    holes, unfitted = [], []
     for i, first in enumerate(scanned[0][1]):
         texts = [s[1][i].text for s in scanned]
         if len(set(texts)) == 1:
             continue
         fit = fit_number([_number(t) for t in texts], sizes, base, moves, divisors)
         if fit is None:
-            return (f"the number {first.text} in `{_line(sources[0], first.row)}` changes with "
-                    "the sizes in a way that is not a product or a sum of sizes")
+            unfitted.append((first, polynomials.changing(texts, base, moves)))
+            continue
         holes.append((first, fit))
+    if unfitted:
+        first = unfitted[0][0]
+        return Unfitted(f"the number {first.text} in `{_line(sources[0], first.row)}` changes "
+                        "with the sizes in a way that is not a product, a sum or a polynomial "
+                        "of degree two of sizes", {d for _, ds in unfitted for d in ds})
     template = Template(sources[0], holes)
     for source, size in zip(sources, sizes):
         if template.instantiate(size) != source:
@@ -171,7 +192,8 @@ def fit_number(values, sizes, base, moves, divisors=None):
 def _candidates(values, sizes, base, moves, divisors, kind):
     """The formulas to try, a list at a time, the likeliest first: sums (ints), products of
     the sizes, of the divided sizes' quotients, then (floats) of a size less or more one or
-    two: ``0.5 / (n - 1)`` for a variance with ``ddof=1``."""
+    two: ``0.5 / (n - 1)`` for a variance with ``ddof=1``; last, polynomials of degree two
+    (:mod:`.polynomials`: ``n * (n - 1) / 2``), where the samples are enough to fit one."""
     if kind is int:
         yield _sums(values, sizes, base, moves)
     for view, view_moves in _views(sizes, moves, divisors):
@@ -183,6 +205,7 @@ def _candidates(values, sizes, base, moves, divisors, kind):
                 yield _products(values, view, base, view_moves, kind)
             except (ArithmeticError, ValueError):
                 continue
+    yield polynomials.candidates(values, sizes, base, moves, kind)
 
 
 def _views(sizes, moves, divisors):
@@ -253,7 +276,8 @@ def _products(values, sizes, base, moves, kind):
     up = [d if e == 1 else f"{d} ** {e}" for d, e in powers.items() if e > 0]
     down = [d if e == -1 else f"{d} ** {-e}" for d, e in powers.items() if e < 0]
     exact = _float_factors(v0, sizes[base], powers) if kind is float and powers else []
-    return _spellings(c, up, down, kind) + [_scaled(f, up, down) for f in exact]
+    grouped = [_scaled(f, [" * ".join(up)], down) for f in exact] if len(up) > 1 else []
+    return _spellings(c, up, down, kind) + [_scaled(f, up, down) for f in exact] + grouped
 
 
 def _float_factors(v0, sizes, powers) -> list:
@@ -296,8 +320,9 @@ def _calls(values, sizes, base, moves) -> list:
 
 
 def _scaled(f, up, down) -> str:
-    """``f * d1 * d2 / d3``: the float ``f`` times the sizes, as Python evaluates it."""
-    text = repr(f) + "".join(f" * {u}" for u in up)
+    """``f * d1 * d2 / d3``: the float ``f`` times the sizes, as Python evaluates it; an
+    item of ``up`` that is a product is one integer (``f * (d1 * d2)``: ``n * d * 1e-6``)."""
+    text = repr(f) + "".join(f" * ({u})" if " * " in u else f" * {u}" for u in up)
     return text + (f" / {down[0]}" if len(down) == 1 else
                    f" / ({' * '.join(down)})" if down else "")
 

@@ -5,7 +5,10 @@ fast path stay untouched): the function is compiled again for other sizes (each 
 more of the example's arrays replaced by fresh primes; sizes of 1 and 0 kept, as broadcasting
 depends on them), and the sources are merged by :mod:`adcompiler.aot.antiunify`: every number that
 changes becomes a formula in size symbols ``d1, d2...`` read from the arguments at the top of the
-body (``d1, d2 = x.shape``). The example's equal sizes are untied where the code allows it
+body (``d1, d2 = x.shape``); where a number fits no formula of those samples, the sizes it
+changes with are sampled further (:func:`_further`), so that a polynomial of degree two of them
+may fit it (``n * (n - 1) / 2``: :mod:`.polynomials`), and only then, as each sample costs a
+compile. The example's equal sizes are untied where the code allows it
 (``x: (4, 4)`` becomes ``x: [d1, d2]`` when the code compiled for ``(11, 13)`` is the same);
 sizes that must stay equal keep one symbol, and the dispatcher checks them.
 
@@ -55,11 +58,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 import math
 
 import numpy as np
 
-from . import antiunify, roles, small_bodies
+from . import antiunify, polynomials, roles, small_bodies
 from .containers import leaf_labels
 from ..errors import COMPUTING_ERRORS, CompileError
 from ..frontend.lower import lower_function
@@ -160,14 +164,7 @@ class _Job:
         example = {s: self._size(g) for s, g in zip(symbols, groups)}
         variants = [Variant(example, self.spec.compiled)] + \
             [self._compile(s, groups, symbols) for s in sizes]
-        merging = self._merged(variants, groups)
-        merged = _merge(merging, len(sizes), symbols, by)
-        if isinstance(merged, str) and merging[0] is variants[0]:
-            # the example's numbers may coincide where the samples' do not (n / 1000.0 is the
-            # whole 2 at n = 2000, written as the int 2): the samples apart serve it too
-            apart = _merge(variants[1:], len(sizes), symbols, by)
-            if not isinstance(apart, str):
-                merging, merged = variants[1:], apart
+        merging, merged = self._fitted(variants, groups, sizes, symbols, by)
         if isinstance(merged, str):
             raise _NotGeneric(merged)
         pattern = self._pattern(groups, symbols, variants)
@@ -179,6 +176,39 @@ class _Job:
                                    multiples=self._multiples(groups, symbols),
                                    compiled=dataclasses.replace(merging[0].compiled,
                                                                 source=text))
+
+    def _fitted(self, variants, groups, sizes, symbols, by):
+        """``(the variants merged, the template or why not)``; where a number has no formula,
+        once more with further samples of the sizes it changes with (:meth:`_further`), so
+        a polynomial of them may fit: only then, as each costs a compile. ``variants``: the
+        example's, then those at ``sizes``; the further ones are added to it."""
+        found = self._merge_variants(variants, groups, len(sizes), symbols, by)
+        if not isinstance(found[1], antiunify.Unfitted):
+            return found
+        further = _further(sizes, symbols, found[1].symbols, by, self._fresh)
+        if not further:
+            return found
+        try:
+            more = [self._compile(s, groups, symbols) for s in further]
+        except _NotGeneric:
+            return found
+        variants += more
+        again = self._merge_variants(variants, groups, len(sizes) + len(more), symbols, by)
+        return again if not isinstance(again[1], str) or \
+            isinstance(again[1], antiunify.Unfitted) else found
+
+    def _merge_variants(self, variants, groups, samples, symbols, by):
+        """``(merging, merged)``: :func:`_merge` of :meth:`_merged`'s variants, else of the
+        samples alone."""
+        merging = self._merged(variants, groups)
+        merged = _merge(merging, samples, symbols, by)
+        if isinstance(merged, str) and merging[0] is variants[0]:
+            # the example's numbers may coincide where the samples' do not (n / 1000.0 is the
+            # whole 2 at n = 2000, written as the int 2): the samples apart serve it too
+            apart = _merge(variants[1:], samples, symbols, by)
+            if not isinstance(apart, str):
+                return variants[1:], apart
+        return merging, merged
 
     def _merged(self, variants, groups):
         """The variants the body is merged from: all, the example first; without the example
@@ -400,9 +430,25 @@ class _Job:
         return tuple(out)
 
 
+def _further(sizes, symbols, changing, by, fresh) -> list:
+    """Further sizes for the ``changing`` symbols (three at most) of samples ``sizes`` (the
+    base, each of ``symbols`` moved alone, all moved): each moved alone once more, to a fresh
+    size, and each two moved together, to their first moves' sizes, so that the samples fit
+    a polynomial of degree two of them and check it at one more (all moved)."""
+    changing = [s for s in symbols if s in changing]
+    if not 0 < len(changing) <= polynomials.MAX_SIZES:
+        return []
+    base, taken = sizes[0], {d for s in sizes for d in s.values()}
+    once = {s: sizes[1 + i][s] for i, s in enumerate(symbols)}
+    out = [{**base, s: fresh(base[s], taken, by[s])} for s in changing]
+    return out + [{**base, s: once[s], t: once[t]}
+                  for s, t in itertools.combinations(changing, 2)]
+
+
 def _merge(merging, samples, symbols, by):
     """:func:`adcompiler.aot.antiunify.merge` of the variants ``merging``, whose last
-    ``samples`` are the base sizes, then each symbol moved alone, then all moved."""
+    ``samples`` are the base sizes, then each symbol moved alone, then all moved, then any
+    further samples (:func:`_further`)."""
     base = len(merging) - samples
     return antiunify.merge([v.compiled.source for v in merging], [v.sizes for v in merging],
                            base, {s: base + 1 + i for i, s in enumerate(symbols)},

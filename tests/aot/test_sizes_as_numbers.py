@@ -184,8 +184,10 @@ def test_a_call_at_a_fixed_size_other_than_the_examples_is_refused_saying_which(
 
 
 def test_a_number_no_formula_gives_keeps_the_body_per_shape_saying_which(tmp_path):
-    """``n * (n - 1) / 2`` is a polynomial of one size, which the samples (each size moved
-    once) cannot fit: the body stays per shape, and the note names the number and its line."""
+    """``n * (n - 1) / 2`` is now a polynomial the merge fits (tests/aot/test_polynomial_sizes.py:
+    ``2 / (d1 * (d1 - 1))`` here); the triples' ``n * (n - 1) * (n - 2) / 6``, of degree three,
+    and ``1.001 ** n`` are not: those bodies stay per shape, the note naming each number and its
+    line."""
     path = write(tmp_path, "pairs.py", '''
         import numpy as np
 
@@ -200,10 +202,37 @@ def test_a_number_no_formula_gives_keeps_the_body_per_shape_saying_which(tmp_pat
 
         def example_pairs():
             return (np.random.default_rng(11).standard_normal((700, 64)),)
+
+
+        @ad.grad
+        def triples(x):
+            n = x.shape[0]
+            return np.sum(np.tanh(x)) / (n * (n - 1) * (n - 2) / 6)
+
+
+        def example_triples():
+            return (np.random.default_rng(12).standard_normal((700, 64)),)
+
+
+        @ad.grad
+        def growth(x):
+            n = x.shape[0]
+            return np.sum(np.tanh(x)) * 1.001 ** n
+
+
+        def example_growth():
+            return (np.random.default_rng(13).standard_normal((700, 64)),)
     ''')
     done = adcompiler("compile", path)
     assert done.returncode == 0, done.stderr
-    assert "grad_pairs (1 signature, per shape)" in done.stderr, done.stderr
-    assert "the number 4.087471898630697e-06 in `# dx = 4.087471898630697e-06 * (1 - t1 * t1)`" \
-        " changes with the sizes in a way that is not a product or a sum of sizes" \
-        in " ".join(done.stderr.split()), done.stderr
+    assert "grad_pairs (1 signature, any sizes)" in done.stderr, done.stderr
+    assert "dx = (2 / (d1 * (d1 - 1))) * " in (tmp_path / "pairs_grad.py").read_text()
+    said = " ".join(done.stderr.split())
+    assert "grad_triples (1 signature, per shape)" in said, said
+    assert "grad_growth (1 signature, per shape)" in said, said
+    why = "changes with the sizes in a way that is not a product, a sum or a polynomial of " \
+        "degree two of sizes"
+    assert f"the number 1.7567930796407005e-08 in `# dx = 1.7567930796407005e-08 * (1 - t1 * " \
+        f"t1)` {why}" in said, said
+    assert f"the number 2.0130484867099283 in `# dx = 2.0130484867099283 * (1 - t1 * t1)` " \
+        f"{why}" in said, said

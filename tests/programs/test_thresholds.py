@@ -877,6 +877,12 @@ NOT_SIZE_THRESHOLDS = {
                                                   "(a float's bit pattern, not a size)",
     "adcompiler.aot.sizedeps._SIZE_CALLS": "names of the size functions (len, shape, size)",
     "adcompiler.aot.guards.WIDTH": "line width of generated guard code",
+    "adcompiler.aot.polynomials.MAX_SIZES":
+        "sizes one number folded from a polynomial of them may change with (a count of size "
+        "symbols, not a size: tests/aot/test_polynomial_sizes.py fits one of two)",
+    "adcompiler.aot.polynomials.DENOMINATOR":
+        "the largest denominator of a fitted polynomial's coefficients (a fraction's, not an "
+        "array size; tests/aot/test_polynomial_sizes.py)",
     "adcompiler.api.state._DEPTH": "depth of object attributes read (self.cfg.scale)",
     "adcompiler.checking.symbolic._SIMPLIFY_MAX_OPS": "operations given to sympy.simplify (check_symbolic)",
     "adcompiler.tape.format.PRECISION": "decimals printed",
