@@ -193,13 +193,16 @@ class _Writer:
                                "time) instead of compiling it ahead of time")
         device = self.backend == "cupy" and isinstance(value, (np.ndarray, np.generic))
         for gname, gvalue in self.module.namespace.items():
-            if gvalue is value and isinstance(self.module.definitions.get(gname), ast.Assign):
+            if gvalue is value and isinstance(self.module.definitions.get(gname),
+                                              (ast.Assign, ast.AnnAssign)):
                 self.needed.add(gname)
                 if not device:
                     return gname
                 self.literals[f"{gname}_gpu"] = f"cp.asarray({gname})"
                 return f"{gname}_gpu"
         new = f"{owner}_{name}"
+        if fname and not user.writable(np.asarray(value)):
+            raise user.refusal(self.module, fname, value)
         text = user.literal(value, owner)
         self.literals[new] = f"cp.asarray({text})" if device else text
         return new

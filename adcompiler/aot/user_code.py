@@ -5,12 +5,13 @@ Invariants: the copied statements are the user's own text, in file order, minus 
 imports of adcompiler (where the copied code reads ``stop_gradient`` through one, a stand-in
 without adcompiler replaces it: the identity, as it is in a forward pass); a literal round-trips
 its array exactly (dtype, shape, NaN and infinities), and arrays above ``MAX_LITERAL`` elements
-are refused with a hint.
+are refused with a hint (located at the display in the user's function that makes one).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import os
 import tokenize
@@ -155,14 +156,79 @@ def rename(source: str, mapping: dict) -> str:
 def literal(value, owner) -> str:
     """``np.array([...], dtype="...")`` for a constant array, exactly round-tripping."""
     array = np.asarray(value)
-    if array.size > MAX_LITERAL or array.dtype.kind not in "biufc":
+    if not writable(array):
         raise CompileError(f"{owner} reads a constant array of shape {array.shape} "
                            f"({array.size:,} {array.dtype} elements) that is not a module-level "
                            f"name; the standalone module writes such constants as literals, "
-                           f"up to {MAX_LITERAL:,} elements",
-                           hint="make it a module-level constant (np.zeros(...), np.array(...) "
-                                "of literals): the standalone module copies its definition")
+                           f"up to {MAX_LITERAL:,} elements", hint=_MOVE_IT)
     return f"np.array({_nested(array.tolist())}, dtype={array.dtype.name!r})"
+
+
+def writable(array) -> bool:
+    """Whether :func:`literal` writes ``array``: numbers, up to ``MAX_LITERAL`` of them."""
+    return array.size <= MAX_LITERAL and array.dtype.kind in "biufc"
+
+
+_MOVE_IT = ("pass the array to the function as a parameter (and return it from the example "
+            "function), or make it a module-level literal (`C = np.array([...])` of numbers), "
+            "which the standalone module copies at any size; an array loaded or computed at "
+            "run time (np.load(...), rng.normal(...)) must be a parameter: compiling never "
+            "runs the file")
+
+
+def refusal(module, fname, value) -> CompileError:
+    """The located error for a constant that ``fname``'s code makes (a display of numbers,
+    ``np.array([...])``, ``np.arange(20000)``) and :func:`literal` cannot write: at the display
+    with as many numbers, in ``fname`` or a function of the module, else at ``fname``'s def."""
+    array = np.asarray(value)
+    numeric = array.dtype.kind in "biufc"
+    what = f"{array.size:,} {array.dtype} elements); a standalone module writes a constant " \
+        f"made in a function as a literal, up to {MAX_LITERAL:,} elements" if numeric else \
+        f"of dtype {array.dtype}); a standalone module writes a constant made in a function " \
+        "as a literal of numbers"
+    node, owner = _display_of(module, fname, array.size) if numeric else (None, fname)
+    stmt = module.definitions.get(fname)
+    where = _short(module.location(node)) if node is not None else \
+        module.location(stmt) if stmt is not None else None
+    body = "its body" if owner == fname else f"the body of {owner}, which it calls"
+    return CompileError(f"{fname} makes a constant array of shape {array.shape} in {body} "
+                        f"({what}", where, _MOVE_IT)
+
+
+def _display_of(module, fname, size) -> tuple:
+    """``(display, function)``: the outermost list or tuple display of ``size`` numbers in the
+    module's functions (``fname``'s first); ``(None, fname)`` where none has that many."""
+    defs = [module.definitions.get(fname)] + [s for n, s in module.definitions.items()
+                                              if n != fname and isinstance(s, ast.FunctionDef)]
+    for stmt in defs:
+        todo = [stmt] if isinstance(stmt, ast.FunctionDef) else []
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.List, ast.Tuple)) and _numbers(node) == size:
+                return node, stmt.name
+            todo += reversed(list(ast.iter_child_nodes(node)))
+    return None, fname
+
+
+def _numbers(display) -> int:
+    """How many numbers a (nested) display holds, as np.array of it has."""
+    count, todo = 0, [display]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.List, ast.Tuple)):
+            todo += node.elts
+        else:
+            count += 1
+    return count
+
+
+def _short(where, keep=60):
+    """``where`` with a long line (a literal of thousands of numbers) cut after ``keep``
+    characters of the construct, so the error shows its start and a caret under it."""
+    if len(where.line) <= where.col + keep + 20:
+        return where
+    line = where.line[:where.col + keep] + " ..."
+    return dataclasses.replace(where, line=line, end_col=len(line))
 
 
 def _nested(x) -> str:

@@ -155,3 +155,62 @@ def test_module_level_statements_are_copied_without_resplitting_the_file(tmp_pat
         print(literal_model_grad.grad_loss(np.ones(3)).tolist())
         """, tmp_path)
     assert got.strip() == "[1.0, 3.0, 5.0]"
+
+
+def _body_literal(n, where="body"):
+    """A module whose loss reads a literal of ``n`` floats: in its body, in a helper it calls,
+    or at module level (annotated)."""
+    values = ", ".join(repr(0.5 * i) for i in range(n))
+    head = "import numpy as np\nimport adcompiler as ad\n\n"
+    tail = "\n\ndef example_loss():\n    return (np.ones(3),)\n"
+    if where == "module":
+        return (head + f"C: np.ndarray = np.array([{values}])\n\n\n@ad.grad\ndef loss(x):\n"
+                "    return np.sum(x * C[:3])\n" + tail)
+    if where == "helper":
+        return (head + f"\ndef table():\n    return np.array([[{values}]])\n\n\n@ad.grad\n"
+                "def loss(x):\n    return np.sum(x * table()[0, :3])\n" + tail)
+    return (head + f"\n@ad.grad\ndef loss(x):\n    c = np.array([{values}])\n"
+            "    return np.sum(x * c[:3])\n" + tail)
+
+
+def test_a_body_literal_over_the_limit_is_located_in_the_users_words(tmp_path):
+    write(tmp_path, "big_body.py", _body_literal(10_001))
+    done = adcompiler("compile", "big_body.py", "-o", "big_body_grad.py", cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("big_body.py:7:18: error: loss makes a constant array of shape "
+                               "(10001,) in its body (10,001 float64 elements); a standalone "
+                               "module writes a constant made in a function as a literal, up to "
+                               "10,000 elements"), done.stderr
+    assert lines[1] == "    c = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, " \
+                       "5.0, 5.5, ...", lines[1]   # the 170,000-character line, cut
+    assert lines[2] == "    " + " " * len("c = np.array(") + "^" * 64
+    assert lines[3].startswith("hint: pass the array to the function as a parameter")
+    assert "module-level literal (`C = np.array([...])` of numbers)" in lines[3]
+    assert "_grad_loss" not in done.stderr and len(done.stderr) < 1000
+    assert not (tmp_path / "big_body_grad.py").exists()
+
+
+def test_a_literal_in_a_helper_is_located_in_the_helper(tmp_path):
+    write(tmp_path, "big_helper.py", _body_literal(12_000, "helper"))
+    done = adcompiler("compile", "big_helper.py", "-o", "big_helper_grad.py", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("big_helper.py:6:21: error: loss makes a constant array of "
+                                  "shape (1, 12000) in the body of table, which it calls"), \
+        done.stderr
+
+
+def test_the_limit_itself_and_the_hints_module_level_literal_compile(tmp_path):
+    """10,000 floats in the body are written as a literal; 12,000 at module level (annotated,
+    as the hint allows) are copied as the user wrote them; both modules give the gradient."""
+    for name, n, where in (("at_limit", 10_000, "body"), ("at_module", 12_000, "module")):
+        write(tmp_path, f"{name}.py", _body_literal(n, where))
+        done = adcompiler("compile", f"{name}.py", "-o", f"{name}_grad.py", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert "C: np.ndarray = np.array([0.0, 0.5," in (tmp_path / "at_module_grad.py").read_text()
+    got = run_isolated("""
+        import numpy as np, at_limit_grad, at_module_grad
+        print(at_limit_grad.grad_loss(np.ones(3)).tolist(),
+              at_module_grad.grad_loss(np.ones(3)).tolist())
+        """, tmp_path)
+    assert got.split() == ["[0.0,", "0.5,", "1.0]"] * 2
