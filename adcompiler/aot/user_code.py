@@ -178,8 +178,9 @@ _MOVE_IT = ("pass the array to the function as a parameter (and return it from t
 
 def refusal(module, fname, value) -> CompileError:
     """The located error for a constant that ``fname``'s code makes (a display of numbers,
-    ``np.array([...])``, ``np.arange(20000)``) and :func:`literal` cannot write: at the display
-    with as many numbers, in ``fname`` or a function of the module, else at ``fname``'s def."""
+    ``np.array([...])``, ``np.linspace(0, 1, 20000)``) and :func:`literal` cannot write: at the
+    display or call making as many numbers, in ``fname`` or a function of the module, else at
+    ``fname``'s def."""
     array = np.asarray(value)
     numeric = array.dtype.kind in "biufc"
     what = f"{array.size:,} {array.dtype} elements); a standalone module writes a constant " \
@@ -196,18 +197,41 @@ def refusal(module, fname, value) -> CompileError:
 
 
 def _display_of(module, fname, size) -> tuple:
-    """``(display, function)``: the outermost list or tuple display of ``size`` numbers in the
-    module's functions (``fname``'s first); ``(None, fname)`` where none has that many."""
+    """``(node, function)``: the outermost list or tuple display of ``size`` numbers, or call of
+    literals making that many (``np.linspace(0, 1, 20000)``), in the module's functions
+    (``fname``'s first); ``(None, fname)`` where none makes that many."""
     defs = [module.definitions.get(fname)] + [s for n, s in module.definitions.items()
                                               if n != fname and isinstance(s, ast.FunctionDef)]
     for stmt in defs:
         todo = [stmt] if isinstance(stmt, ast.FunctionDef) else []
         while todo:
             node = todo.pop()
-            if isinstance(node, (ast.List, ast.Tuple)) and _numbers(node) == size:
+            if _makes(module, node, size):
                 return node, stmt.name
             todo += reversed(list(ast.iter_child_nodes(node)))
     return None, fname
+
+
+# NumPy's constructors of arrays whose size follows from literal arguments
+_MAKERS = ("arange", "linspace", "logspace", "geomspace", "eye", "identity", "tri", "ones",
+           "zeros", "full")
+
+
+def _makes(module, node, size) -> bool:
+    """Whether ``node`` is a display of ``size`` numbers, or a call of a NumPy constructor whose
+    literal arguments make an array of ``size`` elements."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return _numbers(node) == size
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MAKERS and isinstance(node.func.value, ast.Name)
+            and module.namespace.get(node.func.value.id) is np):
+        return False
+    try:
+        args = [ast.literal_eval(a) for a in node.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        return getattr(np, node.func.attr)(*args, **kwargs).size == size
+    except (ValueError, TypeError, SyntaxError, MemoryError):
+        return False
 
 
 def _numbers(display) -> int:

@@ -214,3 +214,29 @@ def test_the_limit_itself_and_the_hints_module_level_literal_compile(tmp_path):
               at_module_grad.grad_loss(np.ones(3)).tolist())
         """, tmp_path)
     assert got.split() == ["[0.0,", "0.5,", "1.0]"] * 2
+
+
+def test_a_constructor_of_literals_over_the_limit_is_located_at_its_call(tmp_path):
+    write(tmp_path, "big_linspace.py", '''
+        import numpy as np
+        import adcompiler as ad
+
+
+        @ad.grad
+        def loss(x):
+            w = np.linspace(0.0, 1.0, 4)
+            c = np.linspace(0.0, 1.0, 10001)
+            return np.sum(x * c[:3]) + np.sum(w)
+
+
+        def example_loss():
+            return (np.ones(3),)
+        ''')
+    done = adcompiler("compile", "big_linspace.py", "-o", "out.py", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[:3] == [
+        "big_linspace.py:8:9: error: loss makes a constant array of shape (10001,) in its body "
+        "(10,001 float64 elements); a standalone module writes a constant made in a function "
+        "as a literal, up to 10,000 elements",
+        "    c = np.linspace(0.0, 1.0, 10001)",
+        "        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^"], done.stderr
