@@ -6,10 +6,12 @@ reciprocal, for a float) is rounded to a fraction of small denominator; the poly
 rational coefficients are solved exactly (:class:`fractions.Fraction`) from as many samples as
 it has terms, and every other sample, at least one, must give its value exactly. The formulas
 returned are only candidates: :func:`adcompiler.aot.antiunify.fit_number` keeps one whose literal
-is each sample's bit for bit. A polynomial times a float that no small fraction is
-(``0.5 * log(2 pi) * n * (n - 1)``) and degrees above two (``n * (n - 1) * (n - 2) / 6``) are not
-found. Invariant: every formula is integer arithmetic on the sizes, exact at any size, then at
-most one division (or one product with a float) where the literal is a float.
+is each sample's bit for bit. A polynomial times a float that no small fraction is (``0.5 *
+math.log(2 * math.pi) * n * (n - 1)``) is found from the values' ratios, the float from the
+first value, and spelled as Python evaluates the user's product, left to right. Degrees above
+two (``n * (n - 1) * (n - 2) / 6``) are not found. Invariant: every formula is integer
+arithmetic on the sizes, exact at any size, then divisions and products with at most one float
+(in the order a user's product is evaluated, for the float that is no small fraction).
 """
 
 from __future__ import annotations
@@ -42,6 +44,42 @@ def candidates(values, sizes, base, moves, kind) -> list:
         poly = solve(symbols, [[s[d] for d in symbols] for s in sizes], targets)
         if poly is not None:
             out += _spellings(poly, symbols, inverted, kind)
+    if kind is float and not out and all(v > 0 for v in values):
+        for inverted in (False, True):
+            out += _scaled(values, symbols, [[s[d] for d in symbols] for s in sizes], inverted)
+    return out
+
+
+def _scaled(values, symbols, points, inverted) -> list:
+    """``f * N`` or ``f / N``, ``f`` a float that no small fraction is (``0.5 *
+    math.log(2 * math.pi) * n * (n - 1)``): ``N``'s coefficients from the values' ratios to the
+    first (to a part in 10^9), ``f`` and its few float neighbours from the first value; spelled
+    as Python evaluates the user's product, left to right (``f * d1 * (d1 - 1)``), and with
+    ``N`` whole."""
+    ratios = [Fraction(values[0] / v if inverted else v / values[0]) for v in values]
+    poly = solve(symbols, points, ratios, exact=False)
+    if poly is None:
+        return []
+    ints = _integral(poly)
+    at = _value(ints, points[0])
+    if at <= 0:
+        return []
+    text, product = _polynomial(ints, symbols)
+    factors = text.split(" * ") if product and " * " in text else []
+    op = "/" if inverted else "*"
+    out = []
+    for f in _near(values[0] * at if inverted else values[0] / at):
+        out += [f"{f!r} {op} " + (text if " " not in text else f"({text})")]
+        out += [f"{f!r} {op} " + f" {op} ".join(factors)] if factors else []
+    return out
+
+
+def _near(f, reach=4) -> list:
+    """``f`` and the ``reach`` floats either side of it."""
+    out, below, above = [f], f, f
+    for _ in range(reach):
+        below, above = math.nextafter(below, -math.inf), math.nextafter(above, math.inf)
+        out += [below, above]
     return out
 
 
@@ -57,23 +95,36 @@ def monomials(count) -> list:
     return sorted(terms, key=lambda e: (-sum(e), [-x for x in e]))
 
 
-def solve(symbols, points, targets):
+def solve(symbols, points, targets, exact=True):
     """``{exponents: coefficient}`` of the polynomial that gives ``targets[k]`` at
     ``points[k]``: solved from the first points that determine every term, checked at every
     other point (one, at least, not the same as a point solved from); None where no such
-    polynomial is."""
+    polynomial is. Not ``exact``: the targets are known up to a scale and to a part in 10^9,
+    and the coefficients are small fractions of the largest term's."""
     terms = monomials(len(symbols))
     rows = [[Fraction(math.prod(x ** e for x, e in zip(p, t))) for t in terms] for p in points]
     chosen = _independent(rows, len(terms))
     if chosen is None or not set(map(tuple, points)) - {tuple(points[k]) for k in chosen}:
         return None
     coefficients = _eliminate([rows[k] + [targets[k]] for k in chosen])
-    if any(c.denominator > DENOMINATOR for c in coefficients):
+    if not exact:
+        coefficients = _ratios(coefficients, rows[0])
+    if coefficients is None or any(c.denominator > DENOMINATOR for c in coefficients):
         return None
     poly = {t: c for t, c in zip(terms, coefficients) if c}
-    if any(_value(poly, p) != v for p, v in zip(points, targets)):
+    if exact:
+        return poly if all(_value(poly, p) == v for p, v in zip(points, targets)) else None
+    first = _value(poly, points[0])
+    return poly if first and all(abs(_value(poly, p) / first - v) <= abs(v) / 10 ** 9
+                                 for p, v in zip(points, targets)) else None
+
+
+def _ratios(coefficients, row):
+    """The coefficients as small fractions of the one whose term is largest at ``row``."""
+    lead = max(range(len(row)), key=lambda i: abs(coefficients[i] * row[i]))
+    if not coefficients[lead]:
         return None
-    return poly
+    return [(c / coefficients[lead]).limit_denominator(DENOMINATOR) for c in coefficients]
 
 
 def _independent(rows, width):
@@ -121,13 +172,11 @@ def _value(poly, point):
 def _spellings(poly, symbols, inverted, kind) -> list:
     """The ways the compiler may have computed ``c * N`` (or ``1 / (c * N)``), ``N`` the
     polynomial with coprime integer coefficients, its first positive."""
-    scale = math.lcm(*(c.denominator for c in poly.values()))
-    ints = {t: int(c * scale) for t, c in poly.items()}
-    common = math.gcd(*ints.values()) * (1 if next(iter(ints.values())) > 0 else -1)
-    c = Fraction(common, scale)
-    text, product = _polynomial({t: v // common for t, v in ints.items()}, symbols)
+    ints = _integral(poly)
+    c = next(iter(poly.values())) / next(iter(ints.values()))
+    text, product = _polynomial(ints, symbols)
     if kind is int:
-        return _integers(c, text, product, {t: v // common for t, v in ints.items()})
+        return _integers(c, text, product, ints)
     wrapped = text if product else f"({text})"
     if inverted:    # 1 / (c * N) = b / (a * N)
         a, b = c.numerator, c.denominator
@@ -139,6 +188,15 @@ def _spellings(poly, symbols, inverted, kind) -> list:
     num = text if c.numerator == 1 else f"{c.numerator} * {wrapped}"
     return [f"float({num})" if c.denominator == 1 else f"{num} / {c.denominator}"] + \
         ([f"{float(c)!r} * {wrapped}"] if c != 1 else [])
+
+
+def _integral(poly) -> dict:
+    """``N``: the polynomial times the fraction that makes its coefficients coprime integers,
+    the first positive."""
+    scale = math.lcm(*(c.denominator for c in poly.values()))
+    ints = {t: int(c * scale) for t, c in poly.items()}
+    common = math.gcd(*ints.values()) * (1 if next(iter(ints.values())) > 0 else -1)
+    return {t: v // common for t, v in ints.items()}
 
 
 def _integers(c, text, product, ints) -> list:

@@ -11,6 +11,8 @@ gradient. A number of degree three, or exponential in a size, still keeps the bo
 saying which (tests/aot/test_sizes_as_numbers.py).
 """
 
+import math
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,8 @@ FORMS = {   # name: (the size expression, the gradient's factor the module reads
     "unbiased": ("n * d - 1", "2 / (d1 * d2 - 1)"),
     "table": ("(n - 1) * (d - 1)", "2 / ((d1 - 1) * (d2 - 1))"),
     "plus": ("n + d", "2 / (d1 + d2)"),
+    "logpairs": ("0.5 * math.log(2 * math.pi) * n * (n - 1)",   # a float no fraction is
+                 "1.8378770664093453 * d1 * (d1 - 1)"),
 }
 
 TEMPLATE = '''
@@ -47,9 +51,9 @@ def example_{name}():
 
 
 def source() -> str:
-    parts = ["import numpy as np\n\nimport adcompiler as ad\n"]
+    parts = ["import math\n\nimport numpy as np\n\nimport adcompiler as ad\n"]
     for seed, (name, (expr, _)) in enumerate(FORMS.items()):
-        op = "*" if name in ("square", "product", "mean") else "/"
+        op = "*" if name in ("square", "product", "mean", "logpairs") else "/"
         parts.append(TEMPLATE.format(name=name, op=op, expr=expr, seed=seed))
     return "\n".join(parts)
 
@@ -75,6 +79,69 @@ def test_polynomials_of_sizes_give_a_module_for_every_size(tmp_path):
         x = RNG.standard_normal((n, d))
         cases += [(f"grad_{name}", (x,), reference(getattr(user, name), (x,))) for name in FORMS]
     compare_calls(tmp_path, cases, module="poly_grad")
+
+
+REALISTIC = '''
+import math
+
+import numpy as np
+
+import adcompiler as ad
+
+
+@ad.value_and_grad(wrt=("mu", "log_s"))
+def gauss(mu, log_s, x):
+    n, d = x.shape
+    r = (x - mu) * np.exp(-log_s)
+    return -0.5 * np.sum(r * r) - n * np.sum(log_s) - 0.5 * n * d * math.log(2 * math.pi)
+
+
+def example_gauss():
+    rng = np.random.default_rng(1)
+    return (rng.standard_normal(64), 0.1 * rng.standard_normal(64),
+            rng.standard_normal((700, 64)))
+
+
+@ad.value_and_grad
+def spread(x):
+    return np.var(x, ddof=1) + np.std(x)
+
+
+def example_spread():
+    return (np.random.default_rng(2).standard_normal((700, 64)),)
+
+
+@ad.grad
+def pairdist(x):
+    n = x.shape[0]
+    sq = np.sum(x * x, axis=1)
+    dist = sq[:, None] + sq[None, :] - 2 * (x @ x.T)
+    return np.sum(np.sqrt(dist + 1.0)) / (n * (n - 1))
+
+
+def example_pairdist():
+    return (np.random.default_rng(4).standard_normal((300, 16)),)
+'''
+
+
+def test_a_likelihood_constant_a_whole_array_variance_and_a_mean_over_pairs(tmp_path):
+    """Each was per shape before: ``0.5 * n * d * log(2 pi)`` in the value (41168.446287569335
+    at 700 x 64), ``np.var(x, ddof=1)``'s 44799, the pairs' 5.574136008918617e-06."""
+    path = write(tmp_path, "realistic.py", REALISTIC)
+    done = adcompiler("compile", path)
+    assert done.returncode == 0, done.stderr
+    for name in ("value_and_grad_gauss", "value_and_grad_spread", "grad_pairdist"):
+        assert f"{name} (1 signature, any sizes)" in done.stderr, done.stderr
+    text = (tmp_path / "realistic_grad.py").read_text()
+    assert "(0.9189385332046727 * (d1 * d2))" in text and "/ (d1 * d2 - 1)" in text
+    assert "1 / (2 * d1 * (d1 - 1))" in text
+    user, cases = import_path(path), []
+    for n, d in ((3, 2), (50, 7), (2000, 150), (301, 64)):
+        args = (RNG.standard_normal(d), 0.1 * RNG.standard_normal(d), RNG.standard_normal((n, d)))
+        cases.append(("value_and_grad_gauss", args, reference(user.gauss, args)))
+        cases.append(("value_and_grad_spread", args[2:], reference(user.spread, args[2:])))
+        cases.append(("grad_pairdist", args[2:], reference(user.pairdist, args[2:])))
+    compare_calls(tmp_path, cases, module="realistic_grad")
 
 
 def compiles(tmp_path, monkeypatch, text) -> int:
@@ -139,6 +206,28 @@ def test_polynomials_of_large_sizes_are_fitted_exactly(formula, expected):
     assert fit is not None and fit.expr == expected
     for n, d in ((2, 2), (3, 10 ** 6), (10 ** 7, 5)):   # exact at sizes far from the samples
         assert fit.literal({"d1": n, "d2": d}) == repr(formula(n, d))
+
+
+SMALL = [{"d1": 701, "d2": 67}, {"d1": 709, "d2": 67}, {"d1": 701, "d2": 71},
+         {"d1": 719, "d2": 73}, {"d1": 727, "d2": 67}, {"d1": 701, "d2": 79},
+         {"d1": 709, "d2": 71}]
+
+
+def test_a_polynomial_times_a_float_no_fraction_is_is_fitted_as_python_evaluates_it():
+    """``0.5 * math.log(2 * math.pi) * n * (n - 1)``: ((f * n) * (n - 1)), f = 0.9189...,
+    and ``math.pi / (n * d + 1)``,
+    found from the values' ratios (to a part in 10^9, so at sizes of thousands rather than
+    10^5: the samples' ratios then fix the polynomial's small terms)."""
+    half_log = 0.5 * math.log(2 * math.pi)
+    values = [half_log * s["d1"] * (s["d1"] - 1) for s in SMALL]
+    fit = antiunify.fit_number(values, SMALL, 0, MOVES)
+    assert fit is not None and fit.expr == "0.9189385332046727 * d1 * (d1 - 1)"
+    for n in (2, 3, 10 ** 6, 10 ** 7 + 3):
+        assert fit.literal({"d1": n, "d2": 2}) == repr(half_log * n * (n - 1))
+    values = [math.pi / (s["d1"] * s["d2"] + 1) for s in SMALL]
+    fit = antiunify.fit_number(values, SMALL, 0, MOVES)
+    assert fit is not None and fit.expr == "3.141592653589793 / (d1 * d2 + 1)"
+    assert fit.literal({"d1": 10 ** 5, "d2": 3}) == repr(math.pi / (3 * 10 ** 5 + 1))
 
 
 def test_numbers_of_higher_degree_or_too_few_samples_are_refused():
