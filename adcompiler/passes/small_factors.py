@@ -117,7 +117,8 @@ def _regrouped(node, uses, producers, dropped, quotients):
               if isinstance(x, Value) and not x.aval.is_scalar}
     if not large or len(shapes) > 1 or large[0][1] < 0 or (len(large) == 1 and not small):
         return None
-    if any(_array(x) and x.aval.dtype != root.aval.dtype for x, _ in large):
+    if any(_array(x) and x.aval.dtype != root.aval.dtype for x, _ in large) or any(
+            isinstance(x, Literal) and e < 0 and x.value == 0 for x, e in small):
         return None
     divides = sum(1 for n in [node, *inner] if n.prim == "divide")
     after = len(large) - 1 + (1 if small else 0)   # passes over the root's shape
@@ -156,8 +157,8 @@ def _rebuilt(node, large, small, reciprocals):
         made.append(Node(prim, (a, b), {}, (out,), node.source, node.phase))
         return out
 
-    factor = None   # the scales first: c / y, not 1.0 / y * c
-    for x, e in sorted(small, key=lambda xe: not (isinstance(xe[0], Literal) and xe[1] > 0)):
+    factor = _scale(small)   # the literals folded first, a float: c / y, not 1.0 / y * c
+    for x, e in (xe for xe in small if not isinstance(xe[0], Literal)):
         if factor is None:
             factor = x if e > 0 else reciprocals.get(x)
             if factor is None:
@@ -171,6 +172,18 @@ def _rebuilt(node, large, small, reciprocals):
     if factor is not None:
         emit("multiply", acc, factor, out=node.outputs[0])
     return made
+
+
+def _scale(small):
+    """The literals' product as a float Literal (``2 * 2`` is ``4.0``, a weak scalar that keeps
+    the arrays' dtype), or None where there is none."""
+    values = [(x.value, e) for x, e in small if isinstance(x, Literal)]
+    if not values:
+        return None
+    c = 1.0
+    for v, e in values:
+        c = c * v if e > 0 else c / v
+    return Literal(float(c))
 
 
 def _lit(x):

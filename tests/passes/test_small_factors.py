@@ -154,3 +154,16 @@ def test_float32_stays_float32():
     _check(scaled_softmax, args, ("s", "w"), rtol=2e-4)
     args = tuple(RNG.standard_normal((128, 96)).astype(np.float32) for _ in range(2))
     _check(layer_norm, args, ("x", "w"), rtol=2e-4)
+
+
+def int_scales(x, w):
+    a, b = x[1:], x[:-1]
+    return np.sum(((a) ** 2) ** 2 * b * w)   # da = b * w * t1 * a * 2 * 2: int literals
+
+
+def test_int_literals_fold_into_one_float():
+    """The literals' product is folded to a float (no ``(2 * 2)`` node of int type: the numba
+    backend takes only float64 nodes)."""
+    args = (RNG.standard_normal(3001), RNG.standard_normal(3000))
+    code = _code(_check(int_scales, args, ("x",)))
+    assert "(2 * 2)" not in code and "4.0" in code
