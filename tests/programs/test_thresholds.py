@@ -838,6 +838,10 @@ THRESHOLDS = {
 
 # "module.CONSTANT" -> why it is not an array-size threshold
 NOT_SIZE_THRESHOLDS = {
+    "adcompiler.passes.small_factors.RATIO":
+        "how many times fewer elements a factor of an adjoint's product has than the product to "
+        "count as small (a ratio of the two, the same at every size; the rewrite changes "
+        "rounding only: tests/passes/test_small_factors.py, its size switch MIN_SIZE there)",
     "adcompiler.transforms.while_checkpoints.MAX_EPOCHS":
         "epochs of doubling segments a checkpointed while loop runs (reach 2 ** 32 iterations, "
         "a count of steps, not an array size; tests/transforms/test_while_checkpoints.py)",
