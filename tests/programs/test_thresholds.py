@@ -50,6 +50,9 @@ adcompiler/backends/numba_emit.py  WIDE_MIN  64 elements of a loop piece (>=)
     The piece calls ``wide_vectors()`` (LLVM may use 512-bit vectors) where they pay
     (backends/numba_target.py ``wide_vectors_pay``: AVX-512 CPUs of a list, or
     ``ADCOMPILER_NUMBA_VECTOR_BITS=512``; never with ``256``). Test: test_numba_wide_min.
+adcompiler/backends/numba_emit.py  APART_MIN  65,536 elements of an output (>=)
+    The wrapper allocates the output with ``empty_apart`` (runtime/apart.py: not at the page
+    offset of an input the loop reads) instead of ``np.empty``. Test: test_numba_apart_min.
 adcompiler/tape/format.py  THRESHOLD  1,000 elements (>)
     A tape tensor's repr is summarised, 3 edge items and ``...`` (from 1,001). Test:
     test_tape_repr_threshold.
@@ -532,6 +535,26 @@ def test_numba_wide_min(side, bits, monkeypatch):
     assert "prange" not in src
 
 
+@needs_numba
+@pytest.mark.parametrize("side", SIDES)
+def test_numba_apart_min(side):
+    """The elementwise chain's output of n elements: empty_apart from 65,536 on, whose start
+    then lies 1-3 KiB after x's mod 4 KiB (x made to start at a page's offset 16, as NumPy's
+    mmap'd arrays do)."""
+    from adcompiler.runtime import apart
+    n = numba_emit.APART_MIN - (side == "below")
+    page = apart.PAGE // 8
+    backing = np.empty(n + 2 * page)
+    k = ((-backing.ctypes.data + 16) % apart.PAGE) // 8
+    x = backing[k:k + n]
+    x[:] = _rng().uniform(-2, 2, n)
+    g = _numba_against_numpy(chain, x)
+    assert ("empty_apart(" in g.source) == (side == "at"), g.source
+    dx = g(x)
+    if side == "at":
+        assert 1024 <= (dx.ctypes.data - x.ctypes.data) % apart.PAGE <= 3072
+
+
 # ---- tape/format.py THRESHOLD --------------------------------------------------------------
 
 @pytest.mark.parametrize("side", ["at", "above"])
@@ -824,6 +847,7 @@ THRESHOLDS = {
     "adcompiler.backends.numba_emit.PARALLEL_MIN": (32768, ("test_numba_parallel_min",)),
     "adcompiler.backends.numba_emit.PARALLEL_MIN_CALLS": (4096, ("test_numba_parallel_min_calls",)),
     "adcompiler.backends.numba_emit.WIDE_MIN": (64, ("test_numba_wide_min",)),
+    "adcompiler.backends.numba_emit.APART_MIN": (65536, ("test_numba_apart_min",)),
     "adcompiler.tape.format.THRESHOLD": (1000, ("test_tape_repr_threshold",)),
     "adcompiler.backends.constants.SHOWN_ELEMENTS": (8, ("test_constants_comment_shown_elements",)),
     "adcompiler.aot.user_code.MAX_LITERAL": (10000, ("test_standalone_max_literal",)),
@@ -877,6 +901,8 @@ NOT_SIZE_THRESHOLDS = {
     "adcompiler.passes.scales.BUDGET": "cuts weighed per chain (compile time)",
     "adcompiler.runtime.numba_math._X_MIN": "exp's argument clamp (a value, not a size)",
     "adcompiler.runtime.numba_math._X_MAX": "exp's argument clamp (a value, not a size)",
+    "adcompiler.runtime.apart.PAGE": "bytes of the address bits compared (a page, not a size)",
+    "adcompiler.runtime.apart._STEP": "bytes between the page offsets tried",
     "adcompiler.runtime.numba_math._SHIFT_BITS": "the bits of exp's rounding shifter 1.5 * 2^52 "
                                                   "(a float's bit pattern, not a size)",
     "adcompiler.aot.sizedeps._SIZE_CALLS": "names of the size functions (len, shape, size)",
@@ -1065,6 +1091,7 @@ def test_the_imported_values_are_the_tables():
                 "adcompiler.backends.numba_emit.PARALLEL_MIN": numba_emit.PARALLEL_MIN,
                 "adcompiler.backends.numba_emit.PARALLEL_MIN_CALLS": numba_emit.PARALLEL_MIN_CALLS,
                 "adcompiler.backends.numba_emit.WIDE_MIN": numba_emit.WIDE_MIN,
+                "adcompiler.backends.numba_emit.APART_MIN": numba_emit.APART_MIN,
                 "adcompiler.tape.format.THRESHOLD": tape_format.THRESHOLD,
                 "adcompiler.backends.constants.SHOWN_ELEMENTS": constants_comment.SHOWN_ELEMENTS,
                 "adcompiler.aot.user_code.MAX_LITERAL": standalone_user.MAX_LITERAL,
