@@ -20,7 +20,9 @@ dtype; its *leaves* the other operands, each with an exponent 1 or -1. A leaf is
 it has at least :data:`RATIO` times fewer elements than the root and every small leaf has one
 shape, or is a Python number (a scale, a literal or a traced float). The rewrite multiplies the
 large leaves in order (numerators, then the quotients by large denominators) and then by the
-small leaves' product, itself computed on the small shape.
+small leaves' product, itself computed on the small shape. A tree with two literals or more is
+left as written: each may be a size used as a number, which ``adcompiler compile`` fits apart
+(``math.log(n)``, ``math.sqrt(d)``), never their product folded into one float.
 
 Invariants: adjoint code only (the user's own quotients keep NumPy's rounding); only top-level
 nodes; every array leaf has the root's dtype (no promotion moves); a tree is rewritten only when
@@ -117,9 +119,11 @@ def _regrouped(node, uses, producers, dropped, quotients):
               if isinstance(x, Value) and not x.aval.is_scalar}
     if not large or len(shapes) > 1 or large[0][1] < 0 or (len(large) == 1 and not small):
         return None
-    if any(_array(x) and x.aval.dtype != root.aval.dtype for x, _ in large) or any(
-            isinstance(x, Literal) and e < 0 and x.value == 0 for x, e in small):
-        return None
+    literals = [(x, e) for x, e in small if isinstance(x, Literal)]
+    if any(_array(x) and x.aval.dtype != root.aval.dtype for x, _ in large) or len(
+            literals) > 1 or any(e < 0 and x.value == 0 for x, e in literals):
+        return None   # several literals: each may be a size as a number (``adcompiler compile``
+        #               fits log(n) and sqrt(d) apart, not their product), so left as written
     divides = sum(1 for n in [node, *inner] if n.prim == "divide")
     after = len(large) - 1 + (1 if small else 0)   # passes over the root's shape
     divides_after = sum(1 for _, e in large if e < 0)
@@ -157,7 +161,7 @@ def _rebuilt(node, large, small, reciprocals):
         made.append(Node(prim, (a, b), {}, (out,), node.source, node.phase))
         return out
 
-    factor = _scale(small)   # the literals folded first, a float: c / y, not 1.0 / y * c
+    factor = _scale(small)   # the literal first, a float: c / y, not 1.0 / y * c
     for x, e in (xe for xe in small if not isinstance(xe[0], Literal)):
         if factor is None:
             factor = x if e > 0 else reciprocals.get(x)
@@ -175,8 +179,8 @@ def _rebuilt(node, large, small, reciprocals):
 
 
 def _scale(small):
-    """The literals' product as a float Literal (``2 * 2`` is ``4.0``, a weak scalar that keeps
-    the arrays' dtype), or None where there is none."""
+    """The literal (at most one) as a float Literal, ``c`` or ``1 / c`` (a weak scalar: the
+    arrays keep their dtype; an int literal's node would be of int type), or None."""
     values = [(x.value, e) for x, e in small if isinstance(x, Literal)]
     if not values:
         return None
