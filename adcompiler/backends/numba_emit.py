@@ -40,11 +40,13 @@ Choices, measured in benchmarks/NUMBA.md:
   wrap-around select turned every load and store into a gather or scatter. Unsigned, the same
   gradient of ``sum(tanh(x) * x + 3x^2 - exp(-x))`` at 10^6 took 1.7 ms instead of 2.9 ms on
   two threads (3.7 against 5.5 ms on one).
-- An output of at least :data:`APART_MIN` elements is allocated by
+- An output of at least :data:`APART_MIN` elements (32 MiB) is allocated by
   :func:`adcompiler.runtime.apart.empty_apart`, so that it does not start at the page offset
   of the arrays the loop reads (4K aliasing): the elementwise gradient's kernel at 10^7, one
-  thread, took 14.4 instead of 25.8 ms. Below, ``np.empty``: the check costs about 2 µs, and
-  small arrays come from the heap at scattered offsets anyway.
+  thread, took 14.4 instead of 25.8 ms. Arrays that large are always mmap'd by glibc (its
+  threshold stops at 32 MiB), so output and input start at the same offset unless moved;
+  smaller ones mostly come from the heap at other offsets, and there ``empty_apart``'s 5-8 µs
+  and larger buffer cost more than they saved (Rosenbrock at 10^6: 0.605 against 0.571 ms).
 - On AVX-512 CPUs that keep their clock with 512-bit vectors, each loop of at least
   :data:`WIDE_MIN` elements calls ``wide_vectors()`` (:mod:`adcompiler.runtime.numba_math`): LLVM
   may then use 8-wide vectors there, where numba's target prefers 4. The elementwise gradient at
@@ -66,7 +68,7 @@ from .loop_plan import Loop, size
 PARALLEL_MIN = 1 << 15        # elements, for a loop of arithmetic only
 PARALLEL_MIN_CALLS = 1 << 12  # for a loop that calls exp, tanh, log...
 WIDE_MIN = 64                 # elements: shorter loops are not worth a note in the source
-APART_MIN = 1 << 16           # elements of an output allocated apart from its inputs' offsets
+APART_MIN = 1 << 22           # elements of an output allocated apart from its inputs' offsets
 _WIDE_NOTE = "LLVM may use 512-bit vectors in this loop"
 _FLAT_NOTE = "arrays of more dimensions go in as flat views: element j in C order"
 _UNSIGNED_NOTE = "unsigned: no negative-index test, so the loop vectorises"

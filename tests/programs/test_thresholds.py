@@ -50,7 +50,7 @@ adcompiler/backends/numba_emit.py  WIDE_MIN  64 elements of a loop piece (>=)
     The piece calls ``wide_vectors()`` (LLVM may use 512-bit vectors) where they pay
     (backends/numba_target.py ``wide_vectors_pay``: AVX-512 CPUs of a list, or
     ``ADCOMPILER_NUMBA_VECTOR_BITS=512``; never with ``256``). Test: test_numba_wide_min.
-adcompiler/backends/numba_emit.py  APART_MIN  65,536 elements of an output (>=)
+adcompiler/backends/numba_emit.py  APART_MIN  4,194,304 elements of an output (>=)
     The wrapper allocates the output with ``empty_apart`` (runtime/apart.py: not at the page
     offset of an input the loop reads) instead of ``np.empty``. Test: test_numba_apart_min.
 adcompiler/tape/format.py  THRESHOLD  1,000 elements (>)
@@ -538,7 +538,7 @@ def test_numba_wide_min(side, bits, monkeypatch):
 @needs_numba
 @pytest.mark.parametrize("side", SIDES)
 def test_numba_apart_min(side):
-    """The elementwise chain's output of n elements: empty_apart from 65,536 on, whose start
+    """The elementwise chain's output of n elements: empty_apart from 4,194,304 on, whose start
     then lies 1-3 KiB after x's mod 4 KiB (x made to start at a page's offset 16, as NumPy's
     mmap'd arrays do)."""
     from adcompiler.runtime import apart
@@ -847,7 +847,7 @@ THRESHOLDS = {
     "adcompiler.backends.numba_emit.PARALLEL_MIN": (32768, ("test_numba_parallel_min",)),
     "adcompiler.backends.numba_emit.PARALLEL_MIN_CALLS": (4096, ("test_numba_parallel_min_calls",)),
     "adcompiler.backends.numba_emit.WIDE_MIN": (64, ("test_numba_wide_min",)),
-    "adcompiler.backends.numba_emit.APART_MIN": (65536, ("test_numba_apart_min",)),
+    "adcompiler.backends.numba_emit.APART_MIN": (4194304, ("test_numba_apart_min",)),
     "adcompiler.tape.format.THRESHOLD": (1000, ("test_tape_repr_threshold",)),
     "adcompiler.backends.constants.SHOWN_ELEMENTS": (8, ("test_constants_comment_shown_elements",)),
     "adcompiler.aot.user_code.MAX_LITERAL": (10000, ("test_standalone_max_literal",)),
