@@ -25,6 +25,8 @@ from .outputs import copied_outputs
 from .planner import (Pool, buffered_chains, plannable_nodes, pooled_stacks, row_arrays,
                       viewed_products,
                       buffer_is_dead, stack_rows)
+from .recycled import HELPER as RECYCLED_HELPER
+from .recycled import product_into_kept, recycled_outputs
 from .row_dots import row_dot_expr
 from .scatters import helper_source, rows_form
 
@@ -106,6 +108,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
         self.taken_conds: set = set()  # guards of loops that break: true where they run
         self.dropped: set = set()  # values no statement reads (such a guard, read by its if)
         self.float_lists = set() if plain or xp_name != "np" else float_lists(graph) - self.stacks
+        self.recycle: dict = {}   # returned products written into kept arrays: see .recycled
 
     def expr(self, node, args):
         if node in self.taken_rows:
@@ -130,8 +133,10 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
     # ---- statements ---------------------------------------------------------------------------
     def body(self):
         """Lines of the function body, with ``# grad of:`` comments over adjoint blocks."""
-        lines = self.statements(self.graph.nodes, top=True)
         copies = copied_outputs(self.graph, self.sharing)  # each result an array of its own
+        self.recycle = recycled_outputs(self.graph, copies, self.xp, self.plain, self.poison)
+        self.live.inlined -= set(self.recycle)
+        lines = self.statements(self.graph.nodes, top=True)
         outs = [_copy(self.atom(x)) if i in copies else self.atom(x)
                 for i, x in enumerate(self.graph.outputs)]
         ret = outs[0] if len(outs) == 1 else ast.Tuple(outs, ast.Load())
@@ -188,6 +193,9 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
             stmts = scatter_statements(node, target, args, self.xp, self.plain)  # of their names
             return [_render(s) for s in stmts]
         target = self.name(node.outputs[0], *where)
+        if node.outputs[0] in self.recycle:
+            call = product_into_kept(node, args, self.recycle[node.outputs[0]], self.xp)
+            return [_render(ast.Assign([_store(target)], call))]
         return [_render(ast.Assign([_store(target)], self.expr(node, args)))]
 
 
@@ -349,6 +357,7 @@ class Emitter(Naming, BufferedEmission, InPlaceEmission):
             out.append(binomial.helper_source())
         forms = [rows_form(n, self.xp, self.plain) for n in walk(self.graph.nodes)
                  if n.prim in ("scatter_add", "index_add")]   # rows added by _add_rows
+        out += [RECYCLED_HELPER.strip("\n")] if self.recycle else []
         return out + helper_source(f for f in forms if f)
 
 

@@ -16,6 +16,8 @@ from .constant_exprs import spelled
 from .constants import constants_comment
 from .distinct import distinct_guard
 from .emit import Emitter, indent
+from .recycled import NAMES as RECYCLED_NAMES
+from .recycled import kept_lines
 
 
 @dataclass
@@ -44,6 +46,7 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     else:
         em = Emitter(graph, xp_name, plain)
     em.reserve(f"_{fname}_buffers", f"_new_{fname}_buffers")  # the pool's module-level names
+    em.reserve(f"_{fname}_returned", *RECYCLED_NAMES)            # and the kept results'
     for p in graph.params:
         em.name_param(p)
     for v in graph.consts:
@@ -51,6 +54,10 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     made = _made_in_body(em, graph, xp_name)
     lines = [f"{name} = {call}" for name, call in made.items()] + em.body()
     module, take, give = em.pool_prologue(fname)
+    if getattr(em, "recycle", None):   # the results' arrays kept for the next call
+        kept = [em.name(v) for v in sorted(em.recycle, key=em.recycle.get)]
+        more = kept_lines(fname, kept)
+        module, take, give = module + more[0], take + more[1], more[2] + give
     # f(a, a) writing into a (Dask code writes into no argument)
     guard = [] if plain or xp_name == "da" else distinct_guard(graph, xp_name)
     lines = guard + take + lines[:-1] + give + lines[-1:]  # the last line is the return
@@ -61,6 +68,7 @@ def emit_module(graph, fname: str, arg_names: list, xp_name="np", doc=None,
     body = "\n".join(doc_lines + ["    " + ln if ln else ln for ln in
                                   "\n".join(lines).split("\n")])
     imports = _scipy_imports(graph, xp_name, plain) + (
+        ["import sys as _sys"] if getattr(em, "recycle", None) else []) + (
         ["import numexpr as ne"] if em.uses_numexpr else []) + (
         ["from adcompiler.runtime.threaded import threaded as _threaded"] if em.uses_threads
         else []) + (["from adcompiler.runtime.poison import poison as _poison"]

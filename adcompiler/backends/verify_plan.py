@@ -8,8 +8,9 @@ contents, which ``saved[k]`` and ``saved.pop()`` give back). Views keep the obje
 ``.T``, ``.reshape``, ``np.asarray``, ``np.broadcast_to``...); a call known to return a new
 array (a ufunc or arithmetic without ``out=``, ``np.zeros``, ``.copy()``, a reduction,
 ``float()``, ``math.*``, a CuPy kernel the module defines, a helper of the module whose result
-holds none of its parameters) holds nothing; another call may hold any of its arguments; an
-``out=`` call holds its ``out`` target. ``cs = _buf2`` starts a stack, whose ``cs[i]`` are its
+holds none of its parameters, ``_recycled(...)``: a kept result nothing else holds, by its
+reference count, or a new array, :mod:`.recycled`) holds nothing; another call may hold any of
+its arguments; an ``out=`` call holds its ``out`` target. ``cs = _buf2`` starts a stack, whose ``cs[i]`` are its
 rows. A backward liveness analysis says which names are read after each statement before being
 rebound, and where: ``out=NAME`` (re)defines NAME's contents, the identifiers of an
 ``ne.evaluate('...')`` string are reads, the pool's give-back (``_f_buffers.append((_buf0,
@@ -417,8 +418,8 @@ class _Exprs:
         """A call of a name: a builtin, a helper of this module (its summary), or unknown."""
         if name in self.fn.bound:
             return every
-        if name in _FRESH_BUILTINS or name in self.fn.module.kernels:
-            return _EMPTY
+        if name in _FRESH_BUILTINS or name in self.fn.module.kernels or name == "_recycled":
+            return _EMPTY   # _recycled: an array nothing else holds (its count checked), or new
         summary = self.fn.module.summaries.get(name)
         if summary is not None:
             return frozenset().union(*(pos[i] for i in summary if i < len(pos)))
