@@ -22,7 +22,7 @@ process), and expressions over ``MAX_NODES`` operations are left alone, which bo
 
 from __future__ import annotations
 
-from ..ir import Block, Literal, Value, walk
+from ..ir import Block, Literal, Value, sizing, walk
 from ..ir.builder import Builder
 from . import algebra_poly as poly
 from .algebra_probe import keeps_finite
@@ -50,7 +50,18 @@ def _eligible(node) -> bool:
     return (MIN_NODES <= len(block.nodes) <= MAX_NODES
             and all(n.prim in _ARITHMETIC | _TRANSCENDENTAL and not n.params.get("py")
                     for n in block.nodes)
-            and all(not isinstance(v, Value) or v.aval.is_float for v in values))
+            and all(not isinstance(v, Value) or v.aval.is_float for v in values)
+            and not (sizing.is_symbolic() and _float_literals(block) > 1))
+
+
+def _float_literals(block) -> int:
+    """The block's Python-float literals. Ahead of time (``adcompiler compile``) a block with
+    two is left as written: each may be a size used as a number (``math.log(n)``,
+    ``1 / math.sqrt(d)``), which the module's merge fits apart (:mod:`adcompiler.aot.antiunify`),
+    never folded into one float; the count is by type, not value, so every sample decides
+    alike."""
+    return sum(isinstance(a, Literal) and isinstance(a.value, float)
+               for n in block.nodes for a in n.inputs)
 
 
 def cost(nodes) -> tuple:

@@ -156,7 +156,8 @@ def test_sizes_used_as_numbers_give_a_module_for_every_size(tmp_path):
     header = text.split('"""')[1]
     # the numbers made of sizes are formulas, exact at every size
     assert "0.9189385332046727 * d2" in text           # 0.5 * d * log(2 pi)
-    assert "1 / (2 * (d1 - 1))" in text                # 0.5 / (n - 1)
+    # 0.5 / (n - 1), the 0.5 of the root's rule apart (two float literals: passes/algebra.py)
+    assert "0.5 / np.sqrt(t3 / (d1 - 1) + (d1 / 1000)) / (d1 - 1)" in text
     assert "d1 / 1000" in text and "np.sqrt(d2)" in text
     assert "x / np.sqrt(d2)" in text and "np.log(d1)" in text   # math.sqrt(d), math.log(n)
     # only the size a constant array fixes stays, said in the header and the body's comment

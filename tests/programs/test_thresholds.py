@@ -862,6 +862,9 @@ THRESHOLDS = {
 
 # "module.CONSTANT" -> why it is not an array-size threshold
 NOT_SIZE_THRESHOLDS = {
+    "adcompiler.ir.shapes._NO_BYTES":
+        "a dtype whose items take no bytes, for the stand-ins shape inference gathers from (no "
+        "size: tests/ir/test_shape_inference.py)",
     "adcompiler.passes.small_factors.RATIO":
         "how many times fewer elements a factor of an adjoint's product has than the product to "
         "count as small (a ratio of the two, the same at every size; the rewrite changes "
