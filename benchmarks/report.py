@@ -107,7 +107,9 @@ def _method(meta: dict) -> list[str]:
         "## Method", "",
         "- Each (system, workload) runs in its own fresh process (`python -m benchmarks.worker`), "
         "one after another; the system is imported first and its import is excluded from "
-        "every figure.",
+        "every figure. For adcompiler that includes the installed libraries its generated code "
+        "calls (SciPy's linalg and special, numexpr), as each peer's import includes its own "
+        "linear algebra.",
         *_rounds_line(s.get("rounds", 1)),
         "- **Check before timing**: every gradient is compared with the hand-written one "
         "(`np.allclose`, rtol 1e-6); a mismatch is reported as WRONG and not timed.",
