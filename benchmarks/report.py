@@ -178,7 +178,8 @@ def _header(meta: dict) -> list[str]:
 def _single_thread(single: Results, main: list[str], peers: list[str]) -> list[str]:
     return ["## Per call with one thread per library, relative to hand-written", "",
             "The same workloads in a second pass with OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, "
-            "MKL_NUM_THREADS and NUMBA_NUM_THREADS = 1 (and XLA's Eigen pool off). On a 2-vCPU virtual machine a "
+            "MKL_NUM_THREADS and NUMBA_NUM_THREADS = 1 (and XLA's Eigen pool off). On a 2-vCPU "
+            "virtual machine a "
             "parallel region waits for the slower vCPU, which the host may hold back for "
             "milliseconds; with one thread those stalls go, so this pass compares the code "
             "itself more steadily.", ""] + _ratio_table(single, main, peers) + [""]

@@ -285,16 +285,7 @@ def _float_factors(v0, sizes, powers) -> list:
     folds to ``f * d`` with ``f = 0.9189385332046727``, a float no small fraction gives bit for
     bit; ``v0 / d`` may round to a neighbour of ``f``, so the few floats either side come too
     (each checked against every sample)."""
-    return _near(v0 / math.prod(sizes[d] ** e for d, e in powers.items()))
-
-
-def _near(f, reach=4) -> list:
-    """``f`` and the ``reach`` floats either side of it."""
-    out, below, above = [f], f, f
-    for _ in range(reach):
-        below, above = math.nextafter(below, -math.inf), math.nextafter(above, math.inf)
-        out += [below, above]
-    return out
+    return polynomials.near(v0 / math.prod(sizes[d] ** e for d, e in powers.items()))
 
 
 _FUNCTIONS = {"np.sqrt": math.sqrt, "np.log": math.log}
@@ -314,8 +305,8 @@ def _calls(values, sizes, base, moves) -> list:
         if at <= 0:
             continue
         call = f"{name}({d})"
-        out += [call if c == 1 else f"{c!r} * {call}" for c in _near(v0 / at)]
-        out += [f"1 / {call}" if c == 1 else f"{c!r} / {call}" for c in _near(v0 * at)]
+        out += [call if c == 1 else f"{c!r} * {call}" for c in polynomials.near(v0 / at)]
+        out += [f"1 / {call}" if c == 1 else f"{c!r} / {call}" for c in polynomials.near(v0 * at)]
     return out
 
 

@@ -68,13 +68,13 @@ def _scaled(values, symbols, points, inverted) -> list:
     factors = text.split(" * ") if product and " * " in text else []
     op = "/" if inverted else "*"
     out = []
-    for f in _near(values[0] * at if inverted else values[0] / at):
+    for f in near(values[0] * at if inverted else values[0] / at):
         out += [f"{f!r} {op} " + (text if " " not in text else f"({text})")]
         out += [f"{f!r} {op} " + f" {op} ".join(factors)] if factors else []
     return out
 
 
-def _near(f, reach=4) -> list:
+def near(f, reach=4) -> list:
     """``f`` and the ``reach`` floats either side of it."""
     out, below, above = [f], f, f
     for _ in range(reach):

@@ -14,9 +14,10 @@ Two tiers do this. A block that is a polynomial in its inputs and calls (no quot
 no product of sums, no sinh/cosh or sin/cos pair) goes to :mod:`.algebra_poly`, which tries
 the same rewrites on an exact normal form in well under a millisecond; only the others go to
 SymPy (:mod:`.algebra_sympy`), and only where :func:`promising` sees something to gain, since
-importing SymPy alone takes ~0.2 s of a first call. Invariants: the node keeps its inputs, its output aval and its
-place; the new block is again a tree (each inner value read once); the result is the same up to
-floating-point rounding; the outcome depends only on the expression (deterministic, cached per
+importing SymPy alone takes ~0.2 s of a first call. Ahead of time, a block with two float
+literals is left as written (:func:`_float_literals`). Invariants: the node keeps its inputs,
+its output aval and its place; the new block is again a tree (each inner value read once); the
+result is the same up to floating-point rounding; the outcome depends only on the expression (deterministic, cached per
 process), and expressions over ``MAX_NODES`` operations are left alone, which bounds the time.
 """
 
