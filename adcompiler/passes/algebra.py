@@ -18,7 +18,8 @@ importing SymPy alone takes ~0.2 s of a first call. Ahead of time, a block with 
 literals is left as written (:func:`_float_literals`). Invariants: the node keeps its inputs,
 its output aval and its place; the new block is again a tree (each inner value read once); the
 result is the same up to floating-point rounding; the outcome depends only on the expression
-(deterministic, cached per process), and expressions over ``MAX_NODES`` operations are left alone, which bounds the time.
+(deterministic, cached per process), and expressions over ``MAX_NODES`` operations are left
+alone, which bounds the time.
 """
 
 from __future__ import annotations
