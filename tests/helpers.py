@@ -121,6 +121,13 @@ def assert_located(err, f, offset, construct, hint=""):
     assert rest and rest[-1].startswith("hint: ") and hint in rest[-1], str(err)
 
 
+def tape_gradients(f, args) -> list:
+    """``tape.grad`` of ``f`` with respect to every argument, as NumPy arrays."""
+    from adcompiler import tape
+    leaves = [tape.tensor(a, requires_grad=True) for a in args]
+    return [g.numpy() for g in tape.grad(f(*leaves), leaves)]
+
+
 def assert_tape_matches_compiled(f, args, value_rtol=1e-12, rtol=1e-12, atol=1e-13):
     """``f`` run on tape tensors gives its NumPy value, and ``tape.grad`` the compiled
     gradient with respect to every argument."""

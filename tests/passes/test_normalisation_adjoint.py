@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler import tape
-from tests.helpers import numerical_grad
+from tests.helpers import numerical_grad, tape_gradients
 
 RNG = np.random.default_rng(33)
 
@@ -56,18 +55,13 @@ SHAPES = {attention_softmax: [(2, 3, 5), (4, 64, 64), (4, 256, 256)]}
 OTHER = [(3, 5), (64, 128), (512, 512)]
 
 
-def _tape_grad(f, args):
-    leaves = [tape.tensor(a, requires_grad=True) for a in args]
-    return [g.numpy() for g in tape.grad(f(*leaves), leaves)]
-
-
 @pytest.mark.parametrize("f", CASES, ids=[f.__name__ for f in CASES])
 @pytest.mark.parametrize("size", [0, 1, 2], ids=["small", "planned", "numexpr"])
 def test_gradient_matches_the_tape(f, size):
     shape = SHAPES.get(f, OTHER)[size]
     args = (RNG.standard_normal(shape), RNG.standard_normal(shape))
     got = ad.grad(f, wrt=("x" if f is not attention_softmax else "s", "w"))(*args)
-    for a, b in zip(got, _tape_grad(f, args)):
+    for a, b in zip(got, tape_gradients(f, args)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     if size == 0:
         for k in range(2):
@@ -91,7 +85,7 @@ def test_float32_stays_float32():
     w = RNG.standard_normal((8, 16)).astype(np.float32)
     got = ad.grad(columns, wrt=("x",))(x, w)[0]
     assert got.dtype == np.float32
-    want = _tape_grad(columns, (x.astype(np.float64), w.astype(np.float64)))[0]
+    want = tape_gradients(columns, (x.astype(np.float64), w.astype(np.float64)))[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import adcompiler as ad
-from adcompiler import tape
-from tests.helpers import numerical_grad
+from tests.helpers import numerical_grad, tape_gradients
 
 RNG = np.random.default_rng(34)
 
@@ -47,17 +46,12 @@ CASES = [layer_norm, rms_norm_columns, no_eps_last_axis, scale_read_again,
 SHAPES = [(3, 5), (64, 128), (512, 640)]
 
 
-def _tape_grad(f, args):
-    leaves = [tape.tensor(a, requires_grad=True) for a in args]
-    return [g.numpy() for g in tape.grad(f(*leaves), leaves)]
-
-
 @pytest.mark.parametrize("f", CASES, ids=[f.__name__ for f in CASES])
 @pytest.mark.parametrize("size", [0, 1, 2], ids=["small", "planned", "numexpr"])
 def test_gradient_matches_the_tape(f, size):
     args = (RNG.standard_normal(SHAPES[size]), RNG.standard_normal(SHAPES[size]))
     got = ad.grad(f, wrt=("x", "w"))(*args)
-    for a, b in zip(got, _tape_grad(f, args)):
+    for a, b in zip(got, tape_gradients(f, args)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     if size == 0:
         for k in range(2):
@@ -78,7 +72,7 @@ def test_a_differentiated_eps_keeps_the_plain_rules():
         return np.sum(np.tanh(x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + eps)))
     x = RNG.standard_normal((4, 6))
     got = ad.grad(f, wrt=("x", "eps"))(x, 0.3)
-    want = _tape_grad(f, (x, np.asarray(0.3)))
+    want = tape_gradients(f, (x, np.asarray(0.3)))
     np.testing.assert_allclose(got[0], want[0], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-9, atol=1e-12)
     step = 1e-6
@@ -102,7 +96,7 @@ def test_float32_stays_float32():
     w = RNG.standard_normal((8, 16)).astype(np.float32)
     got = ad.grad(layer_norm, wrt=("x",))(x, w)[0]
     assert got.dtype == np.float32
-    want = _tape_grad(layer_norm, (x.astype(np.float64), w.astype(np.float64)))[0]
+    want = tape_gradients(layer_norm, (x.astype(np.float64), w.astype(np.float64)))[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
