@@ -85,13 +85,18 @@ def time_per_call(step, target_s: float, min_repeats: int, min_batch_s: float = 
 
 
 def _first_gradient(runner, result: dict):
-    """Compile + first call (timed), two more calls; fills first_s and peak_bytes."""
+    """Compile + first call (timed), two more calls; fills first_s and peak_bytes (and, for
+    adcompiler's default, tier and tier_s: when its numba tier-up was decided)."""
     baseline, method = memory_baseline()
     start = time.perf_counter()
     out = runner.step()
     result["first_s"] = time.perf_counter() - start
     for _ in range(2):
         out = runner.step()
+    if runner.settle is not None:   # the tier-up's compile counts in memory, and is timed
+        result["tier"] = runner.settle()
+        result["tier_s"] = time.perf_counter() - start
+        out = runner.step()   # the result compared: the tier's
     result["peak_bytes"] = memory_peak(baseline, method)
     result["memory_method"] = method
     return out

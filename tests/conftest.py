@@ -34,6 +34,22 @@ def _verify_plans():
         os.environ["ADCOMPILER_VERIFY_PLANS"] = saved
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_tiers():
+    """No background tier-up (adcompiler.api.tiers) unless a test asks for it: a gradient that
+    moves to numba loops between two calls would make the suite's value comparisons depend on
+    timing. tests/api/test_tiers.py sets ``ADCOMPILER_TIERED=1`` and waits for the tier-up;
+    ``ADCOMPILER_TEST_TIERS=1`` runs the whole suite with tiering on."""
+    saved = os.environ.get("ADCOMPILER_TIERED")
+    if os.environ.get("ADCOMPILER_TEST_TIERS") != "1":
+        os.environ["ADCOMPILER_TIERED"] = "0"
+    yield
+    if saved is None:
+        os.environ.pop("ADCOMPILER_TIERED", None)
+    else:
+        os.environ["ADCOMPILER_TIERED"] = saved
+
+
 @pytest.fixture(autouse=True)
 def _numba_threads(monkeypatch):
     """Generated numba kernels as numba with threads writes them, whatever NUMBA_NUM_THREADS

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import types
 
 import numpy as np
 
-from . import cotangents, fastpath, poles, state, tree_keys
+from . import cotangents, fastpath, poles, state, tiers, tree_keys
 from ..custom import examples as custom_examples
 from .bound import bind
 from .function_keys import FunctionKey
@@ -42,8 +43,12 @@ class GradientFunction:
 
     bound_attributes = ("specialize",)  # called with the instance first through one (bound.py)
 
-    def __init__(self, fn, wrt, mode, backend="numpy", compute=None, checkpoint=None):
+    def __init__(self, fn, wrt, mode, backend="numpy", compute=None, checkpoint=None,
+                 tiered=None):
         check_transformable(fn, mode)  # a def, a custom_vjp function or grad(f)
+        self.tiered = tiered   # None, True or False: numba loops after NumPy code (.tiers)
+        self._lock = threading.RLock()   # the fast path, which the tiers' thread updates too
+        self._fast_origin: dict = {}     # fast key -> the Compiled it calls
         self.checkpoint = for_backend(as_checkpoint(checkpoint), backend)   # (checkpointing)
         self.primal = fn
         self.mode = mode
@@ -127,11 +132,12 @@ class GradientFunction:
 
     def _build(self, key, avals, ct_aval) -> Compiled:
         """Compile, or fetch from the disk cache (NumPy code only: adcompiler.runtime.cache)."""
-        return disk_cache.fetch(
-            disk_cache.key_for(self.primal, self.mode, self.wrt, key + (self.checkpoint,))
-            if self.backend == "numpy" else None,
-            lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval,
-                                     backend=self.backend, checkpoint=self.checkpoint))
+        with tiers.COMPILING:   # never beside a background tier-up's compile (.tiers)
+            return disk_cache.fetch(
+                disk_cache.key_for(self.primal, self.mode, self.wrt, key + (self.checkpoint,))
+                if self.backend == "numpy" else None,
+                lambda: compile_gradient(self.primal, avals, self.wrt, self.mode, ct_aval,
+                                         backend=self.backend, checkpoint=self.checkpoint))
 
     def __call__(self, *args, **kwargs):
         return self._call(args, kwargs)
@@ -169,6 +175,9 @@ class GradientFunction:
                                                  extra, (args, kwargs),
                                                  wrt_leaves(self.wrt, avals), self.mode),
                                  arguments, avals)
+        if compiled.tier is None and not extra and arguments.keys() == avals.keys() and \
+                tiers.wanted(self, tuple(arguments.values())):   # numba loops, in the back
+            tiers.start(self, compiled, avals, tuple(arguments.values()), result)
         if not kwargs and len(args) == len(self._signature.parameters) and not \
                 self._variadic and self.backend != "dask":   # (Dask's results: _finish)
             if arguments.keys() == avals.keys():   # no containers
@@ -197,7 +206,8 @@ class GradientFunction:
             picked = type(self).__bases__[0] if type(self).__dict__.get("_fast_class") \
                 else type(self)
             picked = picked(self.primal, self._wrt_given, self.mode, backend,
-                            self.compute if backend == "dask" else None, self.checkpoint)
+                            self.compute if backend == "dask" else None, self.checkpoint,
+                            self.tiered)
             self._by_backend[backend] = picked
         self._last_picked = picked
         return picked
@@ -221,14 +231,29 @@ class GradientFunction:
     def _remember(self, key, compiled):
         """Send calls of this fast key straight to ``compiled``: through the ``_fast`` dict, and
         the guard chain (which may inline the generated source where ``_direct`` adds nothing)."""
-        direct = self._direct(compiled.function)
-        snapshot = self._snapshots[id(compiled)]
-        if snapshot:  # it read globals, cells or attributes: check them first
-            direct = self._checked(key, direct, snapshot.holds)
-        self._fast[key] = direct
-        if direct is compiled.function:
-            self._inline[key] = fastpath.Source(compiled.source)
-        self._install_fast_path()
+        with self._lock:
+            direct = self._direct(compiled.function)
+            snapshot = self._snapshots.get(id(compiled))
+            if snapshot is None:   # compiled again since (the tiers' thread came late)
+                return
+            if snapshot:  # it read globals, cells or attributes: check them first
+                direct = self._checked(key, direct, snapshot.holds)
+            self._fast[key] = direct
+            self._fast_origin[key] = compiled
+            if direct is compiled.function and (compiled.tier is None or
+                                                compiled.tier.state != "numba"):
+                self._inline[key] = fastpath.Source(compiled.source)
+            else:
+                self._inline.pop(key, None)
+            self._install_fast_path()
+
+    def _tier_up(self, compiled, function):
+        """From the tiers' thread: calls of ``compiled`` run ``function`` (its numba loop)."""
+        with self._lock:
+            compiled.function = function
+            for key, origin in list(self._fast_origin.items()):
+                if origin is compiled and key in self._fast:
+                    self._remember(key, compiled)
 
     def _checked(self, key, run, holds):
         """``run``, where what it read when compiled is unchanged; else the full path, which
@@ -312,6 +337,26 @@ class GradientFunction:
         return Source(self._latest().source)
 
     @property
+    def tier(self) -> str:
+        """What the latest compilation's calls run: ``"numpy"`` (its ``.source``),
+        ``"compiling"`` (NumPy code while its numba loop compiles on a background thread) or
+        ``"numba"`` (the loop, ``.tier_source``); see adcompiler.api.tiers."""
+        found = self._latest().tier
+        return "numpy" if found is None else found.state
+
+    @property
+    def tier_source(self):
+        """The numba loop's source where the latest compilation has tiered up, else None."""
+        found = self._latest().tier
+        return None if found is None or found.loop is None else found.loop.source
+
+    def wait_tier(self, timeout=None) -> str:
+        """Wait (up to ``timeout`` seconds) until the latest compilation's tier-up is decided;
+        its :attr:`tier` then."""
+        tiers.wait(self._latest().tier, timeout)
+        return self.tier
+
+    @property
     def ir(self):
         """The optimised SSA graph of the latest compilation (prints in the text form)."""
         return self._latest().graph
@@ -381,10 +426,12 @@ def _fast_key(args):
 
 
 def _transform(mode):
-    def transform(f=None, *, wrt=None, backend="numpy", compute=None, checkpoint=None):
+    def transform(f=None, *, wrt=None, backend="numpy", compute=None, checkpoint=None,
+                  tiered=None):
         if f is None:
-            return lambda fn: GradientFunction(fn, wrt, mode, backend, compute, checkpoint)
-        return GradientFunction(f, wrt, mode, backend, compute, checkpoint)
+            return lambda fn: GradientFunction(fn, wrt, mode, backend, compute, checkpoint,
+                                               tiered)
+        return GradientFunction(f, wrt, mode, backend, compute, checkpoint, tiered)
     transform.__name__ = mode
     return transform
 
@@ -412,6 +459,12 @@ grad.__doc__ = """The gradient of ``f``'s scalar result, compiled ahead of time 
     carried values and runs the forward again between them; ``"sqrt"`` takes ``K =
     ceil(sqrt(T))``; :class:`adcompiler.Checkpoint` also takes ``every=`` (while loops) and
     ``levels=`` (docs/reference/checkpointing.md). value_and_grad and vjp take it too.
+:param tiered: ``None`` (the default): where numba is installed, a NumPy-backend gradient of
+    at least 65,536 array elements that is one elementwise loop is compiled for numba on a
+    background thread while the NumPy code answers, and runs the loop once it is ready and
+    its first result matched (``.tier``, ``.wait_tier()``); ``True`` tiers up any plan numba
+    takes, at any size; ``False`` (or ``ADCOMPILER_TIERED=0``) keeps the NumPy code
+    (docs/performance.md, Tiered compilation).
 :returns: a :class:`GradientFunction`, called as ``f`` is. Each gradient has its input's shape
     and dtype (a float for a float). It compiles once per input signature (shapes, dtypes,
     the values of int, str and other static arguments) and reuses the code after that;

@@ -34,6 +34,7 @@ class Compiled:
                              # plan fits)
     kernels: tuple = ()      # the CuPy backend's ElementwiseKernels (backends.cuda_kernels)
     constants: dict = field(default_factory=dict)  # what the source reads, as given (host)
+    tier: object = None      # NumPy code moving to a numba loop: its api.tiers.Tier
 
 
 BACKENDS = ("numpy", "cupy", "dask", "numba")

@@ -1,0 +1,152 @@
+"""Tiered compilation (adcompiler.api.tiers): NumPy code first, numba loops once compiled.
+
+Every test runs above the default threshold (tiers.ELEMENTS = 65,536 elements) where the
+default is to tier, and compares the tiered gradient with the unoptimised one.
+"""
+
+import numpy as np
+import pytest
+
+import adcompiler as ad
+from adcompiler.api import tiers
+from adcompiler.backends.check_modes import unoptimised
+
+pytest.importorskip("numba")
+
+N = 3 * tiers.ELEMENTS // 2   # above the threshold
+
+
+@pytest.fixture(autouse=True)
+def _tiers_on(monkeypatch):
+    monkeypatch.setenv("ADCOMPILER_TIERED", "1")
+
+
+def elementwise(x):
+    return np.sum(np.tanh(x) * x + 3.0 * x * x - np.exp(-x))
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def two(x, y):
+    return np.sum(np.sin(x) * y + np.log1p(y * y))
+
+
+def stencil(u, steps):
+    for _ in range(steps):
+        u = u + 0.1 * (np.roll(u, 1) - 2.0 * u + np.roll(u, -1))
+    return np.sum(u * u)
+
+
+def _plain(transform, *args):
+    with unoptimised():
+        return transform(*args)
+
+
+def _reference(fn, *args):
+    return _plain(ad.grad(fn, tiered=False), *args)
+
+
+@pytest.mark.parametrize("fn", [elementwise, rosenbrock])
+def test_a_large_elementwise_gradient_moves_to_numba_with_equal_values(fn):
+    x = np.random.default_rng(1).standard_normal(N)
+    g = ad.grad(fn)
+    first = g(x)
+    assert g.tier == "compiling"
+    assert g.wait_tier(120) == "numba"
+    assert "@numba.njit" in g.tier_source and "numba" not in g.source
+    reference = _reference(fn, x)
+    np.testing.assert_allclose(first, reference, rtol=1e-12, atol=1e-12)
+    after = g(x)   # through the rebuilt fast path: the loop
+    np.testing.assert_allclose(after, reference, rtol=1e-9, atol=1e-9 * np.abs(reference).max())
+    y = np.random.default_rng(2).standard_normal(N)   # new values, the same signature
+    np.testing.assert_allclose(g(y), _reference(fn, y), rtol=1e-9,
+                               atol=1e-9 * np.abs(_reference(fn, y)).max())
+
+
+def test_value_and_grad_with_two_arguments_tiers_up():
+    x, y = np.random.default_rng(3).standard_normal((2, N))
+    g = ad.value_and_grad(two, wrt=(0, 1))
+    g(x, y)
+    assert g.wait_tier(120) == "numba"
+    value, (dx, dy) = g(x, y)
+    ref_value, (rx, ry) = _plain(ad.value_and_grad(two, wrt=(0, 1), tiered=False), x, y)
+    assert value == pytest.approx(ref_value, rel=1e-10)
+    np.testing.assert_allclose(dx, rx, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dy, ry, rtol=1e-9, atol=1e-12)
+
+
+def test_below_the_threshold_and_when_off_the_numpy_code_stays(monkeypatch):
+    small = np.random.default_rng(4).standard_normal(tiers.ELEMENTS - 1)
+    g = ad.grad(elementwise)
+    g(small)
+    assert g.tier == "numpy" and g.tier_source is None
+    off = ad.grad(elementwise, tiered=False)
+    off(np.ones(N))
+    assert off.tier == "numpy"
+    monkeypatch.setenv("ADCOMPILER_TIERED", "0")
+    env_off = ad.grad(elementwise)
+    env_off(np.ones(N))
+    assert env_off.tier == "numpy"
+
+
+def test_tiered_true_takes_small_inputs_too():
+    x = np.linspace(-2.0, 2.0, 1000)
+    g = ad.grad(elementwise, tiered=True)
+    g(x)
+    assert g.wait_tier(120) == "numba"
+    np.testing.assert_allclose(g(x), _reference(elementwise, x), rtol=1e-9, atol=1e-12)
+
+
+def test_a_call_with_a_static_argument_stays_numpy():
+    """Only calls whose every argument is a NumPy array tier up (an int's value is part of
+    the signature, and a loop program is no whole elementwise loop)."""
+    u = np.random.default_rng(5).standard_normal(N)
+    for tiered in (None, True):
+        g = ad.grad(stencil, tiered=tiered)
+        got = g(u, 5)
+        assert g.wait_tier(120) == "numpy"
+        np.testing.assert_allclose(got, _reference(stencil, u, 5), rtol=1e-12, atol=1e-12)
+
+
+def test_a_loop_that_disagrees_never_runs(monkeypatch):
+    """The first result of the loop is checked against the NumPy code's: a wrong loop (here
+    made wrong on purpose) leaves the NumPy code in place, with a warning that says so."""
+    real = tiers._tier_up
+
+    def wrong_loop(gradient, compiled, avals, copies, expected, tier):
+        from adcompiler import pipeline
+        original = pipeline.compile_gradient
+
+        def broken(*args, **kwargs):
+            loop = original(*args, **kwargs)
+            function = loop.function
+            loop.function = lambda *a: function(*a) * 1.001
+            return loop
+        monkeypatch.setattr(pipeline, "compile_gradient", broken)
+        try:
+            real(gradient, compiled, avals, copies, expected, tier)
+        finally:
+            monkeypatch.setattr(pipeline, "compile_gradient", original)
+
+    monkeypatch.setattr(tiers, "_tier_up", wrong_loop)
+    x = np.random.default_rng(6).standard_normal(N)
+    g = ad.grad(elementwise)
+    with pytest.warns(RuntimeWarning, match="the NumPy code stays"):
+        g(x)
+        assert g.wait_tier(120) == "numpy"
+        tiers._jobs.join()
+    assert "differed" in g._latest().tier.reason
+    np.testing.assert_allclose(g(x), _reference(elementwise, x), rtol=1e-12, atol=1e-12)
+
+
+def test_arguments_changed_in_place_after_the_first_call_do_not_matter():
+    """The check uses copies made at the first call: an optimiser's in-place update while the
+    loop compiles cannot make a false mismatch, nor reach the loop's check."""
+    x = np.random.default_rng(7).standard_normal(N)
+    g = ad.grad(elementwise)
+    for _ in range(5):
+        x -= 1e-3 * g(x)
+    assert g.wait_tier(120) == "numba"
+    np.testing.assert_allclose(g(x), _reference(elementwise, x), rtol=1e-9, atol=1e-9)
