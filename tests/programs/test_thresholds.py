@@ -88,6 +88,12 @@ adcompiler/backends/scatters.py  SPARSE_ENTRIES  32,768 values (>=)
     Where SciPy is installed the helper is a sparse product (``scipy.sparse.csr_matrix``) from
     32,768 values on, flat indices through NumPy's 1-D ``np.add.at`` below (and always without
     SciPy). Test: test_scatter_sparse_entries.
+adcompiler/api/tiers.py  ELEMENTS  65,536 array elements of a call, over every argument (>=)
+    With numba installed, a ``grad``/``value_and_grad`` on the NumPy backend whose plan is a
+    whole elementwise loop is compiled again for ``backend="numba"`` on a background thread,
+    and runs the loop once its first result matched the NumPy code's (``.tier == "numba"``);
+    below, the NumPy code only (``.tier == "numpy"``). ``tiered=True`` tiers up at any size.
+    Test: test_tiers_elements.
 
 Size-dependent choices without a constant of their own:
 
@@ -137,6 +143,7 @@ import adcompiler as ad
 from adcompiler.backends import constants as constants_comment
 from adcompiler.backends import numba_emit, numexpr_chains, planner, scatters
 from adcompiler.aot import small_bodies
+from adcompiler.api import tiers
 from adcompiler.backends.check_modes import unoptimised
 from adcompiler.frontend.expressions import comprehensions
 from adcompiler.templates import factorizations
@@ -555,6 +562,31 @@ def test_numba_apart_min(side):
         assert 1024 <= (dx.ctypes.data - x.ctypes.data) % apart.PAGE <= 3072
 
 
+# ---- api/tiers.py ELEMENTS -----------------------------------------------------------------
+
+@needs_numba
+@pytest.mark.parametrize("side", SIDES)
+def test_tiers_elements(side, monkeypatch):
+    """The default tiers up a call of at least 65,536 array elements, counted over every
+    argument: here 2 x 32,768 tiers up, one element fewer stays NumPy code; both sides give the
+    unoptimised gradient, the tiered one through the numba loop."""
+    monkeypatch.setenv("ADCOMPILER_TIERED", "1")   # tests/conftest.py turns tiering off
+    half = tiers.ELEMENTS // 2
+    x = _rng().uniform(-2.0, 2.0, half)
+    y = _rng().uniform(-2.0, 2.0, half - (side == "below"))
+    g = agrees_with_unoptimised(lambda: ad.grad(two_chains, wrt=(0, 1)), (x, y))
+    assert g.wait_tier(120) == ("numba" if side == "at" else "numpy")
+    assert (g.tier_source is not None) == (side == "at")
+    with unoptimised():
+        want = ad.grad(two_chains, wrt=(0, 1), tiered=False)(x, y)
+    for got, ref in zip(g(x, y), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+
+
+def two_chains(x, y):
+    return np.sum(np.tanh(x) * x) + np.sum(y * y - np.exp(-y))
+
+
 # ---- tape/format.py THRESHOLD --------------------------------------------------------------
 
 @pytest.mark.parametrize("side", ["at", "above"])
@@ -858,6 +890,7 @@ THRESHOLDS = {
     "adcompiler.backends.scatters.MIN_WIDTH": (4, ("test_scatter_min_width",)),
     "adcompiler.backends.scatters.TARGET_RATIO": (10, ("test_scatter_target_ratio",)),
     "adcompiler.backends.scatters.SPARSE_ENTRIES": (32768, ("test_scatter_sparse_entries",)),
+    "adcompiler.api.tiers.ELEMENTS": (65536, ("test_tiers_elements",)),
 }
 
 # "module.CONSTANT" -> why it is not an array-size threshold
@@ -1104,5 +1137,6 @@ def test_the_imported_values_are_the_tables():
                 "adcompiler.backends.scatters.MIN_ENTRIES": scatters.MIN_ENTRIES,
                 "adcompiler.backends.scatters.MIN_WIDTH": scatters.MIN_WIDTH,
                 "adcompiler.backends.scatters.TARGET_RATIO": scatters.TARGET_RATIO,
-                "adcompiler.backends.scatters.SPARSE_ENTRIES": scatters.SPARSE_ENTRIES}
+                "adcompiler.backends.scatters.SPARSE_ENTRIES": scatters.SPARSE_ENTRIES,
+                "adcompiler.api.tiers.ELEMENTS": tiers.ELEMENTS}
     assert imported == {k: v for k, (v, _) in THRESHOLDS.items()}
