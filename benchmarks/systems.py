@@ -52,8 +52,8 @@ class Unsupported(Exception):
 class Runner:
     step: Callable[[], object]
     to_numpy: Callable[[object], tuple]
-    # adcompiler's default: wait for the background tier-up to numba loops (api.tiers), whose
-    # time and memory the worker then counts in first_s... and peak_bytes; returns its tier
+    # adcompiler's default: wait for the background compile of its numba loop (api.tiers), whose
+    # time and memory the worker then counts in tier_s and peak_bytes; returns its tier
     settle: Callable[[], str] | None = None
 
 

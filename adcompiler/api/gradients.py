@@ -177,7 +177,7 @@ class GradientFunction:
                                  arguments, avals)
         if compiled.tier is None and not extra and arguments.keys() == avals.keys() and \
                 tiers.wanted(self, tuple(arguments.values())):   # numba loops, in the back
-            tiers.start(self, compiled, avals, tuple(arguments.values()), result)
+            tiers.start(self, compiled, avals, tuple(arguments.values()))
         if not kwargs and len(args) == len(self._signature.parameters) and not \
                 self._variadic and self.backend != "dask":   # (Dask's results: _finish)
             if arguments.keys() == avals.keys():   # no containers
@@ -240,8 +240,8 @@ class GradientFunction:
                 direct = self._checked(key, direct, snapshot.holds)
             self._fast[key] = direct
             self._fast_origin[key] = compiled
-            if direct is compiled.function and (compiled.tier is None or
-                                                compiled.tier.state != "numba"):
+            if direct is compiled.function and (compiled.tier is None or compiled.tier.state
+                                                in ("compiling", "numpy")):
                 self._inline[key] = fastpath.Source(compiled.source)
             else:
                 self._inline.pop(key, None)
@@ -339,8 +339,10 @@ class GradientFunction:
     @property
     def tier(self) -> str:
         """What the latest compilation's calls run: ``"numpy"`` (its ``.source``),
-        ``"compiling"`` (NumPy code while its numba loop compiles on a background thread) or
-        ``"numba"`` (the loop, ``.tier_source``); see adcompiler.api.tiers."""
+        ``"compiling"`` (NumPy code while its numba loop compiles on a background thread),
+        ``"checking"`` (the loop is compiled: the next call runs both, compares, and answers
+        with the NumPy code's result) or ``"numba"`` (the loop, ``.tier_source``); see
+        adcompiler.api.tiers."""
         found = self._latest().tier
         return "numpy" if found is None else found.state
 
@@ -351,8 +353,9 @@ class GradientFunction:
         return None if found is None or found.loop is None else found.loop.source
 
     def wait_tier(self, timeout=None) -> str:
-        """Wait (up to ``timeout`` seconds) until the latest compilation's tier-up is decided;
-        its :attr:`tier` then."""
+        """Wait (up to ``timeout`` seconds) until the latest compilation's numba loop is
+        compiled; its :attr:`tier` then: ``"checking"`` (the next call checks the loop and
+        moves to it), ``"numpy"`` (no loop, said why), or ``"compiling"`` (timed out)."""
         tiers.wait(self._latest().tier, timeout)
         return self.tier
 

@@ -5,7 +5,7 @@ Where numba is installed and the gradient is one straight elementwise loop over 
 (:mod:`adcompiler.backends.loop_plan`: the ``tanh``/``exp`` chains, Rosenbrock's shifted
 slices), the same gradient is compiled for ``backend="numba"`` on a background thread, and the
 calls after it is ready run the loop: 4-10x faster per call at every size from 10^3 elements
-on (measured: ``benchmarks/TIERS.md``), while numba's own first compile (0.3-1.5 s) costs the
+on (measured: docs/performance.md, Tiered compilation), while numba's own first compile (0.3-1.5 s) costs the
 caller nothing but the thread's CPU.
 
 Which gradients tier up, and why only those (docs/performance.md says the same):
@@ -13,15 +13,20 @@ Which gradients tier up, and why only those (docs/performance.md says the same):
 - ``tiered=None`` (the default): grad and value_and_grad on the NumPy backend, every argument a
   NumPy array, at least :data:`ELEMENTS` array elements in the call, numba installed, and the
   plan a whole elementwise loop. Loop programs and loop nests (step plans, gathers, broadcast
-  reductions) stay NumPy code: there numba gains 0-50% while its compiler's ~50 MB of resident
-  memory would take the small ones (the heat stencil) past PyTorch's peak.
+  reductions) stay NumPy code: there numba gains 0-50% while numba's 120-140 MB of resident
+  memory (its import, LLVM, the threading layer) would take the small ones (the heat stencil)
+  past PyTorch's peak.
 - ``tiered=True``: any plan numba takes, at any size; ``tiered=False`` (or the environment's
   ``ADCOMPILER_TIERED=0``): NumPy code always.
 
-Never a different gradient: the loop's first result, on copies of the arguments of the call
-that started it, must equal that call's NumPy result (every output's dtype and shape, values to
-1e-9 of its largest magnitude; numba's exp/tanh differ from libm's by ~1e-11 relative) before
-any call runs it. Otherwise the NumPy code stays, with a RuntimeWarning naming the difference.
+Never a different gradient, and no memory kept for the check: once the loop is compiled
+(``.tier == "checking"``), the next call runs the NumPy code, frees its pooled work arrays, runs
+the loop on the same arguments and compares (every output's dtype and shape, values to 1e-9 of
+its largest magnitude, in chunks; numba's exp/tanh differ from libm's by ~1e-11 relative). That
+call answers with the NumPy code's result; the calls after it run the loop where they agreed,
+else the NumPy code stays, with a RuntimeWarning naming the difference. The worker compiles
+the loop by calling it on zeros (fresh pages that take no memory while only read), so nothing
+of the user's call (no copy of an argument or result) is kept while it compiles.
 
 One worker thread compiles, one gradient at a time, holding :data:`COMPILING` (which the
 foreground pipeline holds too: the compiler is never run by two threads at once). It is not a
@@ -73,33 +78,34 @@ def wanted(gradient, values: tuple) -> bool:
 
 
 class Tier:
-    """One compiled body's tier-up: ``state`` is ``"compiling"``, ``"numba"`` (the loop runs),
-    or ``"numpy"`` with ``reason`` saying why it stays."""
+    """One compiled body's tier-up. ``state``: ``"compiling"`` (the loop compiles on the
+    worker), ``"checking"`` (compiled: the next call runs both and compares), ``"numba"`` (the
+    loop runs), or ``"numpy"`` with ``reason`` saying why the NumPy code stays."""
 
-    def __init__(self):
+    def __init__(self, arrays):
         self.state, self.reason, self.loop = "compiling", "", None
-        self.done = threading.Event()
+        self.numpy_code = None          # the function the loop replaces, once it is compiled
+        self.arrays = arrays            # (shape, dtype, order) of each argument, for the compile
+        self.compiled = threading.Event()   # the worker is done: checking, or decided
+        self.done = threading.Event()       # decided: numba or numpy
 
     def stay(self, reason: str):
         self.state, self.reason = "numpy", reason
+        self.compiled.set()
         self.done.set()
 
 
-def start(gradient, compiled, avals, values: tuple, result):
-    """Queue the numba compile of ``compiled``'s gradient; ``values``/``result``: the call that
-    started it (copied here, so later in-place updates of the caller's arrays do not matter)."""
-    tier = compiled.tier = Tier()
-    copies = tuple(v.copy() for v in values)
-    expected = _copy(result)
+def start(gradient, compiled, avals, values: tuple):
+    """Queue the numba compile of ``compiled``'s gradient (for ``avals``) for arguments like
+    ``values``: their shapes, dtypes and layouts only, nothing of the call is kept."""
+    tier = compiled.tier = Tier(tuple((v.shape, v.dtype, _order(v)) for v in values))
     _ensure_worker()
-    _jobs.put((gradient, compiled, avals, copies, expected, tier))
+    _jobs.put((gradient, compiled, avals, tier))
     return tier
 
 
-def _copy(result):
-    if isinstance(result, tuple):
-        return tuple(_copy(r) for r in result)
-    return result.copy() if isinstance(result, np.ndarray) else result
+def _order(array) -> str:
+    return "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
 
 
 def _ensure_worker():
@@ -141,7 +147,7 @@ def _work():
             _jobs.task_done()
 
 
-def _tier_up(gradient, compiled, avals, copies, expected, tier):
+def _tier_up(gradient, compiled, avals, tier):
     from ..pipeline import compile_gradient   # (the pipeline imports api modules' users)
     with COMPILING:
         loop = compile_gradient(gradient.primal, avals, gradient.wrt, gradient.mode,
@@ -153,16 +159,56 @@ def _tier_up(gradient, compiled, avals, copies, expected, tier):
                          "with tiered=True")
     if _closing.is_set():
         return tier.stay("the interpreter exited before the numba loop was compiled")
-    got = loop.function(*copies)   # numba compiles here, on this thread
-    difference = _difference(got, expected)
-    if difference:
-        warnings.warn(f"adcompiler: the numba loop of {gradient.primal.__qualname__} gave "
-                      f"{difference}; the NumPy code stays (please report this)",
-                      RuntimeWarning, stacklevel=1)
-        return tier.stay("the numba loop's first result differed: " + difference)
-    tier.loop, tier.state = loop, "numba"
-    gradient._tier_up(compiled, loop.function)
-    tier.done.set()
+    # numba compiles at the first call: here, on zeros (calloc'd pages read as the shared zero
+    # page, so they take no memory); the result is dropped at once
+    loop.function(*(np.zeros(shape, dtype, order) for shape, dtype, order in tier.arrays))
+    tier.loop, tier.numpy_code, tier.state = loop, compiled.function, "checking"
+    gradient._tier_up(compiled, _checking(gradient, compiled, tier))
+    tier.compiled.set()
+
+
+def _checking(gradient, compiled, tier):
+    """The function calls of ``compiled`` run while ``tier`` is checked: the first runs the
+    NumPy code, frees its buffers, runs the loop on the same arguments and compares; the loop
+    then takes the calls, or (on any difference) the NumPy code keeps them, with a warning.
+    That call's answer is the NumPy code's either way. Calls from other threads meanwhile run
+    the NumPy code."""
+    busy, numpy_code = threading.Lock(), tier.numpy_code
+
+    def first_call(*args):
+        if not busy.acquire(blocking=False):
+            return numpy_code(*args)
+        try:
+            if tier.state != "checking":   # decided by a call that just finished
+                return (tier.loop.function if tier.state == "numba" else numpy_code)(*args)
+            expected = numpy_code(*args)
+            _release_buffers(numpy_code)   # the loop's result in their place
+            try:
+                difference = _difference(tier.loop.function(*args), expected)
+            except Exception as exc:  # noqa: BLE001 - the loop failed: the NumPy code stays
+                difference = f"an error: {type(exc).__name__}: {exc}"
+            if difference:
+                warnings.warn(f"adcompiler: the numba loop of {gradient.primal.__qualname__} "
+                              f"gave {difference}; the NumPy code stays (please report this)",
+                              RuntimeWarning, stacklevel=2)
+                tier.stay("the numba loop's first result differed: " + difference)
+                gradient._tier_up(compiled, numpy_code)
+            else:
+                tier.state = "numba"
+                gradient._tier_up(compiled, tier.loop.function)
+                tier.done.set()
+            return expected
+        finally:
+            busy.release()
+    return first_call
+
+
+def _release_buffers(function):
+    """Empty the planned code's pools of work arrays (``_grad_f_buffers``, backends/planner.py):
+    a later call of it allocates them again."""
+    for name, value in function.__globals__.items():
+        if name.endswith("_buffers") and isinstance(value, list):
+            value.clear()
 
 
 def _kind_allowed(gradient, loop) -> bool:
@@ -189,13 +235,31 @@ def _difference(got, expected) -> str:
     if np.shape(got) != np.shape(expected) or np.result_type(got) != np.result_type(expected):
         return (f"{np.result_type(got)}{list(np.shape(got))} where the NumPy code gives "
                 f"{np.result_type(expected)}{list(np.shape(expected))}")
+    got, expected = np.ravel(got), np.ravel(expected)
+    scale = max((_largest(expected[i:i + CHUNK]) for i in range(0, expected.size, CHUNK)),
+                default=0.0)
+    for i in range(0, expected.size, CHUNK):   # in chunks: temporaries of CHUNK values
+        problem = _chunk_difference(got[i:i + CHUNK], expected[i:i + CHUNK], scale)
+        if problem:
+            return problem
+    return ""
+
+
+CHUNK = 1 << 16   # values compared at once (not a size threshold: any size is compared whole)
+
+
+def _largest(values) -> float:
+    finite = np.isfinite(values)
+    return float(np.max(np.abs(values[finite]), initial=0.0))
+
+
+def _chunk_difference(got, expected, scale) -> str:
     got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
-    if not np.array_equal(np.isfinite(got), np.isfinite(expected)):
-        return "non-finite values where the NumPy code's are finite (or the reverse)"
     finite = np.isfinite(expected)
+    if not np.array_equal(np.isfinite(got), finite):
+        return "non-finite values where the NumPy code's are finite (or the reverse)"
     if not np.array_equal(got[~finite], expected[~finite], equal_nan=True):
         return "other infinities"
-    scale = float(np.max(np.abs(expected[finite]), initial=0.0))
     error = float(np.max(np.abs(got[finite] - expected[finite]), initial=0.0))
     if error > TOLERANCE * scale + 1e-300:
         return f"values {error:.3g} apart (of at most {scale:.3g})"
@@ -203,5 +267,6 @@ def _difference(got, expected) -> str:
 
 
 def wait(tier, timeout=None) -> bool:
-    """Block until ``tier`` is decided (``True``) or ``timeout`` seconds pass (``False``)."""
-    return tier is None or tier.done.wait(timeout)
+    """Block until ``tier``'s compile is over (``True``: checking or decided) or ``timeout``
+    seconds pass (``False``)."""
+    return tier is None or tier.compiled.wait(timeout)

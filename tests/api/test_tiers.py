@@ -54,10 +54,13 @@ def test_a_large_elementwise_gradient_moves_to_numba_with_equal_values(fn):
     g = ad.grad(fn)
     first = g(x)
     assert g.tier == "compiling"
-    assert g.wait_tier(120) == "numba"
+    assert g.wait_tier(120) == "checking"
     assert "@numba.njit" in g.tier_source and "numba" not in g.source
     reference = _reference(fn, x)
     np.testing.assert_allclose(first, reference, rtol=1e-12, atol=1e-12)
+    checked = g(x)   # the NumPy code's answer; the loop's compared with it
+    assert g.tier == "numba"
+    np.testing.assert_allclose(checked, reference, rtol=1e-12, atol=1e-12)
     after = g(x)   # through the rebuilt fast path: the loop
     np.testing.assert_allclose(after, reference, rtol=1e-9, atol=1e-9 * np.abs(reference).max())
     y = np.random.default_rng(2).standard_normal(N)   # new values, the same signature
@@ -69,7 +72,9 @@ def test_value_and_grad_with_two_arguments_tiers_up():
     x, y = np.random.default_rng(3).standard_normal((2, N))
     g = ad.value_and_grad(two, wrt=(0, 1))
     g(x, y)
-    assert g.wait_tier(120) == "numba"
+    assert g.wait_tier(120) == "checking"
+    g(x, y)
+    assert g.tier == "numba"
     value, (dx, dy) = g(x, y)
     ref_value, (rx, ry) = _plain(ad.value_and_grad(two, wrt=(0, 1), tiered=False), x, y)
     assert value == pytest.approx(ref_value, rel=1e-10)
@@ -95,7 +100,9 @@ def test_tiered_true_takes_small_inputs_too():
     x = np.linspace(-2.0, 2.0, 1000)
     g = ad.grad(elementwise, tiered=True)
     g(x)
-    assert g.wait_tier(120) == "numba"
+    assert g.wait_tier(120) == "checking"
+    g(x)
+    assert g.tier == "numba"
     np.testing.assert_allclose(g(x), _reference(elementwise, x), rtol=1e-9, atol=1e-12)
 
 
@@ -111,34 +118,60 @@ def test_a_call_with_a_static_argument_stays_numpy():
 
 
 def test_a_loop_that_disagrees_never_runs(monkeypatch):
-    """The first result of the loop is checked against the NumPy code's: a wrong loop (here
-    made wrong on purpose) leaves the NumPy code in place, with a warning that says so."""
-    real = tiers._tier_up
+    """The loop's first result is checked against the NumPy code's: a wrong loop (here made
+    wrong on purpose) leaves the NumPy code in place, with a warning that says so."""
+    from adcompiler import pipeline
+    original = pipeline.compile_gradient
 
-    def wrong_loop(gradient, compiled, avals, copies, expected, tier):
-        from adcompiler import pipeline
-        original = pipeline.compile_gradient
-
-        def broken(*args, **kwargs):
-            loop = original(*args, **kwargs)
+    def broken(*args, **kwargs):
+        loop = original(*args, **kwargs)
+        if kwargs.get("backend") == "numba":
             function = loop.function
             loop.function = lambda *a: function(*a) * 1.001
-            return loop
-        monkeypatch.setattr(pipeline, "compile_gradient", broken)
-        try:
-            real(gradient, compiled, avals, copies, expected, tier)
-        finally:
-            monkeypatch.setattr(pipeline, "compile_gradient", original)
-
-    monkeypatch.setattr(tiers, "_tier_up", wrong_loop)
+        return loop
+    monkeypatch.setattr(pipeline, "compile_gradient", broken)
     x = np.random.default_rng(6).standard_normal(N)
     g = ad.grad(elementwise)
+    g(x)
+    assert g.wait_tier(120) == "checking"
     with pytest.warns(RuntimeWarning, match="the NumPy code stays"):
-        g(x)
-        assert g.wait_tier(120) == "numpy"
-        tiers._jobs.join()
+        checked = g(x)
+    assert g.tier == "numpy"
     assert "differed" in g._latest().tier.reason
+    reference = _reference(elementwise, x)
+    np.testing.assert_allclose(checked, reference, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g(x), reference, rtol=1e-12, atol=1e-12)
+
+
+def test_a_loop_that_raises_leaves_the_numpy_code():
+    """A loop that fails at its checking call (here: made to raise) is a difference too."""
+    x = np.random.default_rng(8).standard_normal(N)
+    g = ad.grad(elementwise)
+    g(x)
+    assert g.wait_tier(120) == "checking"
+    g._latest().tier.loop.function = lambda *a: 1 / 0
+    with pytest.warns(RuntimeWarning, match="ZeroDivisionError"):
+        g(x)
+    assert g.tier == "numpy"
     np.testing.assert_allclose(g(x), _reference(elementwise, x), rtol=1e-12, atol=1e-12)
+
+
+def test_the_check_keeps_no_copy_and_frees_the_numpy_buffers():
+    """While the loop compiles nothing of the call is held (the Tier keeps shapes only); at
+    the checking call the NumPy code's pooled work arrays are released."""
+    x = np.random.default_rng(9).standard_normal(N)
+    g = ad.grad(elementwise)
+    g(x)
+    tier = g._latest().tier
+    assert all(isinstance(part, tuple) and not isinstance(part[0], np.ndarray)
+               for part in tier.arrays)
+    assert tier.arrays == (((N,), np.dtype(float), "C"),)
+    assert g.wait_tier(120) == "checking"
+    pools = [v for k, v in tier.numpy_code.__globals__.items()
+             if k.endswith("_buffers") and isinstance(v, list)]
+    assert pools and all(len(pool) == 1 for pool in pools)   # planned code at this size
+    g(x)
+    assert g.tier == "numba" and all(len(pool) == 0 for pool in pools)
 
 
 def test_arguments_changed_in_place_after_the_first_call_do_not_matter():
@@ -148,5 +181,27 @@ def test_arguments_changed_in_place_after_the_first_call_do_not_matter():
     g = ad.grad(elementwise)
     for _ in range(5):
         x -= 1e-3 * g(x)
-    assert g.wait_tier(120) == "numba"
+    assert g.wait_tier(120) == "checking"
+    x -= 1e-3 * g(x)
+    assert g.tier == "numba"
     np.testing.assert_allclose(g(x), _reference(elementwise, x), rtol=1e-9, atol=1e-9)
+
+
+def test_the_check_compares_every_chunk():
+    """The comparison runs in chunks of tiers.CHUNK values: a difference in the last, partial
+    chunk is found, the scale is the largest value of any chunk, non-finite values must match."""
+    n = 3 * tiers.CHUNK + 5
+    expected = np.linspace(-1.0, 1.0, n)
+    expected[2 * tiers.CHUNK + 1] = 1e6            # the scale, in the third chunk
+    assert tiers._difference(expected.copy(), expected) == ""
+    got = expected.copy()
+    got[-1] += 1e-2                                # far above 1e-9 x 1e6
+    assert "apart" in tiers._difference(got, expected)
+    got = expected.copy()
+    got[-1] += 1e-4                                # within 1e-9 of the largest magnitude
+    assert tiers._difference(got, expected) == ""
+    got = expected.copy()
+    got[tiers.CHUNK] = np.nan
+    assert "non-finite" in tiers._difference(got, expected)
+    assert "another structure" in tiers._difference((got,), expected)
+    assert "float32" in tiers._difference(expected.astype(np.float32), expected)
