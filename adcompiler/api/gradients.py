@@ -463,7 +463,7 @@ grad.__doc__ = """The gradient of ``f``'s scalar result, compiled ahead of time 
     ceil(sqrt(T))``; :class:`adcompiler.Checkpoint` also takes ``every=`` (while loops) and
     ``levels=`` (docs/reference/checkpointing.md). value_and_grad and vjp take it too.
 :param tiered: ``None`` (the default): where numba is installed, a NumPy-backend gradient of
-    at least 65,536 array elements that is one elementwise loop is compiled for numba on a
+    at least 10^6 array elements that is one elementwise loop is compiled for numba on a
     background thread while the NumPy code answers, and runs the loop once it is ready and
     its first result matched (``.tier``, ``.wait_tier()``); ``True`` tiers up any plan numba
     takes, at any size; ``False`` (or ``ADCOMPILER_TIERED=0``) keeps the NumPy code

@@ -45,7 +45,9 @@ from functools import lru_cache
 
 import numpy as np
 
-ELEMENTS = 2 ** 16   # the default tiers up calls with at least this many array elements
+# the default tiers up calls with at least this many array elements: below, numba's 120-140 MB
+# of resident memory would be most of the process's peak (10^5 elements: 145 MB, PyTorch's 30)
+ELEMENTS = 10 ** 6
 TOLERANCE = 1e-9     # the loop's first result, against the NumPy code's, of the largest value
 COMPILING = threading.RLock()   # the pipeline: the foreground's compiles and the worker's
 

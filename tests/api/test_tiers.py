@@ -1,6 +1,6 @@
 """Tiered compilation (adcompiler.api.tiers): NumPy code first, numba loops once compiled.
 
-Every test runs above the default threshold (tiers.ELEMENTS = 65,536 elements) where the
+Every test runs above the default threshold (tiers.ELEMENTS = 10^6 elements) where the
 default is to tier, and compares the tiered gradient with the unoptimised one.
 """
 
@@ -181,7 +181,7 @@ def test_arguments_changed_in_place_after_the_first_call_do_not_matter():
     g = ad.grad(elementwise)
     for _ in range(5):
         x -= 1e-3 * g(x)
-    assert g.wait_tier(120) == "checking"
+    assert g.wait_tier(120) in ("checking", "numba")   # (the loop may be ready in the five)
     x -= 1e-3 * g(x)
     assert g.tier == "numba"
     np.testing.assert_allclose(g(x), _reference(elementwise, x), rtol=1e-9, atol=1e-9)

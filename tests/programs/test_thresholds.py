@@ -88,7 +88,7 @@ adcompiler/backends/scatters.py  SPARSE_ENTRIES  32,768 values (>=)
     Where SciPy is installed the helper is a sparse product (``scipy.sparse.csr_matrix``) from
     32,768 values on, flat indices through NumPy's 1-D ``np.add.at`` below (and always without
     SciPy). Test: test_scatter_sparse_entries.
-adcompiler/api/tiers.py  ELEMENTS  65,536 array elements of a call, over every argument (>=)
+adcompiler/api/tiers.py  ELEMENTS  1,000,000 array elements of a call, over every argument (>=)
     With numba installed, a ``grad``/``value_and_grad`` on the NumPy backend whose plan is a
     whole elementwise loop is compiled again for ``backend="numba"`` on a background thread,
     and runs the loop once its first result matched the NumPy code's (``.tier == "numba"``);
@@ -567,8 +567,8 @@ def test_numba_apart_min(side):
 @needs_numba
 @pytest.mark.parametrize("side", SIDES)
 def test_tiers_elements(side, monkeypatch):
-    """The default tiers up a call of at least 65,536 array elements, counted over every
-    argument: here 2 x 32,768 tiers up, one element fewer stays NumPy code; both sides give the
+    """The default tiers up a call of at least 10^6 array elements, counted over every
+    argument: here 2 x 500,000 tiers up, one element fewer stays NumPy code; both sides give the
     unoptimised gradient, the tiered one through the numba loop."""
     monkeypatch.setenv("ADCOMPILER_TIERED", "1")   # tests/conftest.py turns tiering off
     half = tiers.ELEMENTS // 2
@@ -892,7 +892,7 @@ THRESHOLDS = {
     "adcompiler.backends.scatters.MIN_WIDTH": (4, ("test_scatter_min_width",)),
     "adcompiler.backends.scatters.TARGET_RATIO": (10, ("test_scatter_target_ratio",)),
     "adcompiler.backends.scatters.SPARSE_ENTRIES": (32768, ("test_scatter_sparse_entries",)),
-    "adcompiler.api.tiers.ELEMENTS": (65536, ("test_tiers_elements",)),
+    "adcompiler.api.tiers.ELEMENTS": (1000000, ("test_tiers_elements",)),
 }
 
 # "module.CONSTANT" -> why it is not an array-size threshold
