@@ -106,6 +106,14 @@ def evaluate(res: Results, main_workloads: list[str]) -> list[tuple[str, str]]:
     ] + ([
         ("#33. compiled ≤ 1.0× the best of hand-written, PyTorch eager, jax.jit and autograd "
          "on the realistic workloads", _best_peer(res, realistic, 1.0)),
-        ("#33. peak memory ≤ PyTorch's on the realistic workloads",
-         _memory(res, realistic)),
+        ("#33. compiled ≤ 1.1× the same best on the earlier workloads but seed f (whose "
+         "call overhead the issue leaves as documented)",
+         _best_peer(res, [w for w in earlier if w != "seed_f"], 1.1)),
+        ("#33. peak memory ≤ PyTorch's on every workload, the size sweep's included",
+         _memory(res, _measured(res))),
     ] if realistic else [])
+
+
+def _measured(res: Results) -> list[str]:
+    """Every workload of the run, in its order (the size sweep's too)."""
+    return list(dict.fromkeys(r["workload"] for r in res.rows))

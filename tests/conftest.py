@@ -1,23 +1,38 @@
 """Shared fixtures: the on-disk cache lives in a temporary directory, never in the real home."""
 
+import contextlib
 import os
 
 import pytest
+
+
+@contextlib.contextmanager
+def _environment(**values):
+    """Set (a str) or unset (None) environment variables, which the suite's subprocesses
+    inherit; restore what was there on exit."""
+    saved = {k: os.environ.get(k) for k in values}
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_dir(tmp_path_factory):
     """Every compilation in the suite (and in the subprocesses it starts, which inherit the
     environment) caches under a fresh temporary directory."""
-    saved = {k: os.environ.get(k) for k in ("ADCOMPILER_CACHE_DIR", "ADCOMPILER_CACHE")}
-    os.environ["ADCOMPILER_CACHE_DIR"] = str(tmp_path_factory.mktemp("adcompiler-cache"))
-    os.environ.pop("ADCOMPILER_CACHE", None)
-    yield
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with _environment(ADCOMPILER_CACHE_DIR=str(tmp_path_factory.mktemp("adcompiler-cache")),
+                      ADCOMPILER_CACHE=None):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -25,13 +40,8 @@ def _verify_plans():
     """Every gradient the suite compiles (here and in the subprocesses it starts) goes through
     :func:`adcompiler.backends.verify_plan.verify_plan` before it loads: a plan that writes a
     buffer a live name still holds, or returns a pool buffer, fails the test that compiled it."""
-    saved = os.environ.get("ADCOMPILER_VERIFY_PLANS")
-    os.environ["ADCOMPILER_VERIFY_PLANS"] = "1"
-    yield
-    if saved is None:
-        os.environ.pop("ADCOMPILER_VERIFY_PLANS", None)
-    else:
-        os.environ["ADCOMPILER_VERIFY_PLANS"] = saved
+    with _environment(ADCOMPILER_VERIFY_PLANS="1"):
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -40,14 +50,11 @@ def _no_tiers():
     moves to numba loops between two calls would make the suite's value comparisons depend on
     timing. tests/api/test_tiers.py sets ``ADCOMPILER_TIERED=1`` and waits for the tier-up;
     ``ADCOMPILER_TEST_TIERS=1`` runs the whole suite with tiering on."""
-    saved = os.environ.get("ADCOMPILER_TIERED")
-    if os.environ.get("ADCOMPILER_TEST_TIERS") != "1":
-        os.environ["ADCOMPILER_TIERED"] = "0"
-    yield
-    if saved is None:
-        os.environ.pop("ADCOMPILER_TIERED", None)
-    else:
-        os.environ["ADCOMPILER_TIERED"] = saved
+    if os.environ.get("ADCOMPILER_TEST_TIERS") == "1":
+        yield
+        return
+    with _environment(ADCOMPILER_TIERED="0"):
+        yield
 
 
 @pytest.fixture(autouse=True)

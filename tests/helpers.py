@@ -9,6 +9,7 @@ import hashlib
 import signal
 import importlib.util
 import inspect
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,14 @@ import pytest
 import adcompiler
 
 EPS = 1e-6
+LONG = os.environ.get("ADCOMPILER_LONG_TESTS") == "1"
+
+
+def examples(long: int, default: int) -> int:
+    """How many programs a random-program test draws: ``default`` in the suite's run (kept
+    well under 15 minutes on two cores), ``long`` with ``ADCOMPILER_LONG_TESTS=1`` (the long
+    run, docs/testing.md). Each run draws new programs where the test is not derandomized."""
+    return long if LONG else default
 
 
 def _call(f, args, argnum, value):

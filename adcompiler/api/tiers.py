@@ -154,9 +154,11 @@ def _tier_up(gradient, compiled, avals, tier):
     with COMPILING:
         loop = compile_gradient(gradient.primal, avals, gradient.wrt, gradient.mode,
                                 backend="numba", checkpoint=gradient.checkpoint)
-    if loop.backend != "numba":
+    from ..backends import loop_plan, numba_plan
+    plan = numba_plan.plan(loop.graph)   # (numba's fallback is NumPy code, labelled "numba")
+    if not plan:
         return tier.stay("numba takes no loop here: " + _why_not(loop))
-    if not _kind_allowed(gradient, loop):
+    if gradient.tiered is not True and not isinstance(plan, loop_plan.Plan):
         return tier.stay("the numba plan is a loop program or loop nest, which tiers up only "
                          "with tiered=True")
     if _closing.is_set():
@@ -213,17 +215,10 @@ def _release_buffers(function):
             value.clear()
 
 
-def _kind_allowed(gradient, loop) -> bool:
-    """The default takes whole elementwise loops only; ``tiered=True`` any plan."""
-    if gradient.tiered is True:
-        return True
-    from ..backends import loop_plan, numba_plan
-    return isinstance(numba_plan.plan(loop.graph), loop_plan.Plan)
-
-
 def _why_not(loop) -> str:
-    doc = loop.source.split('"""')[1] if '"""' in loop.source else ""
-    return " ".join(doc.split()) or "no plan"
+    """The reason the NumPy code numba's backend fell back to carries as its docstring
+    (backends/numba_reasons.py)."""
+    return " ".join((loop.function.__doc__ or "").split()) or "no plan"
 
 
 def _difference(got, expected) -> str:

@@ -205,3 +205,19 @@ def test_the_check_compares_every_chunk():
     assert "non-finite" in tiers._difference(got, expected)
     assert "another structure" in tiers._difference((got,), expected)
     assert "float32" in tiers._difference(expected.astype(np.float32), expected)
+
+
+def gram(A):
+    return np.sum(np.tanh(A @ A.T))
+
+
+def test_a_gradient_numba_takes_no_loop_of_stays_numpy_saying_why():
+    x = np.random.default_rng(10).standard_normal((30, 20))
+    g = ad.grad(gram, tiered=True)
+    got = g(x)
+    assert g.wait_tier(120) == "numpy"
+    reason = g._latest().tier.reason
+    assert reason.startswith("numba takes no loop here: NumPy code: backend='numba' writes "
+                             "loops only"), reason
+    np.testing.assert_allclose(got, _reference(gram, x), rtol=1e-12, atol=1e-12)
+    assert g.tier_source is None

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import adcompiler as ad
 from adcompiler.backends import loop_plan, numba_emit
 from adcompiler.runtime import compile as runtime_compile
-from tests.helpers import import_source
+from tests.helpers import examples, import_source
 
 pytest.importorskip("numba")
 
@@ -529,7 +529,7 @@ def _load(expr, directory):
     return import_source(source, directory, "nb").f
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=examples(15, 6), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(expr=expressions())
 def test_random_gradients_match_numpy(expr, tmp_path):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import adcompiler as ad
 from adcompiler.passes import broadcast_products
 from benchmarks import workloads
-from tests.helpers import assert_close_normwise
+from tests.helpers import assert_close_normwise, examples
 
 pytest.importorskip("numba")
 
@@ -80,7 +80,7 @@ def _gather_slice(U, c, iu):
     return np.sum(np.exp(U[iu, 1:]) * c[:, None])
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([_gather_rows, _gather_1d, _gather_slice]), st.integers(2, 6),
        st.integers(1, 30), st.integers(0, 2 ** 31))
 def test_random_gathers_with_repeated_and_negative_indices(fn, rows, pairs, seed):
@@ -101,7 +101,7 @@ def _logsumexp(axis, keepdims):
     return f
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10, 4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([0, 1, 2, -1, None, (0, 2)]), st.booleans(), st.integers(1, 5),
        st.integers(0, 2 ** 31))
 def test_reductions_over_each_axis(axis, keepdims, n, seed):

@@ -28,7 +28,7 @@ from tests.programs import test_control_flow
 from tests.frontend import test_loop_targets
 from tests.programs import test_nested_control_flow
 from tests.control_strategies import control_programs
-from tests.helpers import assert_matches_numerical, import_source
+from tests.helpers import assert_matches_numerical, examples, import_source
 from tests.programs.test_random_control_flow import time_limit
 from tests.programs.test_random_programs import check_gradients
 
@@ -112,7 +112,7 @@ def _tangents(args, wrt):
                  else rng.standard_normal(np.shape(args[i])) for i in wrt)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60, 20), **SETTINGS)
 @given(case=st.sampled_from(CASES), data=st.data())
 def test_renamed_loops_and_branches_keep_their_derivatives(case, data, tmp_path):
     module, f, args, wrt = case
@@ -134,7 +134,7 @@ def test_renamed_loops_and_branches_keep_their_derivatives(case, data, tmp_path)
     np.testing.assert_allclose(tangent, expected_tangent, rtol=1e-12, atol=1e-14)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=examples(60, 20), **SETTINGS)
 @given(program=control_programs(), data=st.data())
 def test_renamed_random_programs_keep_their_gradients(program, data, tmp_path):
     head, _, _ = program.source.partition("def f(")

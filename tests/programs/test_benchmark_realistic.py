@@ -108,7 +108,8 @@ def test_torch_compile_reports_its_first_call_apart(monkeypatch, tmp_path):
 
 def test_the_realistic_workloads_are_held_to_the_best_peer_and_to_pytorchs_memory():
     """Issue 33's targets: compiled per call at most the fastest of hand-written, PyTorch eager,
-    JAX and autograd on each realistic workload, and peak memory at most PyTorch's."""
+    JAX and autograd on each realistic workload, at most 1.1x it on the earlier ones but seed f,
+    and peak memory at most PyTorch's on every workload measured."""
     from benchmarks import targets
     from benchmarks.figures import Results
 
@@ -116,15 +117,22 @@ def test_the_realistic_workloads_are_held_to_the_best_peer_and_to_pytorchs_memor
         return {"workload": w, "system": s, "status": "ok", "median_s": t, "peak_bytes": peak}
     rows = [row("gmm", "hand", 1.0, 5), row("gmm", "compiled", 1.5, 9), row("gmm", "torch", 1.2, 7),
             row("heat", "hand", 3.0, 1), row("heat", "compiled", 1.0, 1),
-            row("heat", "torch", 2.0, 1)]
-    verdicts = dict(targets.evaluate(Results(rows), ["gmm", "heat", "mlp"]))
-    best = next(v for t, v in verdicts.items() if t.startswith("#33. compiled"))
+            row("heat", "torch", 2.0, 1),
+            row("seed_f", "hand", 1.0, 1), row("seed_f", "compiled", 1.3, 1),   # exempt
+            row("logistic", "hand", 1.0, 1), row("logistic", "compiled", 1.05, 1),
+            row("logistic", "jax", 0.9, 1),                  # 1.17x the best: over 1.1
+            row("elementwise_1e5", "compiled", 1.0, 4),      # the sweep's memory counts too
+            row("elementwise_1e5", "torch", 2.0, 3)]
+    verdicts = dict(targets.evaluate(Results(rows), ["gmm", "heat", "mlp", "seed_f", "logistic"]))
+    best = next(v for t, v in verdicts.items() if t.startswith("#33. compiled ≤ 1.0×"))
+    earlier = next(v for t, v in verdicts.items() if t.startswith("#33. compiled ≤ 1.1×"))
     memory = next(v for t, v in verdicts.items() if t.startswith("#33. peak memory"))
     assert best == "missed: gmm 1.50× hand"
-    assert memory == "missed: gmm 1.29× PyTorch's"
+    assert earlier == "missed: logistic 1.17× jax"
+    assert memory == "missed: gmm 1.29× PyTorch's; elementwise_1e5 1.33× PyTorch's"
     # the issue-5 target no longer judges the realistic workloads (they have their own)
     assert verdicts["1. compiled / hand-written ≤ 1.10 on every workload of issue 5"] == \
-        "met where measured; not measured: mlp (–)"
+        "missed: seed_f 1.30 > 1.1"
     # without a realistic workload in the run, no #33 rows
     assert not any(t.startswith("#33") for t, _ in targets.evaluate(Results(rows), ["mlp"]))
 

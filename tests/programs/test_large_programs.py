@@ -27,9 +27,9 @@ numexpr's own loops. Those change a sum by a few ulps of the sum of its terms' m
 of large terms is held to the scale of its array, not to its own size. 1e-9 leaves five orders
 of magnitude above that, and a wrong buffer gives errors of order one (or NaN, poisoned).
 
-Cost: the default run is derandomized and draws 5 programs per family and tier under grad, 3
-per family and tier under the other transforms (165 programs, about 45 s on two cores). The
-long campaign is opt-in:
+Cost: the default run is derandomized and draws 3 programs per family and tier under grad, 2
+per family and tier under the other transforms (103 programs, about 30 s on two cores; with
+``ADCOMPILER_LONG_TESTS=1`` 5 and 3, 165 programs). The long campaign is opt-in:
 
     python -m tests.campaign --programs 20     # per family, transform and tier: 2,520 programs
     ADCOMPILER_CAMPAIGN=20 python -m pytest -s tests/programs/test_large_programs.py \
@@ -67,7 +67,7 @@ from adcompiler.backends.check_modes import poisoned, unoptimised
 
 from tests import program_sizes
 from tests.control_strategies import control_programs, tape_program
-from tests.helpers import import_source
+from tests.helpers import examples, import_source
 from tests.strategies import Program, _copy, load, programs
 
 RTOL = 1e-9
@@ -326,7 +326,8 @@ DEFAULT_RUN = {
     "hvp": (["while", "branches"], TIERS[:2]),
     "module": (["for", "straight"], TIERS[:2]),
 }
-GRAD_EXAMPLES, OTHER_EXAMPLES = CAMPAIGN or 5, CAMPAIGN or 3   # per family, tier, transform
+GRAD_EXAMPLES = CAMPAIGN or examples(5, 3)    # per family and tier (ADCOMPILER_LONG_TESTS=1: 5)
+OTHER_EXAMPLES = CAMPAIGN or examples(3, 2)   # per family, tier and transform (long: 3)
 
 
 def _cases(grad):

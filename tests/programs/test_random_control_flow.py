@@ -26,7 +26,7 @@ import adcompiler
 from adcompiler import tape
 
 from tests.control_strategies import constructs, control_programs, tape_program
-from tests.helpers import raising_after
+from tests.helpers import examples, raising_after
 from tests.strategies import load
 from tests.programs.test_random_programs import check_gradients
 
@@ -50,7 +50,7 @@ def _loaded(program, tmp_path):
     return f, args
 
 
-@settings(max_examples=250, **SETTINGS)
+@settings(max_examples=examples(250, 80), **SETTINGS)
 @given(program=control_programs())
 def test_compiled_gradients_match_finite_differences(program, tmp_path):
     f, args = _loaded(program, tmp_path)
@@ -60,7 +60,7 @@ def test_compiled_gradients_match_finite_differences(program, tmp_path):
 
 
 # without the math module: the tape refuses math.* on tensors (test_tape_dynamic checks that)
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=examples(200, 60), **SETTINGS)
 @given(program=control_programs(math=False))
 def test_compiled_gradients_agree_with_the_tape(program, tmp_path):
     f, args = _loaded(program, tmp_path)
@@ -75,7 +75,7 @@ def test_compiled_gradients_agree_with_the_tape(program, tmp_path):
                                    err_msg=f"gradient with respect to argument {i}")
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=examples(120, 40), **SETTINGS)
 @given(program=control_programs())
 def test_value_and_grad_gives_the_functions_value(program, tmp_path):
     f, args = _loaded(program, tmp_path)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, note, reject, settings
 
 import adcompiler
 
+from tests.helpers import examples
 from tests.strategies import load, programs
 
 EPS = 1e-6
@@ -65,7 +66,7 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scope
                                                       HealthCheck.too_slow])
 
 
-@settings(max_examples=1500, **SETTINGS)
+@settings(max_examples=examples(1500, 400), **SETTINGS)
 @given(program=programs())
 def test_compiled_gradients_match_finite_differences(program, tmp_path):
     source, f, args = load(program, tmp_path)
@@ -74,7 +75,7 @@ def test_compiled_gradients_match_finite_differences(program, tmp_path):
     np.testing.assert_equal(args, program.args)  # the gradient left its inputs alone
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150, 60), **SETTINGS)
 @given(program=programs())
 def test_value_and_grad_agrees_with_the_function_and_grad(program, tmp_path):
     source, f, args = load(program, tmp_path)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, reject, settings
 import adcompiler
 from adcompiler import tape
 
-from tests.helpers import numerical_grad
+from tests.helpers import examples, numerical_grad
 from tests.strategies import load, programs
 from tests.programs.test_random_programs import _smooth_here, finite_differences
 
@@ -211,7 +211,7 @@ def _check_program(f, args, source, compare_compiler):
                                        err_msg=f"gradient with respect to argument {i}")
 
 
-@settings(max_examples=120, deadline=None,
+@settings(max_examples=examples(120, 40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(program=programs())
 def test_random_programs_on_the_tape(program, tmp_path):

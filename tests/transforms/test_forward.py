@@ -14,6 +14,7 @@ import adcompiler as ad
 from adcompiler.ir import Literal
 from adcompiler.ir.primitives import evaluate
 
+from tests.helpers import examples
 from tests.strategies import load, programs
 
 
@@ -237,7 +238,7 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scope
                                                       HealthCheck.too_slow])
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=examples(150, 50), **SETTINGS)
 @given(program=programs(), seed=st.integers(0, 2 ** 32 - 1))
 def test_random_programs_jvp_against_vjp(program, seed, tmp_path):
     """<v, J u> == <J^T v, u> with random u (one tangent per input) and v."""
