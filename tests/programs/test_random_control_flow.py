@@ -99,11 +99,12 @@ EVERY_CONSTRUCT = {
 
 
 def test_the_strategy_draws_every_construct():
-    """The strategy is not silently narrowed: 250 programs (a fixed draw; 800 in the long run)
-    use every construct it promises (150 did, with hypothesis 6.155)."""
+    """The strategy is not silently narrowed: 500 programs (a fixed draw; 800 in the long run)
+    use every construct it promises (with hypothesis 6.155 the rarest, a `for` over a range of
+    traced bounds, first came between 250 and 400)."""
     seen = set()
 
-    @settings(max_examples=examples(800, 250), database=None, deadline=None, derandomize=True,
+    @settings(max_examples=examples(800, 500), database=None, deadline=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(program=control_programs())
     def collect(program):
