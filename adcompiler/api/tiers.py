@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import queue
+import sys
 import threading
 import warnings
 from functools import lru_cache
@@ -89,12 +90,10 @@ class Tier:
         self.numpy_code = None          # the function the loop replaces, once it is compiled
         self.arrays = arrays            # (shape, dtype, order) of each argument, for the compile
         self.compiled = threading.Event()   # the worker is done: checking, or decided
-        self.done = threading.Event()       # decided: numba or numpy
 
     def stay(self, reason: str):
         self.state, self.reason = "numpy", reason
         self.compiled.set()
-        self.done.set()
 
 
 def start(gradient, compiled, avals, values: tuple):
@@ -194,17 +193,29 @@ def _checking(gradient, compiled, tier):
             if difference:
                 warnings.warn(f"adcompiler: the numba loop of {gradient.primal.__qualname__} "
                               f"gave {difference}; the NumPy code stays (please report this)",
-                              RuntimeWarning, stacklevel=2)
+                              RuntimeWarning, stacklevel=_user_level())
                 tier.stay("the numba loop's first result differed: " + difference)
                 gradient._tier_up(compiled, numpy_code)
             else:
                 tier.state = "numba"
                 gradient._tier_up(compiled, tier.loop.function)
-                tier.done.set()
             return expected
         finally:
             busy.release()
     return first_call
+
+
+def _user_level() -> int:
+    """``stacklevel`` for a warning issued by this module's caller's caller...: the first frame
+    outside adcompiler (its files and its fast paths' ``<adcompiler ...>`` code), the user's
+    call of the gradient."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_OURS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, "<adcompiler")
 
 
 def _release_buffers(function):
