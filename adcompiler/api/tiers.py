@@ -219,10 +219,11 @@ _OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, "
 
 
 def _release_buffers(function):
-    """Empty the planned code's pools of work arrays (``_grad_f_buffers``, backends/planner.py):
-    a later call of it allocates them again."""
+    """Empty the planned code's pools: its work arrays (``_grad_f_buffers``,
+    backends/planner.py) and the arrays it returned, kept for reuse (``_grad_f_returned``,
+    backends/recycled.py). A later call of it allocates them again."""
     for name, value in function.__globals__.items():
-        if name.endswith("_buffers") and isinstance(value, list):
+        if name.endswith(("_buffers", "_returned")) and isinstance(value, list):
             value.clear()
 
 
