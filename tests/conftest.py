@@ -11,19 +11,19 @@ def _environment(**values):
     """Set (a str) or unset (None) environment variables, which the suite's subprocesses
     inherit; restore what was there on exit."""
     saved = {k: os.environ.get(k) for k in values}
+    _set(values)
+    try:
+        yield
+    finally:
+        _set(saved)
+
+
+def _set(values):
     for key, value in values.items():
         if value is None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture(autouse=True, scope="session")
